@@ -20,6 +20,7 @@
 
 mod enums;
 mod particle;
+pub mod policy;
 mod request;
 mod timestamp;
 

@@ -1,1 +1,39 @@
-//! placeholder
+//! Reads a Particles SQLite store the way the reference (`linkedparticles` 1.214.1)
+//! does, so the ranking built on top sees the same rows in the same order.
+//!
+//! [`Store::open_read_only`] opens a store without any chance of writing it. The
+//! [`load_active`] loader returns the ACTIVE candidates ordered by
+//! `(confidence_value, rowid)`, the order every tie in the final ranking falls back
+//! on. The remaining functions read what scoring needs once per query: the policy
+//! rows, each candidate's source facts, premise statuses and co-evidential edges,
+//! every `IN (...)` lookup cut into chunks of [`ID_CHUNK`] ids.
+//!
+//! ```no_run
+//! use particles_store::{load_active, Store};
+//! let store = Store::open_read_only("beliefs.db".as_ref())?;
+//! particles_store::check_schema_version(&store)?;
+//! let candidates = load_active(&store, 0.0, None)?;
+//! println!("{} candidates", candidates.items.len());
+//! # Ok::<(), particles_store::Error>(())
+//! ```
+#![warn(missing_docs)]
+#![warn(clippy::unwrap_used)]
+
+mod embedding;
+mod error;
+mod guard;
+mod loader;
+mod policy;
+mod row;
+mod sources;
+mod store;
+
+pub use crate::{
+    embedding::{decode_embedding, EmbeddingError},
+    error::{Error, Result},
+    guard::{check_schema_version, SchemaMismatch},
+    loader::{load_active, particles_by_ids, Candidate, Candidates, ID_CHUNK},
+    policy::load_policy_rows,
+    sources::{co_evidential_edges, premise_statuses, source_facts},
+    store::Store,
+};

@@ -1,0 +1,196 @@
+//! Decoding `embedding_json` exactly as the reference does:
+//! `np.array(json.loads(text), dtype=np.float32)`.
+//!
+//! Each JSON number becomes the correctly rounded f64 first and is then rounded to
+//! f32 (never parsed straight to f32: the double rounding must match Python's). The
+//! common case, an array of plain numbers, goes through a hand-written scanner that
+//! validates JSON number syntax and allocates once; anything else (Python's `NaN` and
+//! `Infinity` literals aside) takes the slow path through `serde_json` with numpy's
+//! conversions for strings, booleans and nulls.
+
+use serde_json::Value;
+
+/// Why an embedding did not decode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EmbeddingError(pub String);
+
+/// Decodes an embedding's JSON text to f32.
+///
+/// # Errors
+///
+/// When the text is not a JSON array of numbers (or of values numpy converts to
+/// float32: numeric strings, booleans, `null` as NaN).
+pub fn decode_embedding(text: &str) -> Result<Vec<f32>, EmbeddingError> {
+    match scan_numbers(text.as_bytes()) {
+        Some(vector) => Ok(vector),
+        None => decode_slow(text),
+    }
+}
+
+/// The fast path: `[` number (`,` number)* `]` with JSON whitespace. `None` means
+/// "not this simple shape", not "invalid".
+fn scan_numbers(bytes: &[u8]) -> Option<Vec<f32>> {
+    let mut pos = skip_ws(bytes, 0);
+    if bytes.get(pos) != Some(&b'[') {
+        return None;
+    }
+    pos = skip_ws(bytes, pos + 1);
+    // 384 numbers of ~20 bytes each; the estimate only avoids regrowth.
+    let mut out = Vec::with_capacity(bytes.len() / 20 + 1);
+    if bytes.get(pos) == Some(&b']') {
+        return (skip_ws(bytes, pos + 1) == bytes.len()).then_some(out);
+    }
+    loop {
+        let start = pos;
+        pos = json_number_end(bytes, pos)?;
+        // The token is ASCII by construction.
+        let token = std::str::from_utf8(&bytes[start..pos]).ok()?;
+        let value: f64 = match token {
+            "NaN" => f64::NAN,
+            "Infinity" => f64::INFINITY,
+            "-Infinity" => f64::NEG_INFINITY,
+            _ => token.parse().ok()?,
+        };
+        out.push(value as f32);
+        pos = skip_ws(bytes, pos);
+        match bytes.get(pos) {
+            Some(b',') => pos = skip_ws(bytes, pos + 1),
+            Some(b']') => {
+                return (skip_ws(bytes, pos + 1) == bytes.len()).then_some(out);
+            }
+            _ => return None,
+        }
+    }
+}
+
+fn skip_ws(bytes: &[u8], mut pos: usize) -> usize {
+    while matches!(bytes.get(pos), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+        pos += 1;
+    }
+    pos
+}
+
+/// The end of a JSON number token (or of Python's `NaN`, `Infinity`, `-Infinity`)
+/// starting at `pos`.
+fn json_number_end(bytes: &[u8], mut pos: usize) -> Option<usize> {
+    for literal in [&b"NaN"[..], b"Infinity", b"-Infinity"] {
+        if bytes[pos..].starts_with(literal) {
+            return Some(pos + literal.len());
+        }
+    }
+    let digits = |bytes: &[u8], mut pos: usize| {
+        let start = pos;
+        while bytes.get(pos).is_some_and(u8::is_ascii_digit) {
+            pos += 1;
+        }
+        (pos > start).then_some(pos)
+    };
+    if bytes.get(pos) == Some(&b'-') {
+        pos += 1;
+    }
+    match bytes.get(pos) {
+        Some(b'0') => pos += 1,
+        Some(b'1'..=b'9') => pos = digits(bytes, pos)?,
+        _ => return None,
+    }
+    if bytes.get(pos) == Some(&b'.') {
+        pos = digits(bytes, pos + 1)?;
+    }
+    if matches!(bytes.get(pos), Some(b'e' | b'E')) {
+        pos += 1;
+        if matches!(bytes.get(pos), Some(b'+' | b'-')) {
+            pos += 1;
+        }
+        pos = digits(bytes, pos)?;
+    }
+    Some(pos)
+}
+
+fn decode_slow(text: &str) -> Result<Vec<f32>, EmbeddingError> {
+    let value: Value = serde_json::from_str(text).map_err(|e| EmbeddingError(e.to_string()))?;
+    let Value::Array(items) = value else {
+        return Err(EmbeddingError("the JSON value is not an array".into()));
+    };
+    items
+        .iter()
+        .map(|item| match item {
+            Value::Number(n) => n
+                .as_f64()
+                .map(|v| v as f32)
+                .ok_or_else(|| EmbeddingError(format!("{n} is not a float"))),
+            Value::Bool(b) => Ok(if *b { 1.0 } else { 0.0 }),
+            Value::Null => Ok(f32::NAN),
+            Value::String(s) => python_float(s)
+                .map(|v| v as f32)
+                .ok_or_else(|| EmbeddingError(format!("could not convert string to float: {s:?}"))),
+            Value::Array(_) | Value::Object(_) => Err(EmbeddingError(
+                "an element is an array or object, not a number".into(),
+            )),
+        })
+        .collect()
+}
+
+/// Python's `float(str)`: surrounding whitespace allowed, `nan`/`inf`/`infinity` in
+/// any case, underscores between digits.
+fn python_float(text: &str) -> Option<f64> {
+    let trimmed = text.trim();
+    let cleaned: String;
+    let candidate = if trimmed.contains('_') {
+        let bytes = trimmed.as_bytes();
+        let ok = bytes.windows(3).all(|w| w[1] != b'_' || (w[0].is_ascii_digit() && w[2].is_ascii_digit()))
+            && !trimmed.starts_with('_')
+            && !trimmed.ends_with('_');
+        if !ok {
+            return None;
+        }
+        cleaned = trimmed.replace('_', "");
+        cleaned.as_str()
+    } else {
+        trimmed
+    };
+    let lower = candidate.to_ascii_lowercase();
+    let unsigned = lower.trim_start_matches(['+', '-']);
+    if matches!(unsigned, "nan" | "inf" | "infinity") {
+        return lower.parse().ok().or(Some(f64::NAN));
+    }
+    candidate.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reference_written_vectors_round_trip() {
+        // Python repr of f32 values widened to f64.
+        let text = "[-0.040891144424676895, 0.06318512558937073, 0.0, 1e-05, -1.5E+2]";
+        let vector = decode_embedding(text).unwrap();
+        assert_eq!(vector, vec![-0.040891144424676895f64 as f32, 0.06318512558937073f64 as f32, 0.0, 1e-05f64 as f32, -150.0]);
+    }
+
+    #[test]
+    fn python_literals_and_numpy_conversions() {
+        let vector = decode_embedding("[NaN, Infinity, -Infinity, \"0.5\", true, null]").unwrap();
+        assert!(vector[0].is_nan());
+        assert_eq!(vector[1], f32::INFINITY);
+        assert_eq!(vector[2], f32::NEG_INFINITY);
+        assert_eq!(&vector[3..5], &[0.5, 1.0]);
+        assert!(vector[5].is_nan());
+        assert_eq!(decode_embedding(" [ ] ").unwrap(), Vec::<f32>::new());
+    }
+
+    #[test]
+    fn double_rounding_goes_through_f64() {
+        // A decimal that rounds differently straight to f32 than through f64.
+        let text = "1.00000005960464477539062499";
+        let via_f64 = text.parse::<f64>().unwrap() as f32;
+        assert_eq!(decode_embedding(&format!("[{text}]")).unwrap(), vec![via_f64]);
+    }
+
+    #[test]
+    fn rejects_what_is_not_an_array_of_numbers() {
+        for bad in ["", "5", "{}", "[1,]", "[01]", "[.5]", "[\"x\"]", "[[1]]", "[1] x"] {
+            assert!(decode_embedding(bad).is_err(), "{bad:?}");
+        }
+    }
+}

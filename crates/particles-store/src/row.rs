@@ -1,0 +1,429 @@
+//! Turning a `particles` row into a [`Particle`], as the reference's
+//! `ParticleRow.to_model` does: every column is read and validated, so a malformed
+//! value anywhere in the row fails the row (the reference aborts the query on it).
+
+use particles_model::{
+    ClaimTerm, Confidence, ContributorRef, ExtractorRef, Particle, ProvenanceRef,
+    StructuredClaim, Timestamp, EMBEDDING_MODEL_ID, LEGACY_EMBEDDING_MODEL_ID,
+};
+use rusqlite::{types::ValueRef, Row};
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+
+/// The columns every particle read selects, `rowid` first. Qualified, so the
+/// subject join can use the same list.
+pub(crate) const PARTICLE_COLUMNS: &str = "particles.rowid, particles.id, particles.content, \
+    particles.confidence_value, particles.confidence_variance, \
+    particles.confidence_calibration_source, particles.confidence_calibration_method, \
+    particles.confidence_calibration_ref, particles.uncertainty_nature, particles.asserted_by, \
+    particles.asserted_at, particles.status, particles.status_reason, particles.schema_version, \
+    particles.particle_type, particles.assertion_modality, particles.valid_until, \
+    particles.valid_from, particles.valid_kind, particles.supersedes, particles.retired_at, \
+    particles.provenance_json, particles.extractor_ref_json, \
+    particles.extraction_provider_model, particles.embedding_json, particles.embedding_model_id, \
+    particles.subject_ids_json, particles.properties_json, particles.context_fingerprint, \
+    particles.tags_json, particles.contributors_json, particles.structured_claim_json, \
+    particles.structurizer_id, particles.structurizer_version, \
+    particles.structured_claim_generated_at, particles.canonical_form, \
+    particles.modality_classified_at";
+
+// Column positions in PARTICLE_COLUMNS.
+const ROWID: usize = 0;
+const ID: usize = 1;
+const CONTENT: usize = 2;
+const CONFIDENCE_VALUE: usize = 3;
+const CONFIDENCE_VARIANCE: usize = 4;
+const CALIBRATION_SOURCE: usize = 5;
+const CALIBRATION_METHOD: usize = 6;
+const CALIBRATION_REF: usize = 7;
+const UNCERTAINTY_NATURE: usize = 8;
+const ASSERTED_BY: usize = 9;
+const ASSERTED_AT: usize = 10;
+const STATUS: usize = 11;
+const STATUS_REASON: usize = 12;
+const SCHEMA_VERSION: usize = 13;
+const PARTICLE_TYPE: usize = 14;
+const ASSERTION_MODALITY: usize = 15;
+const VALID_UNTIL: usize = 16;
+const VALID_FROM: usize = 17;
+const VALID_KIND: usize = 18;
+const SUPERSEDES: usize = 19;
+const RETIRED_AT: usize = 20;
+const PROVENANCE_JSON: usize = 21;
+const EXTRACTOR_REF_JSON: usize = 22;
+const EXTRACTION_PROVIDER_MODEL: usize = 23;
+const EMBEDDING_JSON: usize = 24;
+const EMBEDDING_MODEL: usize = 25;
+const SUBJECT_IDS_JSON: usize = 26;
+const PROPERTIES_JSON: usize = 27;
+const CONTEXT_FINGERPRINT: usize = 28;
+const TAGS_JSON: usize = 29;
+const CONTRIBUTORS_JSON: usize = 30;
+const STRUCTURED_CLAIM_JSON: usize = 31;
+const STRUCTURIZER_ID: usize = 32;
+const STRUCTURIZER_VERSION: usize = 33;
+const STRUCTURED_CLAIM_GENERATED_AT: usize = 34;
+const CANONICAL_FORM: usize = 35;
+const MODALITY_CLASSIFIED_AT: usize = 36;
+
+/// A particle row as read, before hydration.
+pub(crate) struct ParticleRow<'stmt, 'row> {
+    row: &'row Row<'stmt>,
+    rowid: i64,
+    id: String,
+}
+
+impl<'stmt, 'row> ParticleRow<'stmt, 'row> {
+    pub(crate) fn new(row: &'row Row<'stmt>) -> Result<Self> {
+        let rowid: i64 = row.get(ROWID).map_err(|e| Error::InvalidRow {
+            id: "?".into(),
+            rowid: 0,
+            field: "rowid".into(),
+            reason: e.to_string(),
+        })?;
+        let id = match row.get_ref(ID) {
+            Ok(ValueRef::Text(text)) => String::from_utf8_lossy(text).into_owned(),
+            other => {
+                return Err(Error::InvalidRow {
+                    id: "?".into(),
+                    rowid,
+                    field: "id".into(),
+                    reason: format!("not text: {other:?}"),
+                })
+            }
+        };
+        Ok(ParticleRow { row, rowid, id })
+    }
+
+    pub(crate) fn rowid(&self) -> i64 {
+        self.rowid
+    }
+
+    pub(crate) fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn invalid(&self, field: &str, reason: impl std::fmt::Display) -> Error {
+        Error::InvalidRow {
+            id: self.id.clone(),
+            rowid: self.rowid,
+            field: field.to_owned(),
+            reason: reason.to_string(),
+        }
+    }
+
+    fn value(&self, index: usize) -> Result<ValueRef<'row>> {
+        self.row
+            .get_ref(index)
+            .map_err(|e| self.invalid("column", e))
+    }
+
+    /// Text or NULL; any other storage class is invalid.
+    fn opt_text(&self, index: usize, field: &str) -> Result<Option<&'row str>> {
+        match self.value(index)? {
+            ValueRef::Null => Ok(None),
+            ValueRef::Text(bytes) => std::str::from_utf8(bytes)
+                .map(Some)
+                .map_err(|e| self.invalid(field, e)),
+            other => Err(self.invalid(field, format!("expected text, found {:?}", other.data_type()))),
+        }
+    }
+
+    fn text(&self, index: usize, field: &str) -> Result<&'row str> {
+        self.opt_text(index, field)?
+            .ok_or_else(|| self.invalid(field, "is NULL"))
+    }
+
+    fn opt_real(&self, index: usize, field: &str) -> Result<Option<f64>> {
+        match self.value(index)? {
+            ValueRef::Null => Ok(None),
+            ValueRef::Real(value) => Ok(Some(value)),
+            ValueRef::Integer(value) => Ok(Some(value as f64)),
+            other => Err(self.invalid(field, format!("expected a number, found {:?}", other.data_type()))),
+        }
+    }
+
+    /// The stored `confidence_value` (the loader's order key and prefilter).
+    pub(crate) fn confidence_value(&self) -> Result<f64> {
+        self.opt_real(CONFIDENCE_VALUE, "confidence_value")?
+            .ok_or_else(|| self.invalid("confidence_value", "is NULL"))
+    }
+
+    /// The effective embedding model id: the stored one, or the legacy id when NULL or
+    /// empty (the reference tests truthiness).
+    pub(crate) fn embedding_model_id(&self) -> Result<&'row str> {
+        Ok(match self.opt_text(EMBEDDING_MODEL, "embedding_model_id")? {
+            Some(id) if !id.is_empty() => id,
+            _ => LEGACY_EMBEDDING_MODEL_ID,
+        })
+    }
+
+    /// Whether the row's vector lives in the current embedding space.
+    pub(crate) fn has_current_model(&self) -> Result<bool> {
+        Ok(self.embedding_model_id()? == EMBEDDING_MODEL_ID)
+    }
+
+    pub(crate) fn embedding_json(&self) -> Result<Option<&'row str>> {
+        self.opt_text(EMBEDDING_JSON, "embedding_json")
+    }
+
+    fn enum_value<T: std::str::FromStr<Err = particles_model::UnknownVariant>>(
+        &self,
+        index: usize,
+        field: &str,
+    ) -> Result<T> {
+        self.text(index, field)?
+            .parse()
+            .map_err(|e: particles_model::UnknownVariant| self.invalid(field, e))
+    }
+
+    /// A nullable enum: NULL and the empty string read as `None`.
+    fn opt_enum<T: std::str::FromStr<Err = particles_model::UnknownVariant>>(
+        &self,
+        index: usize,
+        field: &str,
+    ) -> Result<Option<T>> {
+        match self.opt_text(index, field)? {
+            None | Some("") => Ok(None),
+            Some(text) => text.parse().map(Some).map_err(|e| self.invalid(field, e)),
+        }
+    }
+
+    fn opt_timestamp(&self, index: usize, field: &str) -> Result<Option<Timestamp>> {
+        match self.opt_text(index, field)? {
+            None => Ok(None),
+            Some(text) => Timestamp::parse(text)
+                .map(Some)
+                .map_err(|e| self.invalid(field, e)),
+        }
+    }
+
+    fn json(&self, field: &str, text: &str) -> Result<Value> {
+        serde_json::from_str(text).map_err(|e| self.invalid(field, e))
+    }
+
+    /// Hydrates the whole row into a validated particle.
+    pub(crate) fn to_particle(&self) -> Result<Particle> {
+        // Parsed for validation only: the reference loads every DATETIME column, so a
+        // malformed one fails the row even where the query path never looks.
+        self.opt_timestamp(RETIRED_AT, "retired_at")?;
+        self.opt_timestamp(MODALITY_CLASSIFIED_AT, "modality_classified_at")?;
+
+        let provenance = self.provenance()?;
+        let properties = match self.opt_text(PROPERTIES_JSON, "properties_json")? {
+            None | Some("") => None,
+            Some(text) => match self.json("properties_json", text)? {
+                Value::Null => None,
+                Value::Object(map) => Some(map),
+                other => {
+                    return Err(self.invalid(
+                        "properties_json",
+                        format!("expected an object, found {}", json_kind(&other)),
+                    ))
+                }
+            },
+        };
+        let subject_ids = self.string_list(
+            "subject_ids_json",
+            self.text(SUBJECT_IDS_JSON, "subject_ids_json")?,
+        )?;
+        let tags = match self.opt_text(TAGS_JSON, "tags_json")? {
+            None | Some("") => None,
+            Some(text) => match self.json("tags_json", text)? {
+                Value::Null => None,
+                _ => Some(self.string_list("tags_json", text)?),
+            },
+        };
+        let contributors = match self.opt_text(CONTRIBUTORS_JSON, "contributors_json")? {
+            None | Some("") => None,
+            Some(text) => match self.json("contributors_json", text)? {
+                Value::Null => None,
+                value => Some(
+                    serde_json::from_value::<Vec<ContributorRef>>(value)
+                        .map_err(|e| self.invalid("contributors_json", e))?,
+                ),
+            },
+        };
+
+        let particle = Particle {
+            id: self.id.clone(),
+            content: self.text(CONTENT, "content")?.to_owned(),
+            confidence: Confidence {
+                value: self.confidence_value()?,
+                variance: self.opt_real(CONFIDENCE_VARIANCE, "confidence_variance")?,
+                calibration_source: self
+                    .enum_value(CALIBRATION_SOURCE, "confidence_calibration_source")?,
+                calibration_method: self
+                    .opt_text(CALIBRATION_METHOD, "confidence_calibration_method")?
+                    .map(str::to_owned),
+                calibration_ref: self
+                    .opt_text(CALIBRATION_REF, "confidence_calibration_ref")?
+                    .map(str::to_owned),
+            },
+            uncertainty_nature: self.enum_value(UNCERTAINTY_NATURE, "uncertainty_nature")?,
+            provenance,
+            asserted_by: self.text(ASSERTED_BY, "asserted_by")?.to_owned(),
+            asserted_at: self
+                .opt_timestamp(ASSERTED_AT, "asserted_at")?
+                .ok_or_else(|| self.invalid("asserted_at", "is NULL"))?,
+            status: self.enum_value(STATUS, "status")?,
+            status_reason: self.opt_enum(STATUS_REASON, "status_reason")?,
+            schema_version: self.text(SCHEMA_VERSION, "schema_version")?.to_owned(),
+            particle_type: self.enum_value(PARTICLE_TYPE, "particle_type")?,
+            assertion_modality: self.enum_value(ASSERTION_MODALITY, "assertion_modality")?,
+            uncertainty_kind: None,
+            valid_until: self.opt_timestamp(VALID_UNTIL, "valid_until")?,
+            valid_from: self.opt_timestamp(VALID_FROM, "valid_from")?,
+            valid_kind: self.opt_enum(VALID_KIND, "valid_kind")?,
+            supersedes: self.opt_text(SUPERSEDES, "supersedes")?.map(str::to_owned),
+            basis: None,
+            extractor_ref: self.extractor_ref()?,
+            extraction_provider_model: self
+                .opt_text(EXTRACTION_PROVIDER_MODEL, "extraction_provider_model")?
+                .map(str::to_owned),
+            sequence_context: None,
+            subject_ids,
+            tags,
+            context_fingerprint: self
+                .opt_text(CONTEXT_FINGERPRINT, "context_fingerprint")?
+                .map(str::to_owned),
+            properties,
+            contributors,
+            structured_claim: self.structured_claim()?,
+            canonical_form: self.enum_value(CANONICAL_FORM, "canonical_form")?,
+            contested: None,
+        };
+        particles_model::validate(particle, |_| String::new())
+            .map(garde::Valid::into_inner)
+            .map_err(|error| match error {
+                particles_model::Error::Invalid { report, .. } => self.invalid("model", report),
+                other => self.invalid("model", other),
+            })
+    }
+
+    fn string_list(&self, field: &str, text: &str) -> Result<Vec<String>> {
+        serde_json::from_str(text).map_err(|e| self.invalid(field, e))
+    }
+
+    fn provenance(&self) -> Result<Vec<ProvenanceRef>> {
+        let text = self.text(PROVENANCE_JSON, "provenance_json")?;
+        let Value::Array(items) = self.json("provenance_json", text)? else {
+            return Err(self.invalid("provenance_json", "expected an array"));
+        };
+        items
+            .into_iter()
+            .map(|item| {
+                let Value::Object(map) = item else {
+                    return Err(self.invalid("provenance_json", "a ref is not an object"));
+                };
+                let ref_type = match map.get("type") {
+                    Some(Value::String(t)) => t
+                        .parse()
+                        .map_err(|e| self.invalid("provenance_json.type", e))?,
+                    _ => return Err(self.invalid("provenance_json", "a ref has no string `type`")),
+                };
+                let corpus_entry_id = match map.get("corpus_entry_id") {
+                    Some(Value::String(id)) => id.clone(),
+                    _ => {
+                        return Err(self.invalid(
+                            "provenance_json",
+                            "a ref has no string `corpus_entry_id`",
+                        ))
+                    }
+                };
+                let optional = |key: &str| -> Result<Option<String>> {
+                    match map.get(key) {
+                        None | Some(Value::Null) => Ok(None),
+                        Some(Value::String(s)) => Ok(Some(s.clone())),
+                        Some(_) => Err(self.invalid("provenance_json", format!("`{key}` is not a string"))),
+                    }
+                };
+                Ok(ProvenanceRef {
+                    ref_type,
+                    corpus_entry_id,
+                    snapshot_id: optional("snapshot_id")?,
+                    location: optional("location")?,
+                    chunk_hash: optional("chunk_hash")?,
+                })
+            })
+            .collect()
+    }
+
+    /// A malformed ref reads as `None` (the reference coerces rather than fails, and
+    /// the particle is then weighted as `general-extractor`).
+    fn extractor_ref(&self) -> Result<Option<ExtractorRef>> {
+        let Some(text) = self.opt_text(EXTRACTOR_REF_JSON, "extractor_ref_json")? else {
+            return Ok(None);
+        };
+        if text.is_empty() {
+            return Ok(None);
+        }
+        let Ok(Value::Object(map)) = serde_json::from_str::<Value>(text) else {
+            return Ok(None);
+        };
+        match (map.get("name"), map.get("version")) {
+            (Some(Value::String(name)), Some(Value::String(version)))
+                if !name.is_empty() && !version.is_empty() =>
+            {
+                Ok(Some(ExtractorRef {
+                    name: name.clone(),
+                    version: version.clone(),
+                }))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    fn structured_claim(&self) -> Result<Option<StructuredClaim>> {
+        let Some(text) = self.opt_text(STRUCTURED_CLAIM_JSON, "structured_claim_json")? else {
+            return Ok(None);
+        };
+        let structurizer_id = self.opt_text(STRUCTURIZER_ID, "structurizer_id")?;
+        let structurizer_version = self.opt_text(STRUCTURIZER_VERSION, "structurizer_version")?;
+        let generated_at =
+            self.opt_timestamp(STRUCTURED_CLAIM_GENERATED_AT, "structured_claim_generated_at")?;
+        let (Some(structurizer_id), Some(structurizer_version), Some(generated_at)) =
+            (structurizer_id, structurizer_version, generated_at)
+        else {
+            return Err(self.invalid(
+                "structured_claim_json",
+                "payload without a complete structurizer stamp",
+            ));
+        };
+        let payload = self.json("structured_claim_json", text)?;
+        let term = |key: &str| -> Result<ClaimTerm> {
+            let value = payload
+                .get(key)
+                .cloned()
+                .ok_or_else(|| self.invalid("structured_claim_json", format!("no `{key}`")))?;
+            serde_json::from_value(value).map_err(|e| self.invalid("structured_claim_json", e))
+        };
+        let subject_id = match payload.get("subject_id") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(_) => return Err(self.invalid("structured_claim_json", "subject_id is not a string")),
+        };
+        Ok(Some(StructuredClaim {
+            subject: term("subject")?,
+            predicate: term("predicate")?,
+            object: term("object")?,
+            subject_id,
+            structurizer_id: structurizer_id.to_owned(),
+            structurizer_version: structurizer_version.to_owned(),
+            generated_at,
+        }))
+    }
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+

@@ -1,0 +1,166 @@
+//! Source facts, premise statuses and co-evidential edges: the lookups a query
+//! makes after the candidates are chosen, each in chunks of [`ID_CHUNK`] ids.
+
+use std::collections::{BTreeSet, HashMap};
+
+use particles_model::{policy::SourceFacts, Particle, Status, Timestamp};
+
+use crate::{
+    error::{Error, Result},
+    loader::{particles_by_ids, placeholders, ID_CHUNK},
+    policy::collect_with,
+    Store,
+};
+
+/// The source facts of each particle's first `SOURCE` ref, in the particles' order.
+/// A particle without one gets the default (no date, `""` type, no entry, no URI).
+///
+/// # Errors
+///
+/// [`Error::Query`] when SQLite fails, [`Error::InvalidValue`] on a malformed
+/// `content_published_at`.
+pub fn source_facts<'a>(
+    store: &Store,
+    particles: impl IntoIterator<Item = &'a Particle>,
+) -> Result<Vec<SourceFacts>> {
+    let refs: Vec<Option<(&str, Option<&str>)>> = particles
+        .into_iter()
+        .map(|p| {
+            p.first_source_ref()
+                .map(|r| (r.corpus_entry_id.as_str(), r.snapshot_id.as_deref()))
+        })
+        .collect();
+    let snapshot_ids: BTreeSet<&str> = refs
+        .iter()
+        .flatten()
+        .filter_map(|(_, snapshot)| *snapshot)
+        .filter(|s| !s.is_empty())
+        .collect();
+    let entry_ids: BTreeSet<&str> = refs
+        .iter()
+        .flatten()
+        .map(|(entry, _)| *entry)
+        .filter(|e| !e.is_empty())
+        .collect();
+
+    let mut snapshots: HashMap<String, (Option<Timestamp>, Option<String>)> = HashMap::new();
+    if !snapshot_ids.is_empty() && store.has_table("snapshots")? {
+        let ids: Vec<&str> = snapshot_ids.into_iter().collect();
+        for chunk in ids.chunks(ID_CHUNK) {
+            let sql = format!(
+                "SELECT snapshot_id, content_published_at, author_id FROM snapshots \
+                 WHERE snapshot_id IN ({})",
+                placeholders(chunk.len())
+            );
+            let rows: Vec<(String, Option<String>, Option<String>)> = collect_with(
+                store,
+                "snapshot source facts",
+                &sql,
+                rusqlite::params_from_iter(chunk.iter()),
+                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+            )?;
+            for (snapshot_id, published, author) in rows {
+                let published = match published {
+                    None => None,
+                    Some(text) => Some(Timestamp::parse(&text).map_err(|e| Error::InvalidValue {
+                        table: "snapshots",
+                        key: snapshot_id.clone(),
+                        column: "content_published_at",
+                        reason: e.to_string(),
+                    })?),
+                };
+                snapshots.insert(snapshot_id, (published, author));
+            }
+        }
+    }
+
+    let mut entries: HashMap<String, (String, Option<String>)> = HashMap::new();
+    if !entry_ids.is_empty() && store.has_table("corpus_entries")? {
+        let ids: Vec<&str> = entry_ids.into_iter().collect();
+        for chunk in ids.chunks(ID_CHUNK) {
+            let sql = format!(
+                "SELECT entry_id, source_type, uri_r FROM corpus_entries WHERE entry_id IN ({})",
+                placeholders(chunk.len())
+            );
+            let rows: Vec<(String, String, Option<String>)> = collect_with(
+                store,
+                "corpus entry source facts",
+                &sql,
+                rusqlite::params_from_iter(chunk.iter()),
+                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+            )?;
+            for (entry_id, source_type, uri) in rows {
+                entries.insert(entry_id, (source_type, uri));
+            }
+        }
+    }
+
+    Ok(refs
+        .into_iter()
+        .map(|source| {
+            let Some((entry_id, snapshot_id)) = source else {
+                return SourceFacts::default();
+            };
+            let (published_at, author_id) = snapshot_id
+                .filter(|s| !s.is_empty())
+                .and_then(|s| snapshots.get(s).cloned())
+                .unwrap_or_default();
+            let (source_type, uri) = entries.get(entry_id).cloned().unwrap_or_default();
+            SourceFacts {
+                published_at,
+                source_type,
+                entry_id: Some(entry_id.to_owned()),
+                uri,
+                author_id,
+            }
+        })
+        .collect())
+}
+
+/// The status of each premise particle named by the derived particles among
+/// `particles` (fetched by id, any status, fully hydrated as the reference does).
+/// A premise absent from the map does not exist.
+///
+/// # Errors
+///
+/// [`Error::Query`] when SQLite fails, [`Error::InvalidRow`] on a malformed premise.
+pub fn premise_statuses<'a>(
+    store: &Store,
+    particles: impl IntoIterator<Item = &'a Particle>,
+) -> Result<HashMap<String, Status>> {
+    let premises: BTreeSet<&str> = particles
+        .into_iter()
+        .filter(|p| p.is_derived())
+        .flat_map(Particle::premise_ids)
+        .collect();
+    if premises.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let ids: Vec<&str> = premises.into_iter().collect();
+    Ok(particles_by_ids(store, &ids)?
+        .into_iter()
+        .map(|p| (p.id, p.status))
+        .collect())
+}
+
+/// The CO_EVIDENTIAL edges touching `id`, as `(other endpoint, confidence)`, in
+/// either direction and whatever the endpoints' status.
+///
+/// # Errors
+///
+/// [`Error::Query`] when SQLite fails.
+pub fn co_evidential_edges(store: &Store, id: &str) -> Result<Vec<(String, f64)>> {
+    collect_with(
+        store,
+        "co-evidential edges",
+        "SELECT particle_a, particle_b, confidence FROM particle_relations \
+         WHERE (particle_a = ?1 OR particle_b = ?1) AND relation_type = 'CO_EVIDENTIAL'",
+        [id],
+        |row| {
+            let a: String = row.get(0)?;
+            let b: String = row.get(1)?;
+            let other = if a == id { b } else { a };
+            Ok((other, row.get(2)?))
+        },
+    )
+}

@@ -1,0 +1,122 @@
+//! Opening a store file.
+
+use std::{
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+use rusqlite::{Connection, OpenFlags};
+
+use crate::error::{query_error, Error, Result};
+
+/// How long a reader waits on a writer's lock before giving up (the reference's
+/// `busy_timeout`).
+const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// An open Particles store.
+///
+/// [`Store::open_read_only`] never writes the file: SQLite is told the connection is
+/// read-only, so not even a journal-mode change reaches the disk.
+pub struct Store {
+    connection: Connection,
+    path: PathBuf,
+}
+
+impl Store {
+    /// Opens the store at `path` for reading and checks that it is a Particles
+    /// store (a SQLite file with a `particles` table).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotFound`] for a missing file, [`Error::Open`] for a file SQLite
+    /// cannot read, [`Error::MissingTable`] when the `particles` table is absent.
+    pub fn open_read_only(path: &Path) -> Result<Store> {
+        if !path.is_file() {
+            return Err(Error::NotFound {
+                path: path.to_owned(),
+            });
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let open_error = |source| Error::Open {
+            path: path.to_owned(),
+            source,
+        };
+        let connection = Connection::open_with_flags(path, flags).map_err(open_error)?;
+        connection.busy_timeout(BUSY_TIMEOUT).map_err(open_error)?;
+        let store = Store {
+            connection,
+            path: path.to_owned(),
+        };
+        store.require_table("particles")?;
+        Ok(store)
+    }
+
+    /// Wraps an already-open connection (tests, and writers that created the file).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::MissingTable`] when the connection has no `particles` table.
+    pub fn from_connection(connection: Connection, path: PathBuf) -> Result<Store> {
+        let store = Store { connection, path };
+        store.require_table("particles")?;
+        Ok(store)
+    }
+
+    /// The path the store was opened from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The underlying connection, for crates that layer on the store.
+    pub fn connection(&self) -> &Connection {
+        &self.connection
+    }
+
+    /// Whether a table exists.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Open`] when the file is not a database (SQLite reports that on the
+    /// first read).
+    pub fn has_table(&self, table: &str) -> Result<bool> {
+        self.connection
+            .query_row(
+                "SELECT EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1)",
+                [table],
+                |row| row.get(0),
+            )
+            .map_err(|source| Error::Open {
+                path: self.path.clone(),
+                source,
+            })
+    }
+
+    fn require_table(&self, table: &'static str) -> Result<()> {
+        if self.has_table(table)? {
+            Ok(())
+        } else {
+            Err(Error::MissingTable {
+                path: self.path.clone(),
+                table,
+            })
+        }
+    }
+
+    /// Runs `f` inside one read transaction, so every statement sees the same
+    /// committed snapshot of the file even while another process writes it.
+    ///
+    /// # Errors
+    ///
+    /// Whatever `f` returns, or [`Error::Query`] when the transaction cannot start.
+    pub fn read_snapshot<T>(&self, f: impl FnOnce(&Store) -> Result<T>) -> Result<T> {
+        self.connection
+            .execute_batch("BEGIN DEFERRED")
+            .map_err(query_error("begin read transaction"))?;
+        let result = f(self);
+        // A read transaction has nothing to keep; ending it cannot lose data.
+        let ended = self.connection.execute_batch("COMMIT");
+        let value = result?;
+        ended.map_err(query_error("end read transaction"))?;
+        Ok(value)
+    }
+}
