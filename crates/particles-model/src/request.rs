@@ -4,7 +4,7 @@
 use garde::Validate;
 use serde::{Deserialize, Serialize};
 
-use crate::{AssertionModality, Timestamp, UncertaintyNature};
+use crate::{AssertionModality, UncertaintyNature};
 
 /// The largest `top_k` the reference accepts.
 pub const MAX_TOP_K: u32 = 200;
@@ -47,9 +47,6 @@ pub struct QueryRequest {
     /// Keep DECLINED and HYPOTHETICAL particles (excluded by default).
     #[garde(skip)]
     pub include_non_asserted: bool,
-    /// Believed at this instant (the as-of route; not implemented yet).
-    #[garde(skip)]
-    pub as_of: Option<Timestamp>,
 }
 
 impl Default for QueryRequest {
@@ -64,7 +61,6 @@ impl Default for QueryRequest {
             subject_id: None,
             include_document_meta: false,
             include_non_asserted: false,
-            as_of: None,
         }
     }
 }

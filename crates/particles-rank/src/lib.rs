@@ -1,1 +1,168 @@
-//! placeholder
+//! Scoring for particles, bit-exact with the reference (`linkedparticles` 1.214.1):
+//! trust, decay, effective confidence, cosine similarity, the stable sort, top-k and
+//! the co-evidential collapse.
+//!
+//! Everything here is pure: functions take `particles_model` values and return
+//! scores. Nothing reads SQLite or the clock; callers pass `now` in. Equal scores
+//! keep candidate order (confidence, then rowid), as the reference's stable sort
+//! does, so the loader's order is the tie-break.
+//!
+//! A query runs [`Policies::compile`] once, [`passes_filters`] per candidate,
+//! [`score_candidate`] per survivor, then [`sort_and_truncate`] and
+//! [`collapse_co_evidential`].
+//!
+//! ```
+//! use particles_rank::{effective_confidence, merge_co_evidential};
+//! assert_eq!(effective_confidence(0.95, 1.5, 1.0, 1.0, 1.0), 1.0);
+//! let merged = merge_co_evidential(&[(0.6, "entry-a"), (0.5, "entry-b")]);
+//! assert!((merged - 0.8).abs() < 1e-12);
+//! ```
+#![warn(missing_docs)]
+#![warn(clippy::unwrap_used)]
+
+mod collapse;
+mod error;
+mod filters;
+mod netloc;
+mod policy;
+mod pyregex;
+mod score;
+mod similarity;
+
+use std::collections::HashMap;
+
+use particles_model::{policy::SourceFacts, Particle, Status, Timestamp};
+
+pub use crate::{
+    collapse::{collapse_co_evidential, merge_co_evidential, EQUIVALENCE_THRESHOLD},
+    error::{Error, Result},
+    filters::passes_filters,
+    netloc::{netloc, NetlocError},
+    policy::{infer_domain, recency_factor, DecayPolicy, Policies, TrustPolicy},
+    pyregex::PyRegex,
+    score::{
+        effective_confidence, py_max, py_min, rank_score, CONFIDENCE_WEIGHT,
+        NARRATIVE_RANK_WEIGHT, SIMILARITY_WEIGHT, STALE_SUPPORT_DISCOUNT,
+    },
+    similarity::{dot_einsum, sdot_openblas, NormKernel, QueryVector},
+};
+
+/// One scored candidate. `index` points back into the caller's candidate list.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Ranked {
+    /// The candidate's position in the loader's order.
+    pub index: usize,
+    /// Cosine similarity (or the effective confidence when there is no query vector).
+    pub similarity: f64,
+    /// Effective confidence (the merged value for a collapsed representative).
+    pub effective_confidence: f64,
+    /// The rank score the sort used.
+    pub score: f64,
+}
+
+/// The factors behind one candidate's effective confidence, for display.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Factors {
+    /// Extractor trust weight.
+    pub extractor_weight: f64,
+    /// Source trust rank (1.0 when no rule applies).
+    pub source_trust: f64,
+    /// Recency decay.
+    pub decay: f64,
+    /// Stale-support discount.
+    pub discount: f64,
+}
+
+/// The stale-support factor of a particle: [`STALE_SUPPORT_DISCOUNT`] for a derived
+/// particle with a premise that is missing from `premise_status` or not ACTIVE, else
+/// 1.0.
+pub fn stale_support_discount(particle: &Particle, premise_status: &HashMap<String, Status>) -> f64 {
+    if !particle.is_derived() {
+        return 1.0;
+    }
+    let stale = particle
+        .premise_ids()
+        .any(|id| premise_status.get(id) != Some(&Status::Active));
+    if stale {
+        STALE_SUPPORT_DISCOUNT
+    } else {
+        1.0
+    }
+}
+
+/// Computes the factors of a candidate's effective confidence.
+///
+/// # Errors
+///
+/// [`Error::BadUri`] when the source URI cannot be split.
+pub fn factors(
+    particle: &Particle,
+    source: &SourceFacts,
+    discount: f64,
+    policies: &Policies,
+    now: Timestamp,
+) -> Result<Factors> {
+    Ok(Factors {
+        extractor_weight: policies.extractor_weight(particle),
+        source_trust: policies.trust.evaluate(source)?.unwrap_or(1.0),
+        decay: policies.decay.factor(source, now),
+        discount,
+    })
+}
+
+/// Scores one candidate, or returns `None` when its effective confidence is below
+/// `min_confidence`.
+///
+/// # Errors
+///
+/// [`Error::BadUri`] on an unsplittable source URI, [`Error::DimensionMismatch`] when
+/// the vector's dimension differs from the query's.
+pub fn score_candidate(
+    index: usize,
+    particle: &Particle,
+    vector: &[f32],
+    factors: &Factors,
+    query: Option<&QueryVector>,
+    min_confidence: f64,
+) -> Result<Option<Ranked>> {
+    let effective = effective_confidence(
+        particle.confidence.value,
+        factors.extractor_weight,
+        factors.source_trust,
+        factors.decay,
+        factors.discount,
+    );
+    if effective < min_confidence {
+        return Ok(None);
+    }
+    let similarity = match query {
+        None => effective,
+        Some(query) => {
+            if vector.len() != query.len() {
+                return Err(Error::DimensionMismatch {
+                    id: particle.id.clone(),
+                    expected: query.len(),
+                    found: vector.len(),
+                });
+            }
+            query.cosine(vector)
+        }
+    };
+    Ok(Some(Ranked {
+        index,
+        similarity,
+        effective_confidence: effective,
+        score: rank_score(particle, similarity, effective),
+    }))
+}
+
+/// Sorts by score descending, keeping the loader's order among equal scores (a stable
+/// sort; `-0.0` and `0.0` are equal, as in Python), then keeps the first `top_k`.
+pub fn sort_and_truncate(scored: &mut Vec<Ranked>, top_k: usize) {
+    scored.sort_by(|a, b| {
+        b.score
+            .partial_cmp(&a.score)
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    scored.truncate(top_k);
+}

@@ -34,6 +34,6 @@ pub use crate::{
     guard::{check_schema_version, SchemaMismatch},
     loader::{load_active, particles_by_ids, Candidate, Candidates, ID_CHUNK},
     policy::load_policy_rows,
-    sources::{co_evidential_edges, premise_statuses, source_facts},
+    sources::{co_evidential_edges, premise_statuses, source_facts, subject_is_known},
     store::Store,
 };

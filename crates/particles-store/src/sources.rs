@@ -164,3 +164,34 @@ pub fn co_evidential_edges(store: &Store, id: &str) -> Result<Vec<(String, f64)>
         },
     )
 }
+
+/// Whether any particle (of any status) links to the subject, or the `subjects` table
+/// names it. The reference answers an unknown subject with no hits and no error; the
+/// CLI uses this to warn.
+///
+/// # Errors
+///
+/// [`Error::Query`] when SQLite fails.
+pub fn subject_is_known(store: &Store, subject_id: &str) -> Result<bool> {
+    let linked: Vec<bool> = collect_with(
+        store,
+        "subject links",
+        "SELECT EXISTS(SELECT 1 FROM particle_subjects WHERE subject_id = ?1)",
+        [subject_id],
+        |row| row.get(0),
+    )?;
+    if linked.first().copied().unwrap_or(false) {
+        return Ok(true);
+    }
+    if !store.has_table("subjects")? {
+        return Ok(false);
+    }
+    let named: Vec<bool> = collect_with(
+        store,
+        "subjects",
+        "SELECT EXISTS(SELECT 1 FROM subjects WHERE id = ?1)",
+        [subject_id],
+        |row| row.get(0),
+    )?;
+    Ok(named.first().copied().unwrap_or(false))
+}

@@ -1,0 +1,72 @@
+//! `particles-rs`: the command-line front of the particles-rs query engine.
+//!
+//! The only crate that prints. Errors come back as `anyhow` chains; `main` maps
+//! usage errors to exit code 2 and everything else to 1, and treats a closed pipe
+//! as success.
+
+mod output;
+mod query;
+
+use std::{io, process::ExitCode};
+
+use clap::{Parser, Subcommand};
+
+/// Query a Particles belief store, ranked exactly like the reference engine
+/// (linkedparticles 1.214.1).
+#[derive(Debug, Parser)]
+#[command(name = "particles-rs", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Rank a store's ACTIVE beliefs against a question (or by confidence alone).
+    Query(query::QueryArgs),
+}
+
+/// An error in how the command was called (exit code 2), as opposed to an error
+/// while doing the work (exit code 1).
+#[derive(Debug)]
+pub(crate) struct UsageError(pub(crate) String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Query(args) => query::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            if is_broken_pipe(&error) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("error: {error}");
+            for cause in error.chain().skip(1) {
+                eprintln!("  caused by: {cause}");
+            }
+            if error.downcast_ref::<UsageError>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::from(1)
+            }
+        }
+    }
+}
+
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<io::Error>()
+            .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+    })
+}

@@ -1,0 +1,204 @@
+//! The `query` verb.
+
+use std::{
+    io::Write,
+    path::{Path, PathBuf},
+    time::{SystemTime, UNIX_EPOCH},
+};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use particles_model::{
+    AssertionModality, QueryRequest, Timestamp, UncertaintyNature, EMBEDDING_DIM, MAX_TOP_K,
+};
+use particles_query::{run_query, QueryInput};
+use particles_store::Store;
+
+use crate::{output, UsageError};
+
+#[derive(Debug, Args)]
+pub(crate) struct QueryArgs {
+    /// The store file (a Particles SQLite database). Opened read-only.
+    #[arg(long, value_name = "PATH")]
+    store: PathBuf,
+
+    /// The question. Without an encoder it must come with --vector-file (its
+    /// vector) or --no-embedding (rank by confidence alone).
+    #[arg(value_name = "QUESTION")]
+    question: Option<String>,
+
+    /// A JSON array of 384 floats: the query vector (skips any encoder).
+    #[arg(long, value_name = "FILE", conflicts_with = "no_embedding")]
+    vector_file: Option<PathBuf>,
+
+    /// Rank by effective confidence, without a query vector (the reference's
+    /// use_embeddings=False).
+    #[arg(long)]
+    no_embedding: bool,
+
+    /// How many hits to rank before co-evidential collapse (1..=200).
+    #[arg(long, value_name = "N", default_value_t = particles_model::DEFAULT_TOP_K,
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_TOP_K)))]
+    top_k: u32,
+
+    /// Only beliefs about this subject id.
+    #[arg(long, value_name = "ID")]
+    subject: Option<String>,
+
+    /// Drop beliefs whose effective confidence is below this (0..=1).
+    #[arg(long, value_name = "X", default_value_t = 0.0, value_parser = parse_unit)]
+    min_confidence: f64,
+
+    /// Only beliefs of this uncertainty nature (ALEATORY or EPISTEMIC).
+    #[arg(long, value_name = "NATURE", value_parser = parse_enum::<UncertaintyNature>)]
+    uncertainty_nature: Option<UncertaintyNature>,
+
+    /// Only beliefs of this assertion modality (FALSIFIABLE, EVALUATIVE,
+    /// EXPERIENTIAL, CONSTITUTIVE).
+    #[arg(long, value_name = "MODALITY", value_parser = parse_enum::<AssertionModality>)]
+    assertion_modality: Option<AssertionModality>,
+
+    /// Only beliefs asserted in the last N days before --now.
+    #[arg(long, value_name = "DAYS")]
+    recency_window_days: Option<i64>,
+
+    /// Keep DOCUMENT_META beliefs (left out by default).
+    #[arg(long)]
+    include_document_meta: bool,
+
+    /// Keep DECLINED and HYPOTHETICAL beliefs (left out by default).
+    #[arg(long)]
+    include_non_asserted: bool,
+
+    /// The instant recency decay is evaluated at, RFC 3339 or ISO 8601 (a time
+    /// without an offset is UTC). Default: now.
+    #[arg(long, value_name = "RFC3339", value_parser = parse_instant)]
+    now: Option<Timestamp>,
+
+    /// Print one JSON object with a `hits` array instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+fn parse_unit(text: &str) -> Result<f64, String> {
+    let value: f64 = text.parse().map_err(|_| format!("{text:?} is not a number"))?;
+    if (0.0..=1.0).contains(&value) {
+        Ok(value)
+    } else {
+        Err(format!("{value} is outside 0..=1"))
+    }
+}
+
+fn parse_enum<T: std::str::FromStr<Err = particles_model::UnknownVariant>>(text: &str) -> Result<T, String> {
+    text.parse().map_err(|e: particles_model::UnknownVariant| e.to_string())
+}
+
+fn parse_instant(text: &str) -> Result<Timestamp, String> {
+    Timestamp::parse(text).map_err(|_| {
+        format!("{text:?} is not an instant; use RFC 3339, e.g. 2026-01-31T12:00:00Z")
+    })
+}
+
+/// The wall clock as an aware UTC timestamp.
+pub(crate) fn wall_clock() -> Result<Timestamp> {
+    let micros = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .context("the system clock is before 1970")?
+        .as_micros();
+    let micros = i64::try_from(micros).context("the system clock is out of range")?;
+    Timestamp::from_utc_micros(micros)
+        .map(Timestamp::with_utc_offset)
+        .context("the system clock is out of range")
+}
+
+/// Reads a query vector: a JSON array of `EMBEDDING_DIM` finite numbers, each read
+/// as f64 and rounded to f32 (as the reference decodes stored vectors).
+pub(crate) fn read_vector_file(path: &Path) -> Result<Vec<f32>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the vector file {}", path.display()))?;
+    let vector = particles_store::decode_embedding(text.trim()).map_err(|e| {
+        anyhow::anyhow!(
+            "vector file {}: not a JSON array of numbers: {}",
+            path.display(),
+            e.0
+        )
+    })?;
+    check_vector(&vector).with_context(|| format!("vector file {}", path.display()))?;
+    Ok(vector)
+}
+
+pub(crate) fn check_vector(vector: &[f32]) -> Result<()> {
+    if vector.len() != EMBEDDING_DIM {
+        bail!(
+            "the query vector has {} numbers; the store's embeddings have {EMBEDDING_DIM}",
+            vector.len()
+        );
+    }
+    if let Some(position) = vector.iter().position(|v| !v.is_finite()) {
+        bail!("element {position} of the query vector is not a finite number");
+    }
+    Ok(())
+}
+
+pub(crate) fn run(args: QueryArgs) -> Result<()> {
+    let vector = match (&args.vector_file, args.no_embedding) {
+        (Some(path), _) => Some(read_vector_file(path)?),
+        (None, true) => None,
+        (None, false) => {
+            return Err(UsageError(
+                "no query vector: this build has no question encoder yet.\n  \
+                 Pass --vector-file FILE (a JSON array of 384 floats, e.g. the reference's \
+                 embedding of the question)\n  or --no-embedding to rank by effective \
+                 confidence alone."
+                    .into(),
+            )
+            .into())
+        }
+    };
+    let request = QueryRequest {
+        question: args.question.clone(),
+        min_confidence: args.min_confidence,
+        uncertainty_nature: args.uncertainty_nature,
+        assertion_modality: args.assertion_modality,
+        recency_window_days: args.recency_window_days,
+        top_k: args.top_k,
+        subject_id: args.subject.clone(),
+        include_document_meta: args.include_document_meta,
+        include_non_asserted: args.include_non_asserted,
+    };
+    let request = particles_model::validate(request, |_| "query request".to_owned())
+        .map_err(|e| UsageError(e.to_string()))?;
+    let now = match args.now {
+        Some(now) => now,
+        None => wall_clock()?,
+    };
+
+    let store = Store::open_read_only(&args.store)?;
+    let outcome = run_query(&store, &QueryInput::new(&request, vector.as_deref(), now))
+        .with_context(|| format!("query on {} failed", args.store.display()))?;
+
+    if outcome.stats.skipped_other_model > 0 {
+        eprintln!(
+            "warning: skipped {} ACTIVE belief(s) embedded by another model than {}; re-embed them to make them searchable",
+            outcome.stats.skipped_other_model,
+            particles_model::EMBEDDING_MODEL_ID
+        );
+    }
+    if let Some(subject) = &args.subject {
+        if !particles_store::subject_is_known(&store, subject)? {
+            eprintln!("warning: no belief in {} is linked to subject {subject:?}", args.store.display());
+        }
+    }
+
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    if args.json {
+        let value = output::outcome_json(&outcome, &request, now, vector.is_some());
+        serde_json::to_writer(&mut out, &value)?;
+        writeln!(out)?;
+    } else {
+        output::write_table(&mut out, &outcome, now)?;
+    }
+    out.flush()?;
+    Ok(())
+}

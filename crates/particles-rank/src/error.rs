@@ -1,0 +1,46 @@
+//! The rank crate's one error type.
+
+/// Errors from composing policies or scoring candidates. Each corresponds to a case
+/// where the reference aborts the query.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An adopted trust lens holds a value its model forbids. Fix or un-adopt the lens.
+    #[error("adopted trust lens {lens:?}: {entry_kind} entry: {reason}")]
+    InvalidLens {
+        /// The lens name.
+        lens: String,
+        /// The entry kind at fault.
+        entry_kind: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A source URI that Python's `urlsplit` refuses.
+    #[error("source URI {uri:?} cannot be parsed: {reason}")]
+    BadUri {
+        /// The URI.
+        uri: String,
+        /// Python's reason.
+        reason: &'static str,
+    },
+    /// A candidate's vector has another dimension than the query's.
+    #[error("particle {id}: embedding has {found} dimensions, the query vector has {expected}")]
+    DimensionMismatch {
+        /// The particle id.
+        id: String,
+        /// The query's dimension.
+        expected: usize,
+        /// The candidate's.
+        found: usize,
+    },
+    /// A property the filters test for membership holds a list or object.
+    #[error("particle {id}: property {key:?} is a list or object, not a value")]
+    UnhashableProperty {
+        /// The particle id.
+        id: String,
+        /// The property key.
+        key: String,
+    },
+}
+
+/// The result type of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

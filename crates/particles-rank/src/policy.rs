@@ -1,0 +1,543 @@
+//! The per-query policy snapshot: extractor weights, source trust and decay, composed
+//! from the store's rows and its adopted lenses exactly as the reference does.
+
+use std::collections::HashMap;
+
+use particles_model::{
+    policy::{Lens, LensEntry, PolicyRows, SourceFacts},
+    AssertionModality, Particle, Timestamp,
+};
+
+use crate::{
+    error::{Error, Result},
+    netloc::netloc,
+    pyregex::PyRegex,
+    score::{py_max, py_min},
+};
+
+/// The extractor id a particle without an extractor ref is weighted as.
+const DEFAULT_EXTRACTOR: &str = "general-extractor";
+
+/// The reference's compiled `content_age_decay.sources` defaults:
+/// `(source_type, half_life_days, floor)`.
+const DEFAULT_DECAY: [(&str, f64, f64); 4] = [
+    ("REDDIT_POST", 60.0, 0.10),
+    ("GITHUB_REPO", 365.0, 0.40),
+    ("GITHUB_GIST", 180.0, 0.20),
+    ("GITHUB_PAGES", 365.0, 0.25),
+];
+
+/// The domain label a source type's statements are filed under (the reference's
+/// built-in extractors' applicability, then the `trust.source_type_domains` default).
+pub fn infer_domain(source_type: &str) -> Option<&'static str> {
+    Some(match source_type {
+        "TAXONOMY_DEFINITION" => "taxonomy",
+        "TRUST_LENS_DEFINITION" => "trust lens",
+        "VOCABULARY_DOCUMENT" => "vocabulary",
+        "NUMISTA_API_COIN" | "NUMISTA_API_ISSUER" | "NUMISTA_LISTING_HTML" | "NOMISMA_API" => {
+            "numismatics"
+        }
+        "WIKIDATA_API" => "Wikidata",
+        "RDF_GRAPH" => "linked data",
+        "MCP_MEMORY_EXPORT" => "agent memory",
+        "REDDIT_POST" => "social media",
+        "HACKERNEWS_THREAD" => "Hacker News",
+        "MASTODON_THREAD" => "Mastodon",
+        "GITHUB_REPO" | "GITHUB_GIST" | "GITHUB_PAGES" => "software",
+        "PYTHON_SOURCE" => "Python source code",
+        "JOURNAL" => "personal journal / diary",
+        "CONVERSATION" => "agent-memory",
+        _ => return None,
+    })
+}
+
+/// Source-trust policy: statements first, then domain baselines and URL modifiers.
+#[derive(Debug, Clone, Default)]
+pub struct TrustPolicy {
+    statements: HashMap<(String, String, String), f64>,
+    domain_scores: HashMap<String, f64>,
+    url_patterns: Vec<(PyRegex, f64)>,
+}
+
+impl TrustPolicy {
+    /// The trust rank of a source, or `None` when no rule speaks (the caller then
+    /// uses 1.0).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadUri`] where Python's `urlsplit` raises on the URI.
+    pub fn evaluate(&self, source: &SourceFacts) -> Result<Option<f64>> {
+        if let Some(domain) = infer_domain(&source.source_type) {
+            let lookup = |kind: &str, value: &str| {
+                self.statements
+                    .get(&(domain.to_owned(), kind.to_owned(), value.to_owned()))
+                    .copied()
+            };
+            if let Some(rank) = source.entry_id.as_deref().and_then(|e| lookup("CORPUS_ENTRY", e)) {
+                return Ok(Some(rank));
+            }
+            if let Some(rank) = source.author_id.as_deref().and_then(|a| lookup("AUTHOR", a)) {
+                return Ok(Some(rank));
+            }
+            if let Some(rank) = lookup("SOURCE_TYPE", &source.source_type) {
+                return Ok(Some(rank));
+            }
+        }
+        let Some(uri) = source.uri.as_deref() else {
+            return Ok(None);
+        };
+        if uri.starts_with("file://") {
+            return Ok(None);
+        }
+        let host = netloc(uri).map_err(|e| Error::BadUri {
+            uri: uri.to_owned(),
+            reason: e.0,
+        })?;
+        let host = if host.is_empty() { uri } else { host.as_str() };
+        let base = self
+            .domain_scores
+            .get(host)
+            .or_else(|| self.domain_scores.get("*"))
+            .copied();
+        let mut total = 0.0f64;
+        let mut matched = false;
+        for (pattern, modifier) in &self.url_patterns {
+            if pattern.search(uri) {
+                total += modifier;
+                matched = true;
+            }
+        }
+        if base.is_none() && !matched {
+            return Ok(None);
+        }
+        Ok(Some(py_max(0.0, py_min(1.0, base.unwrap_or(1.0) + total))))
+    }
+}
+
+/// Content-age decay: URL rules (from lenses) first, then source-type rules.
+#[derive(Debug, Clone, Default)]
+pub struct DecayPolicy {
+    source_type_rules: HashMap<String, (f64, f64)>,
+    url_rules: Vec<(PyRegex, f64, f64)>,
+}
+
+impl DecayPolicy {
+    /// The `(half_life_days, floor)` that applies to a source, if any.
+    pub fn resolve(&self, source_type: &str, uri: Option<&str>) -> Option<(f64, f64)> {
+        if let Some(uri) = uri.filter(|u| !u.starts_with("file://")) {
+            let mut best: Option<(f64, f64)> = None;
+            for (pattern, half_life, floor) in &self.url_rules {
+                if pattern.search(uri) {
+                    best = Some(match best {
+                        None => (*half_life, *floor),
+                        Some((h, f)) => (py_min(h, *half_life), py_min(f, *floor)),
+                    });
+                }
+            }
+            if best.is_some() {
+                return best;
+            }
+        }
+        self.source_type_rules.get(source_type).copied()
+    }
+
+    /// The recency multiplier of a source at `now` (see [`recency_factor`]).
+    pub fn factor(&self, source: &SourceFacts, now: Timestamp) -> f64 {
+        match self.resolve(&source.source_type, source.uri.as_deref()) {
+            None => 1.0,
+            Some((half_life, floor)) => {
+                recency_factor(source.published_at, half_life, floor, now)
+            }
+        }
+    }
+}
+
+/// `max(floor, 0.5 ** (age_days / half_life_days))`, 1.0 without a date or for
+/// content not older than `now`. The age is the exact microsecond difference
+/// converted as Python's `timedelta.total_seconds() / 86400.0`.
+pub fn recency_factor(published_at: Option<Timestamp>, half_life_days: f64, floor: f64, now: Timestamp) -> f64 {
+    let Some(published_at) = published_at else {
+        return 1.0;
+    };
+    let age_micros = now.utc_micros() - published_at.utc_micros();
+    let age_days = micros_to_seconds(age_micros) / 86_400.0;
+    if age_days <= 0.0 {
+        return 1.0;
+    }
+    py_max(floor, 0.5f64.powf(age_days / half_life_days))
+}
+
+/// `micros / 10**6` correctly rounded, as Python's int true division. Exact through
+/// f64 while `micros` fits in 53 bits (ages under 285 years); beyond that the
+/// quotient is rounded from an exact integer part and remainder.
+fn micros_to_seconds(micros: i64) -> f64 {
+    const EXACT: i64 = 1 << 53;
+    if (-EXACT..=EXACT).contains(&micros) {
+        micros as f64 / 1e6
+    } else {
+        let whole = micros / 1_000_000;
+        let rest = micros % 1_000_000;
+        whole as f64 + rest as f64 / 1e6
+    }
+}
+
+/// Everything scoring needs from the store's policy tables, composed once per query.
+#[derive(Debug, Clone, Default)]
+pub struct Policies {
+    weights: HashMap<String, f64>,
+    /// Source-trust policy.
+    pub trust: TrustPolicy,
+    /// Decay policy.
+    pub decay: DecayPolicy,
+}
+
+impl Policies {
+    /// Composes the policy rows: local rules win, adopted lenses fill what local
+    /// policy does not say with their most skeptical value.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidLens`] when an adopted lens breaks a rule of the lens model;
+    /// the reference aborts the query then too.
+    pub fn compile(rows: &PolicyRows) -> Result<Policies> {
+        let lenses = rows
+            .lenses
+            .iter()
+            .map(ParsedLens::parse)
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Policies {
+            weights: compose_weights(rows, &lenses),
+            trust: compose_trust(rows, &lenses),
+            decay: compose_decay(&lenses),
+        })
+    }
+
+    /// The trust weight of a particle's extractor: its registered (lens-capped) weight,
+    /// 1.0 for an unregistered one; a particle without a ref is `general-extractor`.
+    pub fn extractor_weight(&self, particle: &Particle) -> f64 {
+        let key = particle
+            .extractor_ref
+            .as_ref()
+            .map_or(DEFAULT_EXTRACTOR, |r| r.name.as_str());
+        self.weights.get(key).copied().unwrap_or(1.0)
+    }
+}
+
+/// One adopted lens reduced to the rules ranking uses, after the pre-check (rows
+/// missing their kind's fields are ignored) and validation (bad values abort).
+struct ParsedLens {
+    statements: Vec<(String, String, f64)>,
+    /// `(scope, pattern, score, modifier)` in entry order.
+    url_rules: Vec<(String, String, Option<f64>, Option<f64>)>,
+    /// Last write wins within a lens, first-seen order kept.
+    extractor_weights: Vec<(String, f64)>,
+    /// `(is_url_scope, pattern, half_life_days, floor)`.
+    decay_rules: Vec<(bool, String, f64, f64)>,
+}
+
+fn non_empty(value: &Option<String>) -> Option<&str> {
+    value.as_deref().filter(|s| !s.is_empty())
+}
+
+impl ParsedLens {
+    fn parse(lens: &Lens) -> Result<ParsedLens> {
+        let invalid = |entry_kind: &str, reason: String| Error::InvalidLens {
+            lens: lens.name.clone(),
+            entry_kind: entry_kind.to_owned(),
+            reason,
+        };
+        if lens.name.is_empty() {
+            return Err(invalid("lens", "the lens name is empty".into()));
+        }
+        if lens.version < 1 {
+            return Err(invalid("lens", format!("version {} is below 1", lens.version)));
+        }
+        let unit = |kind: &str, field: &str, value: f64| -> Result<()> {
+            if (0.0..=1.0).contains(&value) {
+                Ok(())
+            } else {
+                Err(invalid(kind, format!("{field} {value} is outside 0..=1")))
+            }
+        };
+        let mut parsed = ParsedLens {
+            statements: Vec::new(),
+            url_rules: Vec::new(),
+            extractor_weights: Vec::new(),
+            decay_rules: Vec::new(),
+        };
+        for entry in &lens.entries {
+            let LensEntry { entry_kind, .. } = entry;
+            let kind = entry_kind.as_str();
+            match kind {
+                "statement" => {
+                    let (Some(domain), Some(source_type), Some(rank)) =
+                        (non_empty(&entry.domain), non_empty(&entry.source_type), entry.trust_rank)
+                    else {
+                        continue;
+                    };
+                    unit(kind, "trust_rank", rank)?;
+                    parsed.statements.push((domain.to_owned(), source_type.to_owned(), rank));
+                }
+                "domain" | "url_pattern" => {
+                    let Some(pattern) = non_empty(&entry.pattern) else {
+                        continue;
+                    };
+                    if kind == "domain" {
+                        match (entry.score, entry.modifier) {
+                            (Some(score), None) => unit(kind, "score", score)?,
+                            (None, _) => return Err(invalid(kind, format!("domain rule {pattern:?} has no score"))),
+                            (Some(_), Some(_)) => return Err(invalid(kind, format!("domain rule {pattern:?} has a modifier"))),
+                        }
+                    } else if entry.modifier.is_none() || entry.score.is_some() {
+                        return Err(invalid(kind, format!("url_pattern rule {pattern:?} needs a modifier and no score")));
+                    }
+                    parsed.url_rules.push((kind.to_owned(), pattern.to_owned(), entry.score, entry.modifier));
+                }
+                "extractor_weight" => {
+                    let (Some(id), Some(weight)) = (non_empty(&entry.extractor_id), entry.weight) else {
+                        continue;
+                    };
+                    unit(kind, "weight", weight)?;
+                    match parsed.extractor_weights.iter_mut().find(|(k, _)| k == id) {
+                        Some(slot) => slot.1 = weight,
+                        None => parsed.extractor_weights.push((id.to_owned(), weight)),
+                    }
+                }
+                "decay_source_type" | "decay_url_pattern" => {
+                    let (Some(pattern), Some(half_life), Some(floor)) =
+                        (non_empty(&entry.pattern), entry.half_life_days, entry.floor)
+                    else {
+                        continue;
+                    };
+                    if half_life.is_nan() || half_life <= 0.0 {
+                        return Err(invalid(kind, format!("half_life_days {half_life} is not above 0")));
+                    }
+                    unit(kind, "floor", floor)?;
+                    parsed.decay_rules.push((kind == "decay_url_pattern", pattern.to_owned(), half_life, floor));
+                }
+                "utility_default" | "utility_source_type" | "utility_url_pattern" => {
+                    let (Some(half_life), Some(lift)) = (entry.half_life_uses_days, entry.rank_lift) else {
+                        continue;
+                    };
+                    if half_life.is_nan() || half_life <= 0.0 {
+                        return Err(invalid(kind, format!("half_life_uses_days {half_life} is not above 0")));
+                    }
+                    if lift.is_nan() || lift < 0.0 {
+                        return Err(invalid(kind, format!("rank_lift {lift} is below 0")));
+                    }
+                }
+                _ if kind.starts_with("modality_") => {
+                    let (Some(_), Some(modality)) = (non_empty(&entry.pattern), non_empty(&entry.modality)) else {
+                        continue;
+                    };
+                    modality
+                        .parse::<AssertionModality>()
+                        .map_err(|e| invalid(kind, e.to_string()))?;
+                    if let Some(when) = non_empty(&entry.modality_when) {
+                        when.parse::<AssertionModality>()
+                            .map_err(|e| invalid(kind, e.to_string()))?;
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(parsed)
+    }
+}
+
+fn compose_weights(rows: &PolicyRows, lenses: &[ParsedLens]) -> HashMap<String, f64> {
+    let mut weights: HashMap<String, f64> = rows
+        .extractors
+        .iter()
+        .map(|r| (r.extractor_id.clone(), r.trust_weight))
+        .collect();
+    let mut lens_min: Vec<(String, f64)> = Vec::new();
+    for lens in lenses {
+        for (id, weight) in &lens.extractor_weights {
+            match lens_min.iter_mut().find(|(k, _)| k == id) {
+                Some(slot) => slot.1 = py_min(slot.1, *weight),
+                None => lens_min.push((id.clone(), *weight)),
+            }
+        }
+    }
+    for (id, weight) in lens_min {
+        let composed = match weights.get(&id) {
+            None => weight,
+            Some(current) => py_min(*current, weight),
+        };
+        weights.insert(id, composed);
+    }
+    weights
+}
+
+fn compose_trust(rows: &PolicyRows, lenses: &[ParsedLens]) -> TrustPolicy {
+    let mut statements = HashMap::new();
+    for s in &rows.statements {
+        statements.insert(
+            (s.domain.clone(), s.source_ref_type.clone(), s.source_ref_value.clone()),
+            s.trust_rank,
+        );
+    }
+    let mut domain_scores = HashMap::new();
+    let mut url_patterns = Vec::new();
+    let mut local_patterns = std::collections::HashSet::new();
+    for rule in &rows.source_trust {
+        match (rule.scope.as_str(), rule.score, rule.modifier) {
+            ("domain", Some(score), _) => {
+                domain_scores.insert(rule.pattern.clone(), score);
+            }
+            ("url_pattern", _, Some(modifier)) => {
+                if let Some(regex) = PyRegex::compile(&rule.pattern) {
+                    url_patterns.push((regex, modifier));
+                    local_patterns.insert(rule.pattern.clone());
+                }
+            }
+            _ => {}
+        }
+    }
+    if !lenses.is_empty() {
+        let mut lens_statements: Vec<((String, String, String), f64)> = Vec::new();
+        let mut lens_domains: Vec<(String, f64)> = Vec::new();
+        let mut lens_sums: Vec<(String, f64)> = Vec::new();
+        for lens in lenses {
+            for (domain, source_type, rank) in &lens.statements {
+                let key = (domain.clone(), "SOURCE_TYPE".to_owned(), source_type.clone());
+                upsert_min(&mut lens_statements, key, *rank);
+            }
+            let mut per_lens: Vec<(String, f64)> = Vec::new();
+            for (scope, pattern, score, modifier) in &lens.url_rules {
+                match (scope.as_str(), score, modifier) {
+                    ("domain", Some(score), _) => upsert_min(&mut lens_domains, pattern.clone(), *score),
+                    ("url_pattern", _, Some(modifier)) => {
+                        match per_lens.iter_mut().find(|(p, _)| p == pattern) {
+                            Some(slot) => slot.1 += modifier,
+                            None => per_lens.push((pattern.clone(), 0.0 + modifier)),
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            for (pattern, total) in per_lens {
+                upsert_min(&mut lens_sums, pattern, total);
+            }
+        }
+        for (key, rank) in lens_statements {
+            statements.entry(key).or_insert(rank);
+        }
+        for (pattern, score) in lens_domains {
+            domain_scores.entry(pattern).or_insert(score);
+        }
+        for (pattern, total) in lens_sums {
+            if !local_patterns.contains(&pattern) {
+                if let Some(regex) = PyRegex::compile(&pattern) {
+                    url_patterns.push((regex, total));
+                }
+            }
+        }
+    }
+    TrustPolicy {
+        statements,
+        domain_scores,
+        url_patterns,
+    }
+}
+
+fn compose_decay(lenses: &[ParsedLens]) -> DecayPolicy {
+    let mut source_type_rules: HashMap<String, (f64, f64)> = DEFAULT_DECAY
+        .iter()
+        .map(|(st, h, f)| ((*st).to_owned(), (*h, *f)))
+        .collect();
+    let mut lens_source_type: Vec<(String, (f64, f64))> = Vec::new();
+    let mut lens_url: Vec<(String, (f64, f64))> = Vec::new();
+    for lens in lenses {
+        for (is_url, pattern, half_life, floor) in &lens.decay_rules {
+            let target = if *is_url { &mut lens_url } else { &mut lens_source_type };
+            match target.iter_mut().find(|(p, _)| p == pattern) {
+                Some(slot) => slot.1 = (py_min(slot.1 .0, *half_life), py_min(slot.1 .1, *floor)),
+                None => target.push((pattern.clone(), (*half_life, *floor))),
+            }
+        }
+    }
+    for (source_type, params) in lens_source_type {
+        source_type_rules.entry(source_type).or_insert(params);
+    }
+    let url_rules = lens_url
+        .into_iter()
+        .filter_map(|(pattern, (h, f))| PyRegex::compile(&pattern).map(|r| (r, h, f)))
+        .collect();
+    DecayPolicy {
+        source_type_rules,
+        url_rules,
+    }
+}
+
+/// Insert-or-minimum into an insertion-ordered list (a Python dict's behaviour).
+fn upsert_min<K: PartialEq>(list: &mut Vec<(K, f64)>, key: K, value: f64) {
+    match list.iter_mut().find(|(k, _)| *k == key) {
+        Some(slot) => slot.1 = py_min(slot.1, value),
+        None => list.push((key, value)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use particles_model::policy::SourceTrustRule;
+
+    fn seeded() -> PolicyRows {
+        let domain = |pattern: &str, score: f64| SourceTrustRule {
+            scope: "domain".into(),
+            pattern: pattern.into(),
+            score: Some(score),
+            modifier: None,
+        };
+        let url = |pattern: &str, modifier: f64| SourceTrustRule {
+            scope: "url_pattern".into(),
+            pattern: pattern.into(),
+            score: None,
+            modifier: Some(modifier),
+        };
+        PolicyRows {
+            source_trust: vec![
+                domain("api.numista.com", 0.9),
+                domain("www.wikidata.org", 0.85),
+                domain("en.wikipedia.org", 0.7),
+                domain("en.numista.com", 0.65),
+                domain("*", 0.5),
+                url(r"en\.numista\.com/(?:catalogue/pieces\d+\.html|\d+/?$)", 0.1),
+                url(r"en\.numista\.com/catalogue/index\.php", -0.15),
+                url(r"en\.wikipedia\.org/wiki/Special:", -0.2),
+            ],
+            ..PolicyRows::default()
+        }
+    }
+
+    fn rank(policies: &Policies, uri: &str) -> Option<f64> {
+        let source = SourceFacts {
+            uri: Some(uri.into()),
+            ..SourceFacts::default()
+        };
+        policies.trust.evaluate(&source).unwrap()
+    }
+
+    #[test]
+    fn seeded_store_worked_values() {
+        let policies = Policies::compile(&seeded()).unwrap();
+        assert_eq!(rank(&policies, "https://en.wikipedia.org/wiki/Special:Foo"), Some(0.49999999999999994));
+        assert_eq!(rank(&policies, "https://en.numista.com/catalogue/pieces123.html"), Some(0.75));
+        assert_eq!(rank(&policies, "https://blog.example.com/p"), Some(0.5));
+        assert_eq!(rank(&policies, "file:///x"), None);
+    }
+
+    #[test]
+    fn conformance_recency_vectors() {
+        let now = Timestamp::parse("2024-07-01T00:00:00").unwrap();
+        let days_ago = |days: i64| Timestamp::from_utc_micros(now.utc_micros() - days * 86_400_000_000);
+        assert_eq!(recency_factor(days_ago(60), 60.0, 0.1, now), 0.5);
+        assert_eq!(recency_factor(days_ago(600), 60.0, 0.1, now), 0.1);
+        assert_eq!(recency_factor(days_ago(0), 60.0, 0.1, now), 1.0);
+        assert_eq!(recency_factor(days_ago(365), 365.0, 0.4, now), 0.5);
+        assert_eq!(recency_factor(days_ago(-3), 60.0, 0.1, now), 1.0);
+        assert_eq!(recency_factor(None, 60.0, 0.1, now), 1.0);
+    }
+}

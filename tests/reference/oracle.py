@@ -1,0 +1,94 @@
+"""Ranking oracle: run the reference's `retrieve_ranked` on a store.
+
+Reads a JSON list of requests on stdin and prints a JSON list of results, one per
+request. Each request:
+
+    {"store": PATH, "vector": [floats] | null, "question": str | null,
+     "top_k": int, "subject_id": str | null, "min_confidence": float,
+     "now": ISO-8601 instant (the frozen clock), "use_embeddings": bool,
+     "uncertainty_nature": str | null, "assertion_modality": str | null,
+     "recency_window_days": int | null, "include_document_meta": bool,
+     "include_non_asserted": bool}
+
+Each result is {"hits": [{"id", "sim", "eff"}]} or {"error": "<exception type>: <message>"}.
+The clock the reference reads for decay is frozen at `now`, the query encoder is
+replaced by the given vector, and config is the compiled defaults.
+"""
+
+import asyncio
+import json
+import sys
+from datetime import datetime, timezone
+
+import numpy as np
+
+import particles.core.scoring.decay as decay_module
+import particles.operations.query.main as query_main
+
+
+class _FrozenClock(datetime):
+    frozen: datetime = datetime.now(timezone.utc)
+
+    @classmethod
+    def now(cls, tz=None):  # noqa: D102 - mirrors datetime.now
+        value = cls.frozen
+        return value if tz is None else value.astimezone(tz)
+
+
+decay_module.datetime = _FrozenClock
+
+
+async def _run(request: dict) -> dict:
+    from sqlalchemy import event
+    from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
+
+    from particles.core.schema import QueryRequest
+    from particles.db import _sqlite_set_pragmas
+
+    now = datetime.fromisoformat(request["now"])
+    if now.tzinfo is None:
+        now = now.replace(tzinfo=timezone.utc)
+    _FrozenClock.frozen = now
+    vector = request.get("vector")
+    query_vector = None if vector is None else np.asarray(vector, dtype=np.float32)
+    query_main._embed = lambda _text: query_vector
+    fields = {
+        key: request[key]
+        for key in (
+            "top_k",
+            "subject_id",
+            "min_confidence",
+            "uncertainty_nature",
+            "assertion_modality",
+            "recency_window_days",
+            "include_document_meta",
+            "include_non_asserted",
+        )
+        if request.get(key) is not None
+    }
+    query_request = QueryRequest(question=request.get("question") or "question", **fields)
+    engine = create_async_engine(f"sqlite+aiosqlite:///{request['store']}")
+    event.listen(engine.sync_engine, "connect", _sqlite_set_pragmas)
+    try:
+        async with AsyncSession(engine) as session:
+            ranked = await query_main.retrieve_ranked(
+                session, query_request, use_embeddings=request.get("use_embeddings", True)
+            )
+    finally:
+        await engine.dispose()
+    return {"hits": [{"id": p.id, "sim": float(sim), "eff": float(eff)} for p, sim, eff in ranked]}
+
+
+async def _main() -> None:
+    requests = json.load(sys.stdin)
+    results = []
+    for request in requests:
+        try:
+            results.append(await _run(request))
+        except Exception as exc:  # reported to the Rust side, which compares errors too
+            results.append({"error": f"{type(exc).__name__}: {exc}"})
+    json.dump(results, sys.stdout)
+
+
+if __name__ == "__main__":
+    asyncio.run(_main())
