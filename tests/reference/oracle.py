@@ -35,7 +35,10 @@ class _FrozenClock(datetime):
         return value if tz is None else value.astimezone(tz)
 
 
+# The reference reads the wall clock in two places on this path: decay (per
+# candidate) and the recency window. Both see the frozen instant.
 decay_module.datetime = _FrozenClock
+query_main.datetime = _FrozenClock
 
 
 async def _run(request: dict) -> dict:
@@ -79,15 +82,17 @@ async def _run(request: dict) -> dict:
     return {"hits": [{"id": p.id, "sim": float(sim), "eff": float(eff)} for p, sim, eff in ranked]}
 
 
+async def run_one(request: dict) -> dict:
+    """One request's result, or the error the reference raised."""
+    try:
+        return await _run(request)
+    except Exception as exc:  # reported to the Rust side, which compares errors too
+        return {"error": f"{type(exc).__name__}: {exc}"}
+
+
 async def _main() -> None:
     requests = json.load(sys.stdin)
-    results = []
-    for request in requests:
-        try:
-            results.append(await _run(request))
-        except Exception as exc:  # reported to the Rust side, which compares errors too
-            results.append({"error": f"{type(exc).__name__}: {exc}"})
-    json.dump(results, sys.stdout)
+    json.dump([await run_one(request) for request in requests], sys.stdout)
 
 
 if __name__ == "__main__":

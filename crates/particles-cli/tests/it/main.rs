@@ -1,0 +1,5 @@
+//! Integration tests of the `particles-rs` binary: one module per topic.
+
+mod bad_input;
+mod reference;
+mod support;

@@ -1,0 +1,180 @@
+//! Equivalence with the reference: `particles-rs query --json` against the
+//! reference's `retrieve_ranked` on the same store file, query vector and frozen
+//! clock. Same ids, same order, bit-equal similarity and effective confidence; where
+//! the reference raises, `particles-rs` must fail too.
+//!
+//! Stores and requests are generated at random from seeds by
+//! `tests/reference/make_cases.py` (hand-shaped stores covering every factor of the
+//! score, and the reference benchmark generator's stores). Raise the number of seeds
+//! with `PARTICLES_REFERENCE_SEEDS` (the xtask does).
+
+use std::{path::Path, process::Command};
+
+use serde_json::Value;
+
+use crate::support::{file_digest, particles_rs, reference_python, workspace_root};
+
+fn make_cases(dir: &Path, seed: u64, generator_size: Option<u64>) -> Vec<Value> {
+    let script = workspace_root().join("tests/reference/make_cases.py");
+    let mut command = Command::new(reference_python());
+    command
+        .arg(&script)
+        .args(["--seed", &seed.to_string(), "--out"])
+        .arg(dir);
+    if let Some(size) = generator_size {
+        command.args(["--generator-size", &size.to_string()]);
+    }
+    let output = command.output().expect("the reference's python runs");
+    assert!(
+        output.status.success(),
+        "make_cases.py --seed {seed} failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let cases_path = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    let text = std::fs::read_to_string(&cases_path).expect("make_cases.py wrote its cases");
+    serde_json::from_str(&text).expect("cases are JSON")
+}
+
+/// Runs one case through the binary and returns a description of any difference.
+fn compare(dir: &Path, case: &Value) -> Option<String> {
+    let request = &case["request"];
+    let mut args: Vec<String> = vec![
+        "query".into(),
+        "--json".into(),
+        "--store".into(),
+        request["store"].as_str()?.into(),
+        "--top-k".into(),
+        request["top_k"].to_string(),
+        "--min-confidence".into(),
+        request["min_confidence"].to_string(),
+        "--now".into(),
+        request["now"].as_str()?.into(),
+    ];
+    if request["vector"].is_null() {
+        args.push("--no-embedding".into());
+    } else {
+        let path = dir.join("vector.json");
+        std::fs::write(&path, request["vector"].to_string()).ok()?;
+        args.extend(["--vector-file".into(), path.display().to_string()]);
+    }
+    if let Some(subject) = request["subject_id"].as_str() {
+        args.extend(["--subject".into(), subject.into()]);
+    }
+    for flag in ["include_document_meta", "include_non_asserted"] {
+        if request[flag].as_bool() == Some(true) {
+            args.push(format!("--{}", flag.replace('_', "-")));
+        }
+    }
+    for option in ["uncertainty_nature", "assertion_modality", "recency_window_days"] {
+        if !request[option].is_null() {
+            let value = match &request[option] {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            args.push(format!("--{}={value}", option.replace('_', "-")));
+        }
+    }
+    let arg_refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let output = particles_rs(&arg_refs);
+    let mut shown = request.clone();
+    shown["vector"] = Value::String("<elided>".into());
+    let expected = &case["expected"];
+    if let Some(error) = expected.get("error") {
+        if output.status.code() == Some(1) {
+            return None;
+        }
+        return Some(format!(
+            "request {shown}: the reference raised {error} but particles-rs exited {:?}",
+            output.status.code()
+        ));
+    }
+    if !output.status.success() {
+        return Some(format!(
+            "request {shown}: particles-rs failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    let actual: Value = serde_json::from_slice(&output.stdout).ok()?;
+    let ours: Vec<(String, u64, u64)> = actual["hits"]
+        .as_array()?
+        .iter()
+        .map(|hit| {
+            (
+                hit["id"].as_str().unwrap_or_default().to_owned(),
+                hit["similarity"].as_f64().unwrap_or(f64::NAN).to_bits(),
+                hit["effective_confidence"].as_f64().unwrap_or(f64::NAN).to_bits(),
+            )
+        })
+        .collect();
+    let theirs: Vec<(String, u64, u64)> = expected["hits"]
+        .as_array()?
+        .iter()
+        .map(|hit| {
+            (
+                hit["id"].as_str().unwrap_or_default().to_owned(),
+                hit["sim"].as_f64().unwrap_or(f64::NAN).to_bits(),
+                hit["eff"].as_f64().unwrap_or(f64::NAN).to_bits(),
+            )
+        })
+        .collect();
+    if ours == theirs {
+        return None;
+    }
+    let first = ours
+        .iter()
+        .zip(&theirs)
+        .position(|(a, b)| a != b)
+        .unwrap_or(ours.len().min(theirs.len()));
+    let show = |hits: &[(String, u64, u64)]| {
+        hits.get(first).map(|(id, sim, eff)| {
+            format!("{id} sim={} eff={}", f64::from_bits(*sim), f64::from_bits(*eff))
+        })
+    };
+    Some(format!(
+        "request {shown}: {} hits vs the reference's {}; first difference at rank {}: ours {:?}, reference {:?}",
+        ours.len(),
+        theirs.len(),
+        first + 1,
+        show(&ours),
+        show(&theirs)
+    ))
+}
+
+fn seeds() -> u64 {
+    std::env::var("PARTICLES_REFERENCE_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(6)
+}
+
+#[test]
+fn rankings_equal_the_references_on_random_stores() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut failures = Vec::new();
+    let mut compared = 0;
+    let mut stores: Vec<(u64, Option<u64>)> = (1..=seeds()).map(|seed| (seed, None)).collect();
+    stores.extend([(101, Some(1_000)), (102, Some(3_000))]);
+    for (seed, generator_size) in stores {
+        let cases = make_cases(dir.path(), seed, generator_size);
+        let store = cases[0]["request"]["store"].as_str().unwrap().to_owned();
+        let before = file_digest(Path::new(&store));
+        for case in &cases {
+            compared += 1;
+            if let Some(failure) = compare(dir.path(), case) {
+                failures.push(format!("seed {seed}: {failure}"));
+            }
+        }
+        assert_eq!(
+            before,
+            file_digest(Path::new(&store)),
+            "particles-rs changed the store file of seed {seed}"
+        );
+    }
+    assert!(compared >= 12, "too few cases compared: {compared}");
+    assert!(
+        failures.is_empty(),
+        "{} of {compared} requests differ from the reference:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}

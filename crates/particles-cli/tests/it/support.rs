@@ -1,0 +1,48 @@
+//! Helpers shared by the integration tests: the binary, the reference's Python.
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Output},
+};
+
+/// The workspace root.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("the crate lives two levels below the workspace root")
+        .to_owned()
+}
+
+/// Runs `particles-rs` with `args`.
+pub fn particles_rs(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_particles-rs"))
+        .args(args)
+        .output()
+        .expect("the particles-rs binary runs")
+}
+
+/// The reference venv's Python: `PARTICLES_REFERENCE_PYTHON`, else
+/// `.reference/venv/bin/python` in the workspace. Panics with the install command
+/// when neither exists: these tests are the point of the project and must not
+/// silently pass without the oracle.
+pub fn reference_python() -> PathBuf {
+    if let Some(path) = std::env::var_os("PARTICLES_REFERENCE_PYTHON") {
+        return PathBuf::from(path);
+    }
+    let path = workspace_root().join(".reference/venv/bin/python");
+    assert!(
+        path.exists(),
+        "the reference (linkedparticles 1.214.1) is not installed at {}; run `cargo xtask reference` \
+         (or .ci/run) first, or set PARTICLES_REFERENCE_PYTHON",
+        path.display()
+    );
+    path
+}
+
+/// The sha256 of a file, to prove a store was not written.
+pub fn file_digest(path: &Path) -> String {
+    use sha2::Digest;
+    let bytes = std::fs::read(path).expect("the file is readable");
+    format!("{:x}", sha2::Sha256::digest(bytes))
+}
