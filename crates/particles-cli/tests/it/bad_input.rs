@@ -1,10 +1,186 @@
-//! Bad input: every mistake gets a clear message and the right exit code, and the
-//! store file is never written.
+//! Bad input: every mistake gets a clear message naming the thing at fault and the
+//! right exit code (2 for how the command was called, 1 for everything else), and
+//! the store file is never written.
 
-use crate::support::particles_rs;
+use std::path::{Path, PathBuf};
+
+use crate::support::{file_digest, particles_rs, workspace_root};
+
+const NOW: &str = "2026-06-01T00:00:00Z";
+
+fn fixture(name: &str) -> PathBuf {
+    workspace_root().join("tests/fixtures/stores").join(name)
+}
+
+/// A private copy of a fixture store, changed by `tamper` (raw SQL on the copy).
+fn tampered_store(dir: &Path, sql: &str) -> PathBuf {
+    let path = dir.join("store.db");
+    std::fs::copy(fixture("coins-a.db"), &path).unwrap();
+    let connection = rusqlite::Connection::open(&path).unwrap();
+    connection.execute_batch(sql).unwrap();
+    drop(connection);
+    path
+}
+
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+fn run(args: &[&str]) -> Run {
+    let output = particles_rs(args);
+    Run {
+        code: output.status.code(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+fn query(store: &Path, extra: &[&str]) -> Run {
+    let store = store.display().to_string();
+    let mut args = vec!["query", "--store", store.as_str()];
+    if !extra.contains(&"--now") {
+        args.extend(["--now", NOW]);
+    }
+    args.extend_from_slice(extra);
+    let before = store_digest(Path::new(&store));
+    let result = run(&args);
+    assert_eq!(before, store_digest(Path::new(&store)), "the store was written by {args:?}");
+    result
+}
+
+fn store_digest(path: &Path) -> Option<String> {
+    path.is_file().then(|| file_digest(path))
+}
+
+fn assert_error(run: &Run, code: i32, needles: &[&str]) {
+    assert_eq!(run.code, Some(code), "stderr: {}", run.stderr);
+    for needle in needles {
+        assert!(run.stderr.contains(needle), "{needle:?} not in stderr: {}", run.stderr);
+    }
+    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+}
 
 #[test]
-fn placeholder() {
-    let output = particles_rs(&["query", "--store", "/nonexistent/store.db", "--no-embedding"]);
-    assert_eq!(output.status.code(), Some(1));
+fn missing_store_file() {
+    let run = query(Path::new("/nonexistent/store.db"), &["--no-embedding"]);
+    assert_error(&run, 1, &["/nonexistent/store.db", "does not exist"]);
+}
+
+#[test]
+fn a_file_that_is_not_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("notes.db");
+    std::fs::write(&path, "just some text, long enough to not be a database header at all").unwrap();
+    let run = query(&path, &["--no-embedding"]);
+    assert_error(&run, 1, &["notes.db", "not a readable SQLite database"]);
+}
+
+#[test]
+fn a_database_without_particles() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("other.db");
+    let connection = rusqlite::Connection::open(&path).unwrap();
+    connection.execute_batch("CREATE TABLE notes (x TEXT)").unwrap();
+    drop(connection);
+    let run = query(&path, &["--no-embedding"]);
+    assert_error(&run, 1, &["other.db", "no `particles` table"]);
+}
+
+#[test]
+fn a_schema_version_of_another_major() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = tampered_store(
+        dir.path(),
+        "UPDATE particles SET schema_version = '2.0.0' WHERE rowid IN (SELECT rowid FROM particles WHERE status = 'ACTIVE' LIMIT 2)",
+    );
+    let run = query(&path, &["--no-embedding"]);
+    assert_error(&run, 1, &["2 at v2.0.0", "upgrade particles-rs"]);
+}
+
+#[test]
+fn an_embedding_that_is_not_an_array_of_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = tampered_store(
+        dir.path(),
+        "UPDATE particles SET embedding_json = '[0.1, \"oops\"]' WHERE id = (SELECT id FROM particles WHERE status = 'ACTIVE' AND embedding_model_id = 'all-MiniLM-L6-v2' LIMIT 1)",
+    );
+    let run = query(&path, &["--no-embedding"]);
+    assert_error(&run, 1, &["embedding_json is not a JSON array of numbers", "oops"]);
+}
+
+#[test]
+fn a_row_that_does_not_hydrate() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = tampered_store(
+        dir.path(),
+        "UPDATE particles SET retired_at = 'yesterday' WHERE id = (SELECT id FROM particles WHERE status = 'ACTIVE' AND embedding_json IS NOT NULL LIMIT 1)",
+    );
+    let run = query(&path, &["--no-embedding"]);
+    assert_error(&run, 1, &["retired_at", "yesterday"]);
+}
+
+fn vector_file(dir: &Path, text: &str) -> String {
+    let path = dir.join("vector.json");
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn vector_files_of_the_wrong_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = fixture("coins-a.db");
+    let short = vector_file(dir.path(), "[0.1, 0.2, 0.3]");
+    assert_error(&query(&store, &["--vector-file", &short]), 1, &["vector.json", "3 numbers", "384"]);
+    let values: Vec<String> = (0..384).map(|i| if i == 7 { "NaN".into() } else { "0.05".into() }).collect();
+    let nan = vector_file(dir.path(), &format!("[{}]", values.join(",")));
+    assert_error(&query(&store, &["--vector-file", &nan]), 1, &["element 7", "not a finite number"]);
+    let not_json = vector_file(dir.path(), "{\"vector\": 1}");
+    assert_error(&query(&store, &["--vector-file", &not_json]), 1, &["not a JSON array of numbers"]);
+    let missing = dir.path().join("absent.json").display().to_string();
+    assert_error(&query(&store, &["--vector-file", &missing]), 1, &["absent.json"]);
+}
+
+#[test]
+fn neither_vector_nor_no_embedding_explains_both() {
+    let run = query(&fixture("coins-a.db"), &["how are coins graded?"]);
+    assert_error(&run, 2, &["--vector-file", "--no-embedding"]);
+}
+
+#[test]
+fn top_k_outside_the_references_limits() {
+    for top_k in ["0", "201", "many"] {
+        let run = query(&fixture("coins-a.db"), &["--no-embedding", "--top-k", top_k]);
+        assert_error(&run, 2, &["--top-k"]);
+    }
+}
+
+#[test]
+fn bad_flags_name_the_flag() {
+    let store = fixture("coins-a.db");
+    assert_error(&query(&store, &["--no-embedding", "--min-confidence", "1.5"]), 2, &["--min-confidence"]);
+    assert_error(&query(&store, &["--no-embedding", "--now", "last tuesday"]), 2, &["--now", "RFC 3339"]);
+    assert_error(
+        &query(&store, &["--no-embedding", "--assertion-modality", "MAYBE"]),
+        2,
+        &["--assertion-modality", "FALSIFIABLE"],
+    );
+}
+
+#[test]
+fn an_unknown_subject_answers_nothing_and_warns() {
+    let run = query(&fixture("coins-a.db"), &["--no-embedding", "--subject", "no-such-subject"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(run.stdout.contains("No beliefs matched"), "{}", run.stdout);
+    assert!(run.stderr.contains("no-such-subject"), "{}", run.stderr);
+}
+
+#[test]
+fn other_embedding_models_are_skipped_with_a_warning() {
+    let run = query(&fixture("coins-a.db"), &["--no-embedding", "--json"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(run.stderr.contains("skipped 1 ACTIVE belief(s) embedded by another model"), "{}", run.stderr);
+    let json: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(json["stats"]["skipped_other_model"], 1);
 }

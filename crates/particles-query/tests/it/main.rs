@@ -1,0 +1,3 @@
+//! Integration tests of the query path on the fixture stores: one module per topic.
+
+mod snapshots;
