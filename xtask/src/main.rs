@@ -1,1 +1,100 @@
-fn main() {}
+//! `cargo xtask`: the project's chores, in Rust so they run wherever cargo does.
+//!
+//! - `reference`: install the reference engine (linkedparticles 1.214.1, without
+//!   torch) into `.reference/venv`, idempotently. The equivalence tests use it.
+//! - `test`: `reference`, then `cargo test --workspace` (the README's test command).
+//! - `ci`: `reference`, `cargo fmt --check`, clippy with `-D warnings`, the tests and
+//!   `cargo doc` with warnings denied (what `.ci/run` runs).
+//! - `equivalence [--seeds N]`: the reference-equivalence test with more seeded
+//!   stores than the default run.
+
+mod reference;
+#[cfg(test)]
+mod tidy;
+
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use anyhow::{bail, Context, Result};
+
+const USAGE: &str = "usage: cargo xtask <reference | test | ci | equivalence [--seeds N]>";
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let root = project_root();
+    std::env::set_current_dir(&root)?;
+    match args.first().map(String::as_str) {
+        Some("reference") => reference::install(&root),
+        Some("test") => {
+            reference::install(&root)?;
+            cargo(&["test", "--workspace"], &[])
+        }
+        Some("ci") => ci(&root),
+        Some("equivalence") => {
+            let seeds = match args.get(1).map(String::as_str) {
+                Some("--seeds") => args.get(2).context("--seeds needs a number")?.clone(),
+                Some(other) => bail!("unknown argument {other:?}\n{USAGE}"),
+                None => "40".to_owned(),
+            };
+            reference::install(&root)?;
+            cargo(
+                &[
+                    "test",
+                    "--release",
+                    "-p",
+                    "particles-cli",
+                    "--test",
+                    "it",
+                    "reference",
+                ],
+                &[("PARTICLES_REFERENCE_SEEDS", &seeds)],
+            )
+        }
+        _ => bail!("{USAGE}"),
+    }
+}
+
+fn ci(root: &Path) -> Result<()> {
+    reference::install(root)?;
+    cargo(&["fmt", "--all", "--check"], &[])?;
+    cargo(
+        &[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ],
+        &[],
+    )?;
+    cargo(&["test", "--workspace"], &[])?;
+    cargo(
+        &["doc", "--workspace", "--no-deps"],
+        &[("RUSTDOCFLAGS", "-D warnings")],
+    )
+}
+
+/// Runs cargo (the one that runs us) with `args` and extra environment.
+fn cargo(args: &[&str], env: &[(&str, &str)]) -> Result<()> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    eprintln!("$ cargo {}", args.join(" "));
+    let status = Command::new(cargo)
+        .args(args)
+        .envs(env.iter().copied())
+        .status()
+        .context("cannot run cargo")?;
+    if !status.success() {
+        bail!("`cargo {}` failed with {status}", args.join(" "));
+    }
+    Ok(())
+}
+
+fn project_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives one level below the workspace root")
+        .to_owned()
+}

@@ -9,7 +9,12 @@ use serde_json::{json, Value};
 /// The JSON form of a query's answer: `hits` in rank order, each with `id`,
 /// `similarity`, `effective_confidence`, `score` and the full `particle`. Floats are
 /// printed shortest-round-trip, so they parse back to the same f64.
-pub(crate) fn outcome_json(outcome: &QueryOutcome, request: &QueryRequest, now: Timestamp, with_vector: bool) -> Value {
+pub(crate) fn outcome_json(
+    outcome: &QueryOutcome,
+    request: &QueryRequest,
+    now: Timestamp,
+    with_vector: bool,
+) -> Value {
     let hits: Vec<Value> = outcome
         .hits
         .iter()
@@ -63,9 +68,17 @@ fn hit_json(rank: usize, hit: &Hit) -> Value {
 
 /// A readable table: rank, id, similarity, effective confidence, age, extractor and
 /// content (cut to the terminal-friendly width).
-pub(crate) fn write_table(out: &mut impl Write, outcome: &QueryOutcome, now: Timestamp) -> std::io::Result<()> {
+pub(crate) fn write_table(
+    out: &mut impl Write,
+    outcome: &QueryOutcome,
+    now: Timestamp,
+) -> std::io::Result<()> {
     if outcome.hits.is_empty() {
-        writeln!(out, "No beliefs matched ({} candidates).", outcome.stats.candidates)?;
+        writeln!(
+            out,
+            "No beliefs matched ({} candidates).",
+            outcome.stats.candidates
+        )?;
         return Ok(());
     }
     writeln!(

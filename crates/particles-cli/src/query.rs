@@ -81,7 +81,9 @@ pub(crate) struct QueryArgs {
 }
 
 fn parse_unit(text: &str) -> Result<f64, String> {
-    let value: f64 = text.parse().map_err(|_| format!("{text:?} is not a number"))?;
+    let value: f64 = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number"))?;
     if (0.0..=1.0).contains(&value) {
         Ok(value)
     } else {
@@ -89,14 +91,16 @@ fn parse_unit(text: &str) -> Result<f64, String> {
     }
 }
 
-fn parse_enum<T: std::str::FromStr<Err = particles_model::UnknownVariant>>(text: &str) -> Result<T, String> {
-    text.parse().map_err(|e: particles_model::UnknownVariant| e.to_string())
+fn parse_enum<T: std::str::FromStr<Err = particles_model::UnknownVariant>>(
+    text: &str,
+) -> Result<T, String> {
+    text.parse()
+        .map_err(|e: particles_model::UnknownVariant| e.to_string())
 }
 
 fn parse_instant(text: &str) -> Result<Timestamp, String> {
-    Timestamp::parse(text).map_err(|_| {
-        format!("{text:?} is not an instant; use RFC 3339, e.g. 2026-01-31T12:00:00Z")
-    })
+    Timestamp::parse(text)
+        .map_err(|_| format!("{text:?} is not an instant; use RFC 3339, e.g. 2026-01-31T12:00:00Z"))
 }
 
 /// The wall clock as an aware UTC timestamp.
@@ -186,7 +190,10 @@ pub(crate) fn run(args: QueryArgs) -> Result<()> {
     }
     if let Some(subject) = &args.subject {
         if !particles_store::subject_is_known(&store, subject)? {
-            eprintln!("warning: no belief in {} is linked to subject {subject:?}", args.store.display());
+            eprintln!(
+                "warning: no belief in {} is linked to subject {subject:?}",
+                args.store.display()
+            );
         }
     }
 

@@ -336,9 +336,7 @@ fn valid_until_rule<'a>(
     }
 }
 
-fn canonical_form_rule(
-    has_claim: bool,
-) -> impl FnOnce(&CanonicalForm, &()) -> garde::Result {
+fn canonical_form_rule(has_claim: bool) -> impl FnOnce(&CanonicalForm, &()) -> garde::Result {
     move |form, _| {
         if *form == CanonicalForm::Structured && !has_claim {
             Err(garde::Error::new(
@@ -429,7 +427,15 @@ mod tests {
         assert_eq!(parse_schema_version("1.0.0"), Some((1, 0, 0)));
         assert_eq!(parse_schema_version("1.7.3\n"), Some((1, 7, 3)));
         assert_eq!(parse_schema_version("1.\u{0661}.0"), Some((1, 1, 0)));
-        for bad in ["1.x", "1.0", "1.0.0-beta", "", "1..0", "1.0.0\n\n", "1.0.0.0"] {
+        for bad in [
+            "1.x",
+            "1.0",
+            "1.0.0-beta",
+            "",
+            "1..0",
+            "1.0.0\n\n",
+            "1.0.0.0",
+        ] {
             assert_eq!(parse_schema_version(bad), None, "{bad:?}");
         }
     }

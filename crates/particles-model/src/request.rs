@@ -74,13 +74,22 @@ mod tests {
         let ok = QueryRequest::default();
         assert!(ok.validate().is_ok());
         for top_k in [0, 201] {
-            let bad = QueryRequest { top_k, ..QueryRequest::default() };
+            let bad = QueryRequest {
+                top_k,
+                ..QueryRequest::default()
+            };
             let report = bad.validate().unwrap_err().to_string();
             assert!(report.contains("top_k"), "{report}");
         }
-        let bad = QueryRequest { min_confidence: f64::NAN, ..QueryRequest::default() };
+        let bad = QueryRequest {
+            min_confidence: f64::NAN,
+            ..QueryRequest::default()
+        };
         assert!(bad.validate().is_err());
-        let bad = QueryRequest { question: Some(String::new()), ..QueryRequest::default() };
+        let bad = QueryRequest {
+            question: Some(String::new()),
+            ..QueryRequest::default()
+        };
         assert!(bad.validate().is_err());
     }
 

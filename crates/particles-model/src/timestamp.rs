@@ -204,7 +204,8 @@ fn days_from_civil(year: i64, month: u8, day: u8) -> i64 {
     let era = year.div_euclid(400);
     let year_of_era = year - era * 400;
     let month = i64::from(month);
-    let day_of_year = (153 * (if month > 2 { month - 3 } else { month + 9 }) + 2) / 5 + i64::from(day) - 1;
+    let day_of_year =
+        (153 * (if month > 2 { month - 3 } else { month + 9 }) + 2) / 5 + i64::from(day) - 1;
     let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
     era * 146_097 + day_of_era - 719_468
 }
@@ -348,7 +349,8 @@ fn parse_time(bytes: &[u8]) -> Option<TimeFields> {
         Some(tz) => {
             let sign: i64 = if tz[0] == b'-' { -1 } else { 1 };
             let (h, m, s, us) = parse_clock(&tz[1..])?;
-            let total_micros = (i64::from(h) * 3600 + i64::from(m) * 60 + i64::from(s)) * MICROS_PER_SECOND
+            let total_micros = (i64::from(h) * 3600 + i64::from(m) * 60 + i64::from(s))
+                * MICROS_PER_SECOND
                 + i64::from(us);
             // Sub-second offsets exist in Python but not in any store; refuse them
             // rather than round.
@@ -416,19 +418,40 @@ mod tests {
 
     #[test]
     fn parses_what_python_311_parses() {
-        assert_eq!(parsed("2024-09-21 01:49:04.286310"), "2024-09-21T01:49:04.286310");
+        assert_eq!(
+            parsed("2024-09-21 01:49:04.286310"),
+            "2024-09-21T01:49:04.286310"
+        );
         assert_eq!(parsed("2024-01-01"), "2024-01-01T00:00:00");
-        assert_eq!(parsed("20240101T1010,5+0130"), "2024-01-01T10:10:00.500000+01:30");
+        assert_eq!(
+            parsed("20240101T1010,5+0130"),
+            "2024-01-01T10:10:00.500000+01:30"
+        );
         assert_eq!(parsed("2024W012"), "2024-01-02T00:00:00");
         assert_eq!(parsed("2024-01-01x10"), "2024-01-01T10:00:00");
-        assert_eq!(parsed("2024-01-01 00:00:00.1234567"), "2024-01-01T00:00:00.123456");
+        assert_eq!(
+            parsed("2024-01-01 00:00:00.1234567"),
+            "2024-01-01T00:00:00.123456"
+        );
         assert_eq!(parsed("2024-01-01T00:00:00Z"), "2024-01-01T00:00:00Z");
-        assert_eq!(parsed("2024-01-01T01:02:03-05:30"), "2024-01-01T01:02:03-05:30");
+        assert_eq!(
+            parsed("2024-01-01T01:02:03-05:30"),
+            "2024-01-01T01:02:03-05:30"
+        );
     }
 
     #[test]
     fn rejects_what_python_rejects() {
-        for bad in ["", "2024", "2024-13-01", "2023-02-29", "2024-01-01 25:00", "2024-01-01T", "yesterday", "2024-01-01 10:00:60"] {
+        for bad in [
+            "",
+            "2024",
+            "2024-13-01",
+            "2023-02-29",
+            "2024-01-01 25:00",
+            "2024-01-01T",
+            "yesterday",
+            "2024-01-01 10:00:60",
+        ] {
             assert!(Timestamp::parse(bad).is_err(), "{bad}");
         }
     }

@@ -62,7 +62,11 @@ pub struct QueryInput<'a> {
 
 impl<'a> QueryInput<'a> {
     /// An input with the norm kernel detected for this machine.
-    pub fn new(request: &'a garde::Valid<QueryRequest>, vector: Option<&'a [f32]>, now: Timestamp) -> Self {
+    pub fn new(
+        request: &'a garde::Valid<QueryRequest>,
+        vector: Option<&'a [f32]>,
+        now: Timestamp,
+    ) -> Self {
         QueryInput {
             request,
             vector,
@@ -134,7 +138,8 @@ fn run_in_snapshot(store: &Store, input: &QueryInput<'_>) -> Result<QueryOutcome
     let query = input
         .vector
         .map(|v| QueryVector::new(v.to_vec(), input.norm_kernel));
-    let candidates = particles_store::load_active(store, request.min_confidence, request.subject_id.as_deref())?;
+    let candidates =
+        particles_store::load_active(store, request.min_confidence, request.subject_id.as_deref())?;
     rank_candidates(store, candidates, &policies, query.as_ref(), input)
 }
 
@@ -166,7 +171,8 @@ fn rank_candidates(
     let mut all_factors = Vec::with_capacity(survivors.len());
     for (index, (candidate, source)) in survivors.iter().zip(&sources).enumerate() {
         let discount = particles_rank::stale_support_discount(&candidate.particle, &premises);
-        let factors = particles_rank::factors(&candidate.particle, source, discount, policies, input.now)?;
+        let factors =
+            particles_rank::factors(&candidate.particle, source, discount, policies, input.now)?;
         all_factors.push(factors);
         match particles_rank::score_candidate(
             index,

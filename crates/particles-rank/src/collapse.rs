@@ -74,7 +74,9 @@ pub fn collapse_co_evidential<'a, E>(
             continue;
         }
         let closure = closure_of(ids[position], &mut edges)?;
-        let members: Vec<usize> = (0..top.len()).filter(|&i| closure.contains(ids[i])).collect();
+        let members: Vec<usize> = (0..top.len())
+            .filter(|&i| closure.contains(ids[i]))
+            .collect();
         if members.len() <= 1 {
             represented[position] = true;
             out.push(*entry);
@@ -119,11 +121,20 @@ mod tests {
     fn conformance_noisy_or() {
         let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
         assert!(close(merge_co_evidential(&[(0.6, "A"), (0.5, "B")]), 0.80));
-        assert!(close(merge_co_evidential(&[(0.6, "A"), (0.6, "A"), (0.6, "A")]), 0.776));
-        assert!(close(merge_co_evidential(&[(0.7, "A"), (0.5, "A"), (0.6, "B")]), 0.91));
+        assert!(close(
+            merge_co_evidential(&[(0.6, "A"), (0.6, "A"), (0.6, "A")]),
+            0.776
+        ));
+        assert!(close(
+            merge_co_evidential(&[(0.7, "A"), (0.5, "A"), (0.6, "B")]),
+            0.91
+        ));
         assert_eq!(merge_co_evidential(&[(0.8, "A")]), 0.8);
         assert_eq!(merge_co_evidential(&[]), 0.0);
-        assert!(close(merge_co_evidential(&[(0.63, "E1"), (0.56, "E1"), (0.49, "E2")]), 0.864136));
+        assert!(close(
+            merge_co_evidential(&[(0.63, "E1"), (0.56, "E1"), (0.49, "E2")]),
+            0.864136
+        ));
     }
 
     #[test]

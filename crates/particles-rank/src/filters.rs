@@ -75,7 +75,10 @@ fn is_excluded_document_meta(
         None => return Ok(true),
         Some(value) => hashable(particle, SCOPE_ACTION, value)?,
     };
-    Ok(!matches!(action.as_str(), Some("observe" | "source_exempt")))
+    Ok(!matches!(
+        action.as_str(),
+        Some("observe" | "source_exempt")
+    ))
 }
 
 fn is_non_asserted(

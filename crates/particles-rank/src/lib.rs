@@ -41,8 +41,8 @@ pub use crate::{
     policy::{infer_domain, recency_factor, DecayPolicy, Policies, TrustPolicy},
     pyregex::PyRegex,
     score::{
-        effective_confidence, py_max, py_min, rank_score, CONFIDENCE_WEIGHT,
-        NARRATIVE_RANK_WEIGHT, SIMILARITY_WEIGHT, STALE_SUPPORT_DISCOUNT,
+        effective_confidence, py_max, py_min, rank_score, CONFIDENCE_WEIGHT, NARRATIVE_RANK_WEIGHT,
+        SIMILARITY_WEIGHT, STALE_SUPPORT_DISCOUNT,
     },
     similarity::{dot_einsum, sdot_openblas, NormKernel, QueryVector},
 };
@@ -76,7 +76,10 @@ pub struct Factors {
 /// The stale-support factor of a particle: [`STALE_SUPPORT_DISCOUNT`] for a derived
 /// particle with a premise that is missing from `premise_status` or not ACTIVE, else
 /// 1.0.
-pub fn stale_support_discount(particle: &Particle, premise_status: &HashMap<String, Status>) -> f64 {
+pub fn stale_support_discount(
+    particle: &Particle,
+    premise_status: &HashMap<String, Status>,
+) -> f64 {
     if !particle.is_derived() {
         return 1.0;
     }

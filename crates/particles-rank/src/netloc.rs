@@ -67,11 +67,9 @@ fn check_bracketed(netloc: &str) -> Result<(), NetlocError> {
         return Err(INVALID);
     }
     let valid = if let Some(future) = host.strip_prefix('v') {
-        future
-            .split_once('.')
-            .is_some_and(|(hex, rest)| {
-                !hex.is_empty() && hex.chars().all(|c| c.is_ascii_hexdigit()) && !rest.is_empty()
-            })
+        future.split_once('.').is_some_and(|(hex, rest)| {
+            !hex.is_empty() && hex.chars().all(|c| c.is_ascii_hexdigit()) && !rest.is_empty()
+        })
     } else {
         let address = host.split_once('%').map_or(host, |(address, _)| address);
         address.parse::<std::net::Ipv6Addr>().is_ok()
@@ -110,7 +108,10 @@ mod tests {
 
     #[test]
     fn like_python() {
-        assert_eq!(netloc("https://en.wikipedia.org/wiki/X").unwrap(), "en.wikipedia.org");
+        assert_eq!(
+            netloc("https://en.wikipedia.org/wiki/X").unwrap(),
+            "en.wikipedia.org"
+        );
         assert_eq!(netloc("HTTPS://Ex.COM:80/x").unwrap(), "Ex.COM:80");
         assert_eq!(netloc("example.com:8080/x").unwrap(), "");
         assert_eq!(netloc("mailto:a@b").unwrap(), "");

@@ -73,10 +73,18 @@ impl TrustPolicy {
                     .get(&(domain.to_owned(), kind.to_owned(), value.to_owned()))
                     .copied()
             };
-            if let Some(rank) = source.entry_id.as_deref().and_then(|e| lookup("CORPUS_ENTRY", e)) {
+            if let Some(rank) = source
+                .entry_id
+                .as_deref()
+                .and_then(|e| lookup("CORPUS_ENTRY", e))
+            {
                 return Ok(Some(rank));
             }
-            if let Some(rank) = source.author_id.as_deref().and_then(|a| lookup("AUTHOR", a)) {
+            if let Some(rank) = source
+                .author_id
+                .as_deref()
+                .and_then(|a| lookup("AUTHOR", a))
+            {
                 return Ok(Some(rank));
             }
             if let Some(rank) = lookup("SOURCE_TYPE", &source.source_type) {
@@ -145,9 +153,7 @@ impl DecayPolicy {
     pub fn factor(&self, source: &SourceFacts, now: Timestamp) -> f64 {
         match self.resolve(&source.source_type, source.uri.as_deref()) {
             None => 1.0,
-            Some((half_life, floor)) => {
-                recency_factor(source.published_at, half_life, floor, now)
-            }
+            Some((half_life, floor)) => recency_factor(source.published_at, half_life, floor, now),
         }
     }
 }
@@ -155,7 +161,12 @@ impl DecayPolicy {
 /// `max(floor, 0.5 ** (age_days / half_life_days))`, 1.0 without a date or for
 /// content not older than `now`. The age is the exact microsecond difference
 /// converted as Python's `timedelta.total_seconds() / 86400.0`.
-pub fn recency_factor(published_at: Option<Timestamp>, half_life_days: f64, floor: f64, now: Timestamp) -> f64 {
+pub fn recency_factor(
+    published_at: Option<Timestamp>,
+    half_life_days: f64,
+    floor: f64,
+    now: Timestamp,
+) -> f64 {
     let Some(published_at) = published_at else {
         return 1.0;
     };
@@ -250,7 +261,10 @@ impl ParsedLens {
             return Err(invalid("lens", "the lens name is empty".into()));
         }
         if lens.version < 1 {
-            return Err(invalid("lens", format!("version {} is below 1", lens.version)));
+            return Err(invalid(
+                "lens",
+                format!("version {} is below 1", lens.version),
+            ));
         }
         let unit = |kind: &str, field: &str, value: f64| -> Result<()> {
             if (0.0..=1.0).contains(&value) {
@@ -270,13 +284,17 @@ impl ParsedLens {
             let kind = entry_kind.as_str();
             match kind {
                 "statement" => {
-                    let (Some(domain), Some(source_type), Some(rank)) =
-                        (non_empty(&entry.domain), non_empty(&entry.source_type), entry.trust_rank)
-                    else {
+                    let (Some(domain), Some(source_type), Some(rank)) = (
+                        non_empty(&entry.domain),
+                        non_empty(&entry.source_type),
+                        entry.trust_rank,
+                    ) else {
                         continue;
                     };
                     unit(kind, "trust_rank", rank)?;
-                    parsed.statements.push((domain.to_owned(), source_type.to_owned(), rank));
+                    parsed
+                        .statements
+                        .push((domain.to_owned(), source_type.to_owned(), rank));
                 }
                 "domain" | "url_pattern" => {
                     let Some(pattern) = non_empty(&entry.pattern) else {
@@ -285,16 +303,35 @@ impl ParsedLens {
                     if kind == "domain" {
                         match (entry.score, entry.modifier) {
                             (Some(score), None) => unit(kind, "score", score)?,
-                            (None, _) => return Err(invalid(kind, format!("domain rule {pattern:?} has no score"))),
-                            (Some(_), Some(_)) => return Err(invalid(kind, format!("domain rule {pattern:?} has a modifier"))),
+                            (None, _) => {
+                                return Err(invalid(
+                                    kind,
+                                    format!("domain rule {pattern:?} has no score"),
+                                ))
+                            }
+                            (Some(_), Some(_)) => {
+                                return Err(invalid(
+                                    kind,
+                                    format!("domain rule {pattern:?} has a modifier"),
+                                ))
+                            }
                         }
                     } else if entry.modifier.is_none() || entry.score.is_some() {
-                        return Err(invalid(kind, format!("url_pattern rule {pattern:?} needs a modifier and no score")));
+                        return Err(invalid(
+                            kind,
+                            format!("url_pattern rule {pattern:?} needs a modifier and no score"),
+                        ));
                     }
-                    parsed.url_rules.push((kind.to_owned(), pattern.to_owned(), entry.score, entry.modifier));
+                    parsed.url_rules.push((
+                        kind.to_owned(),
+                        pattern.to_owned(),
+                        entry.score,
+                        entry.modifier,
+                    ));
                 }
                 "extractor_weight" => {
-                    let (Some(id), Some(weight)) = (non_empty(&entry.extractor_id), entry.weight) else {
+                    let (Some(id), Some(weight)) = (non_empty(&entry.extractor_id), entry.weight)
+                    else {
                         continue;
                     };
                     unit(kind, "weight", weight)?;
@@ -310,24 +347,39 @@ impl ParsedLens {
                         continue;
                     };
                     if half_life.is_nan() || half_life <= 0.0 {
-                        return Err(invalid(kind, format!("half_life_days {half_life} is not above 0")));
+                        return Err(invalid(
+                            kind,
+                            format!("half_life_days {half_life} is not above 0"),
+                        ));
                     }
                     unit(kind, "floor", floor)?;
-                    parsed.decay_rules.push((kind == "decay_url_pattern", pattern.to_owned(), half_life, floor));
+                    parsed.decay_rules.push((
+                        kind == "decay_url_pattern",
+                        pattern.to_owned(),
+                        half_life,
+                        floor,
+                    ));
                 }
                 "utility_default" | "utility_source_type" | "utility_url_pattern" => {
-                    let (Some(half_life), Some(lift)) = (entry.half_life_uses_days, entry.rank_lift) else {
+                    let (Some(half_life), Some(lift)) =
+                        (entry.half_life_uses_days, entry.rank_lift)
+                    else {
                         continue;
                     };
                     if half_life.is_nan() || half_life <= 0.0 {
-                        return Err(invalid(kind, format!("half_life_uses_days {half_life} is not above 0")));
+                        return Err(invalid(
+                            kind,
+                            format!("half_life_uses_days {half_life} is not above 0"),
+                        ));
                     }
                     if lift.is_nan() || lift < 0.0 {
                         return Err(invalid(kind, format!("rank_lift {lift} is below 0")));
                     }
                 }
                 _ if kind.starts_with("modality_") => {
-                    let (Some(_), Some(modality)) = (non_empty(&entry.pattern), non_empty(&entry.modality)) else {
+                    let (Some(_), Some(modality)) =
+                        (non_empty(&entry.pattern), non_empty(&entry.modality))
+                    else {
                         continue;
                     };
                     modality
@@ -374,7 +426,11 @@ fn compose_trust(rows: &PolicyRows, lenses: &[ParsedLens]) -> TrustPolicy {
     let mut statements = HashMap::new();
     for s in &rows.statements {
         statements.insert(
-            (s.domain.clone(), s.source_ref_type.clone(), s.source_ref_value.clone()),
+            (
+                s.domain.clone(),
+                s.source_ref_type.clone(),
+                s.source_ref_value.clone(),
+            ),
             s.trust_rank,
         );
     }
@@ -401,13 +457,19 @@ fn compose_trust(rows: &PolicyRows, lenses: &[ParsedLens]) -> TrustPolicy {
         let mut lens_sums: Vec<(String, f64)> = Vec::new();
         for lens in lenses {
             for (domain, source_type, rank) in &lens.statements {
-                let key = (domain.clone(), "SOURCE_TYPE".to_owned(), source_type.clone());
+                let key = (
+                    domain.clone(),
+                    "SOURCE_TYPE".to_owned(),
+                    source_type.clone(),
+                );
                 upsert_min(&mut lens_statements, key, *rank);
             }
             let mut per_lens: Vec<(String, f64)> = Vec::new();
             for (scope, pattern, score, modifier) in &lens.url_rules {
                 match (scope.as_str(), score, modifier) {
-                    ("domain", Some(score), _) => upsert_min(&mut lens_domains, pattern.clone(), *score),
+                    ("domain", Some(score), _) => {
+                        upsert_min(&mut lens_domains, pattern.clone(), *score)
+                    }
                     ("url_pattern", _, Some(modifier)) => {
                         match per_lens.iter_mut().find(|(p, _)| p == pattern) {
                             Some(slot) => slot.1 += modifier,
@@ -451,7 +513,11 @@ fn compose_decay(lenses: &[ParsedLens]) -> DecayPolicy {
     let mut lens_url: Vec<(String, (f64, f64))> = Vec::new();
     for lens in lenses {
         for (is_url, pattern, half_life, floor) in &lens.decay_rules {
-            let target = if *is_url { &mut lens_url } else { &mut lens_source_type };
+            let target = if *is_url {
+                &mut lens_url
+            } else {
+                &mut lens_source_type
+            };
             match target.iter_mut().find(|(p, _)| p == pattern) {
                 Some(slot) => slot.1 = (py_min(slot.1 .0, *half_life), py_min(slot.1 .1, *floor)),
                 None => target.push((pattern.clone(), (*half_life, *floor))),
@@ -504,7 +570,10 @@ mod tests {
                 domain("en.wikipedia.org", 0.7),
                 domain("en.numista.com", 0.65),
                 domain("*", 0.5),
-                url(r"en\.numista\.com/(?:catalogue/pieces\d+\.html|\d+/?$)", 0.1),
+                url(
+                    r"en\.numista\.com/(?:catalogue/pieces\d+\.html|\d+/?$)",
+                    0.1,
+                ),
                 url(r"en\.numista\.com/catalogue/index\.php", -0.15),
                 url(r"en\.wikipedia\.org/wiki/Special:", -0.2),
             ],
@@ -523,8 +592,14 @@ mod tests {
     #[test]
     fn seeded_store_worked_values() {
         let policies = Policies::compile(&seeded()).unwrap();
-        assert_eq!(rank(&policies, "https://en.wikipedia.org/wiki/Special:Foo"), Some(0.49999999999999994));
-        assert_eq!(rank(&policies, "https://en.numista.com/catalogue/pieces123.html"), Some(0.75));
+        assert_eq!(
+            rank(&policies, "https://en.wikipedia.org/wiki/Special:Foo"),
+            Some(0.49999999999999994)
+        );
+        assert_eq!(
+            rank(&policies, "https://en.numista.com/catalogue/pieces123.html"),
+            Some(0.75)
+        );
         assert_eq!(rank(&policies, "https://blog.example.com/p"), Some(0.5));
         assert_eq!(rank(&policies, "file:///x"), None);
     }
@@ -532,7 +607,8 @@ mod tests {
     #[test]
     fn conformance_recency_vectors() {
         let now = Timestamp::parse("2024-07-01T00:00:00").unwrap();
-        let days_ago = |days: i64| Timestamp::from_utc_micros(now.utc_micros() - days * 86_400_000_000);
+        let days_ago =
+            |days: i64| Timestamp::from_utc_micros(now.utc_micros() - days * 86_400_000_000);
         assert_eq!(recency_factor(days_ago(60), 60.0, 0.1, now), 0.5);
         assert_eq!(recency_factor(days_ago(600), 60.0, 0.1, now), 0.1);
         assert_eq!(recency_factor(days_ago(0), 60.0, 0.1, now), 1.0);

@@ -17,7 +17,9 @@ impl PyRegex {
     /// Compiles a Python pattern; `None` when it does not compile (the reference
     /// skips such a rule: an invalid regex never matches).
     pub fn compile(pattern: &str) -> Option<PyRegex> {
-        Regex::new(&translate(pattern)).ok().map(|regex| PyRegex { regex })
+        Regex::new(&translate(pattern))
+            .ok()
+            .map(|regex| PyRegex { regex })
     }
 
     /// `re.search`: whether the pattern matches anywhere. A match that exceeds the
@@ -71,7 +73,8 @@ mod tests {
 
     #[test]
     fn python_semantics() {
-        let seeded = PyRegex::compile(r"en\.numista\.com/(?:catalogue/pieces\d+\.html|\d+/?$)").unwrap();
+        let seeded =
+            PyRegex::compile(r"en\.numista\.com/(?:catalogue/pieces\d+\.html|\d+/?$)").unwrap();
         assert!(seeded.search("https://en.numista.com/catalogue/pieces123.html"));
         assert!(seeded.search("https://en.numista.com/123/\n"));
         assert!(!seeded.search("https://en.numista.com/123/x"));

@@ -65,7 +65,11 @@ pub fn dot_einsum(a: &[f32], b: &[f32]) -> f32 {
         for lane in 0..4 {
             // The padded lanes add +0.0, which turns an accumulated -0.0 into +0.0
             // exactly as the vector load of zeros does.
-            let product = if i + lane < n { a[i + lane] * b[i + lane] } else { 0.0 };
+            let product = if i + lane < n {
+                a[i + lane] * b[i + lane]
+            } else {
+                0.0
+            };
             acc[lane] += product;
         }
         i += 4;
@@ -186,13 +190,8 @@ impl QueryVector {
         let candidate_norm = dot_einsum(candidate, candidate).sqrt();
         let denominator = candidate_norm * self.norm + 1e-10f32;
         let raw = dot / denominator;
-        // NumPy's clip: max then min, each propagating NaN.
-        let clipped = if raw.is_nan() {
-            raw
-        } else {
-            raw.max(0.0).min(1.0)
-        };
-        f64::from(clipped)
+        // NumPy's clip keeps NaN and -0.0, as `clamp` does.
+        f64::from(raw.clamp(0.0, 1.0))
     }
 }
 

@@ -137,7 +137,9 @@ fn python_float(text: &str) -> Option<f64> {
     let cleaned: String;
     let candidate = if trimmed.contains('_') {
         let bytes = trimmed.as_bytes();
-        let ok = bytes.windows(3).all(|w| w[1] != b'_' || (w[0].is_ascii_digit() && w[2].is_ascii_digit()))
+        let ok = bytes
+            .windows(3)
+            .all(|w| w[1] != b'_' || (w[0].is_ascii_digit() && w[2].is_ascii_digit()))
             && !trimmed.starts_with('_')
             && !trimmed.ends_with('_');
         if !ok {
@@ -165,7 +167,16 @@ mod tests {
         // Python repr of f32 values widened to f64.
         let text = "[-0.040891144424676895, 0.06318512558937073, 0.0, 1e-05, -1.5E+2]";
         let vector = decode_embedding(text).unwrap();
-        assert_eq!(vector, vec![-0.040891144424676895f64 as f32, 0.06318512558937073f64 as f32, 0.0, 1e-05f64 as f32, -150.0]);
+        assert_eq!(
+            vector,
+            vec![
+                -0.040891144424676895f64 as f32,
+                0.06318512558937073f64 as f32,
+                0.0,
+                1e-05f64 as f32,
+                -150.0
+            ]
+        );
     }
 
     #[test]
@@ -184,12 +195,17 @@ mod tests {
         // A decimal that rounds differently straight to f32 than through f64.
         let text = "1.00000005960464477539062499";
         let via_f64 = text.parse::<f64>().unwrap() as f32;
-        assert_eq!(decode_embedding(&format!("[{text}]")).unwrap(), vec![via_f64]);
+        assert_eq!(
+            decode_embedding(&format!("[{text}]")).unwrap(),
+            vec![via_f64]
+        );
     }
 
     #[test]
     fn rejects_what_is_not_an_array_of_numbers() {
-        for bad in ["", "5", "{}", "[1,]", "[01]", "[.5]", "[\"x\"]", "[[1]]", "[1] x"] {
+        for bad in [
+            "", "5", "{}", "[1,]", "[01]", "[.5]", "[\"x\"]", "[[1]]", "[1] x",
+        ] {
             assert!(decode_embedding(bad).is_err(), "{bad:?}");
         }
     }

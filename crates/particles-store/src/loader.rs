@@ -47,7 +47,11 @@ pub struct Candidates {
 ///
 /// [`Error::Query`] when SQLite fails, [`Error::InvalidRow`] or
 /// [`Error::BadEmbedding`] on a row the reference would also fail on.
-pub fn load_active(store: &Store, min_confidence: f64, subject_id: Option<&str>) -> Result<Candidates> {
+pub fn load_active(
+    store: &Store,
+    min_confidence: f64,
+    subject_id: Option<&str>,
+) -> Result<Candidates> {
     let connection = store.connection();
     let (name, sql) = match subject_id {
         None => (
@@ -102,7 +106,6 @@ pub fn load_active(store: &Store, min_confidence: f64, subject_id: Option<&str>)
     }
     Ok(out)
 }
-
 
 /// Fetches particles by id, any status, fully hydrated, in chunks of
 /// [`ID_CHUNK`]. Ids are deduplicated keeping first-seen order; missing ids are

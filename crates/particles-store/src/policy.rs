@@ -145,7 +145,9 @@ pub(crate) fn collect_with<T, P: rusqlite::Params>(
     map: impl FnMut(&Row<'_>) -> rusqlite::Result<T>,
 ) -> Result<Vec<T>> {
     let mut statement = store.connection().prepare(sql).map_err(query_error(name))?;
-    let rows = statement.query_map(params, map).map_err(query_error(name))?;
+    let rows = statement
+        .query_map(params, map)
+        .map_err(query_error(name))?;
     rows.collect::<rusqlite::Result<Vec<T>>>()
         .map_err(query_error(name))
 }

@@ -3,8 +3,8 @@
 //! value anywhere in the row fails the row (the reference aborts the query on it).
 
 use particles_model::{
-    ClaimTerm, Confidence, ContributorRef, ExtractorRef, Particle, ProvenanceRef,
-    StructuredClaim, Timestamp, EMBEDDING_MODEL_ID, LEGACY_EMBEDDING_MODEL_ID,
+    ClaimTerm, Confidence, ContributorRef, ExtractorRef, Particle, ProvenanceRef, StructuredClaim,
+    Timestamp, EMBEDDING_MODEL_ID, LEGACY_EMBEDDING_MODEL_ID,
 };
 use rusqlite::{types::ValueRef, Row};
 use serde_json::Value;
@@ -126,7 +126,10 @@ impl<'stmt, 'row> ParticleRow<'stmt, 'row> {
             ValueRef::Text(bytes) => std::str::from_utf8(bytes)
                 .map(Some)
                 .map_err(|e| self.invalid(field, e)),
-            other => Err(self.invalid(field, format!("expected text, found {:?}", other.data_type()))),
+            other => Err(self.invalid(
+                field,
+                format!("expected text, found {:?}", other.data_type()),
+            )),
         }
     }
 
@@ -140,7 +143,10 @@ impl<'stmt, 'row> ParticleRow<'stmt, 'row> {
             ValueRef::Null => Ok(None),
             ValueRef::Real(value) => Ok(Some(value)),
             ValueRef::Integer(value) => Ok(Some(value as f64)),
-            other => Err(self.invalid(field, format!("expected a number, found {:?}", other.data_type()))),
+            other => Err(self.invalid(
+                field,
+                format!("expected a number, found {:?}", other.data_type()),
+            )),
         }
     }
 
@@ -153,10 +159,12 @@ impl<'stmt, 'row> ParticleRow<'stmt, 'row> {
     /// The effective embedding model id: the stored one, or the legacy id when NULL or
     /// empty (the reference tests truthiness).
     pub(crate) fn embedding_model_id(&self) -> Result<&'row str> {
-        Ok(match self.opt_text(EMBEDDING_MODEL, "embedding_model_id")? {
-            Some(id) if !id.is_empty() => id,
-            _ => LEGACY_EMBEDDING_MODEL_ID,
-        })
+        Ok(
+            match self.opt_text(EMBEDDING_MODEL, "embedding_model_id")? {
+                Some(id) if !id.is_empty() => id,
+                _ => LEGACY_EMBEDDING_MODEL_ID,
+            },
+        )
     }
 
     /// Whether the row's vector lives in the current embedding space.
@@ -326,17 +334,17 @@ impl<'stmt, 'row> ParticleRow<'stmt, 'row> {
                 let corpus_entry_id = match map.get("corpus_entry_id") {
                     Some(Value::String(id)) => id.clone(),
                     _ => {
-                        return Err(self.invalid(
-                            "provenance_json",
-                            "a ref has no string `corpus_entry_id`",
-                        ))
+                        return Err(self
+                            .invalid("provenance_json", "a ref has no string `corpus_entry_id`"))
                     }
                 };
                 let optional = |key: &str| -> Result<Option<String>> {
                     match map.get(key) {
                         None | Some(Value::Null) => Ok(None),
                         Some(Value::String(s)) => Ok(Some(s.clone())),
-                        Some(_) => Err(self.invalid("provenance_json", format!("`{key}` is not a string"))),
+                        Some(_) => {
+                            Err(self.invalid("provenance_json", format!("`{key}` is not a string")))
+                        }
                     }
                 };
                 Ok(ProvenanceRef {
@@ -381,8 +389,10 @@ impl<'stmt, 'row> ParticleRow<'stmt, 'row> {
         };
         let structurizer_id = self.opt_text(STRUCTURIZER_ID, "structurizer_id")?;
         let structurizer_version = self.opt_text(STRUCTURIZER_VERSION, "structurizer_version")?;
-        let generated_at =
-            self.opt_timestamp(STRUCTURED_CLAIM_GENERATED_AT, "structured_claim_generated_at")?;
+        let generated_at = self.opt_timestamp(
+            STRUCTURED_CLAIM_GENERATED_AT,
+            "structured_claim_generated_at",
+        )?;
         let (Some(structurizer_id), Some(structurizer_version), Some(generated_at)) =
             (structurizer_id, structurizer_version, generated_at)
         else {
@@ -402,7 +412,9 @@ impl<'stmt, 'row> ParticleRow<'stmt, 'row> {
         let subject_id = match payload.get("subject_id") {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) => Some(s.clone()),
-            Some(_) => return Err(self.invalid("structured_claim_json", "subject_id is not a string")),
+            Some(_) => {
+                return Err(self.invalid("structured_claim_json", "subject_id is not a string"))
+            }
         };
         Ok(Some(StructuredClaim {
             subject: term("subject")?,
@@ -426,4 +438,3 @@ fn json_kind(value: &Value) -> &'static str {
         Value::Object(_) => "an object",
     }
 }
-

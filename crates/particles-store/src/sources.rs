@@ -62,12 +62,14 @@ pub fn source_facts<'a>(
             for (snapshot_id, published, author) in rows {
                 let published = match published {
                     None => None,
-                    Some(text) => Some(Timestamp::parse(&text).map_err(|e| Error::InvalidValue {
-                        table: "snapshots",
-                        key: snapshot_id.clone(),
-                        column: "content_published_at",
-                        reason: e.to_string(),
-                    })?),
+                    Some(text) => {
+                        Some(Timestamp::parse(&text).map_err(|e| Error::InvalidValue {
+                            table: "snapshots",
+                            key: snapshot_id.clone(),
+                            column: "content_published_at",
+                            reason: e.to_string(),
+                        })?)
+                    }
                 };
                 snapshots.insert(snapshot_id, (published, author));
             }

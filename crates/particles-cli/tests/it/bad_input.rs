@@ -46,7 +46,11 @@ fn query(store: &Path, extra: &[&str]) -> Run {
     args.extend_from_slice(extra);
     let before = store_digest(Path::new(&store));
     let result = run(&args);
-    assert_eq!(before, store_digest(Path::new(&store)), "the store was written by {args:?}");
+    assert_eq!(
+        before,
+        store_digest(Path::new(&store)),
+        "the store was written by {args:?}"
+    );
     result
 }
 
@@ -57,7 +61,11 @@ fn store_digest(path: &Path) -> Option<String> {
 fn assert_error(run: &Run, code: i32, needles: &[&str]) {
     assert_eq!(run.code, Some(code), "stderr: {}", run.stderr);
     for needle in needles {
-        assert!(run.stderr.contains(needle), "{needle:?} not in stderr: {}", run.stderr);
+        assert!(
+            run.stderr.contains(needle),
+            "{needle:?} not in stderr: {}",
+            run.stderr
+        );
     }
     assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
 }
@@ -72,7 +80,11 @@ fn missing_store_file() {
 fn a_file_that_is_not_sqlite() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("notes.db");
-    std::fs::write(&path, "just some text, long enough to not be a database header at all").unwrap();
+    std::fs::write(
+        &path,
+        "just some text, long enough to not be a database header at all",
+    )
+    .unwrap();
     let run = query(&path, &["--no-embedding"]);
     assert_error(&run, 1, &["notes.db", "not a readable SQLite database"]);
 }
@@ -82,7 +94,9 @@ fn a_database_without_particles() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("other.db");
     let connection = rusqlite::Connection::open(&path).unwrap();
-    connection.execute_batch("CREATE TABLE notes (x TEXT)").unwrap();
+    connection
+        .execute_batch("CREATE TABLE notes (x TEXT)")
+        .unwrap();
     drop(connection);
     let run = query(&path, &["--no-embedding"]);
     assert_error(&run, 1, &["other.db", "no `particles` table"]);
@@ -107,7 +121,11 @@ fn an_embedding_that_is_not_an_array_of_numbers() {
         "UPDATE particles SET embedding_json = '[0.1, \"oops\"]' WHERE id = (SELECT id FROM particles WHERE status = 'ACTIVE' AND embedding_model_id = 'all-MiniLM-L6-v2' LIMIT 1)",
     );
     let run = query(&path, &["--no-embedding"]);
-    assert_error(&run, 1, &["embedding_json is not a JSON array of numbers", "oops"]);
+    assert_error(
+        &run,
+        1,
+        &["embedding_json is not a JSON array of numbers", "oops"],
+    );
 }
 
 #[test]
@@ -132,14 +150,32 @@ fn vector_files_of_the_wrong_shape() {
     let dir = tempfile::tempdir().unwrap();
     let store = fixture("coins-a.db");
     let short = vector_file(dir.path(), "[0.1, 0.2, 0.3]");
-    assert_error(&query(&store, &["--vector-file", &short]), 1, &["vector.json", "3 numbers", "384"]);
-    let values: Vec<String> = (0..384).map(|i| if i == 7 { "NaN".into() } else { "0.05".into() }).collect();
+    assert_error(
+        &query(&store, &["--vector-file", &short]),
+        1,
+        &["vector.json", "3 numbers", "384"],
+    );
+    let values: Vec<String> = (0..384)
+        .map(|i| if i == 7 { "NaN".into() } else { "0.05".into() })
+        .collect();
     let nan = vector_file(dir.path(), &format!("[{}]", values.join(",")));
-    assert_error(&query(&store, &["--vector-file", &nan]), 1, &["element 7", "not a finite number"]);
+    assert_error(
+        &query(&store, &["--vector-file", &nan]),
+        1,
+        &["element 7", "not a finite number"],
+    );
     let not_json = vector_file(dir.path(), "{\"vector\": 1}");
-    assert_error(&query(&store, &["--vector-file", &not_json]), 1, &["not a JSON array of numbers"]);
+    assert_error(
+        &query(&store, &["--vector-file", &not_json]),
+        1,
+        &["not a JSON array of numbers"],
+    );
     let missing = dir.path().join("absent.json").display().to_string();
-    assert_error(&query(&store, &["--vector-file", &missing]), 1, &["absent.json"]);
+    assert_error(
+        &query(&store, &["--vector-file", &missing]),
+        1,
+        &["absent.json"],
+    );
 }
 
 #[test]
@@ -151,7 +187,10 @@ fn neither_vector_nor_no_embedding_explains_both() {
 #[test]
 fn top_k_outside_the_references_limits() {
     for top_k in ["0", "201", "many"] {
-        let run = query(&fixture("coins-a.db"), &["--no-embedding", "--top-k", top_k]);
+        let run = query(
+            &fixture("coins-a.db"),
+            &["--no-embedding", "--top-k", top_k],
+        );
         assert_error(&run, 2, &["--top-k"]);
     }
 }
@@ -159,8 +198,16 @@ fn top_k_outside_the_references_limits() {
 #[test]
 fn bad_flags_name_the_flag() {
     let store = fixture("coins-a.db");
-    assert_error(&query(&store, &["--no-embedding", "--min-confidence", "1.5"]), 2, &["--min-confidence"]);
-    assert_error(&query(&store, &["--no-embedding", "--now", "last tuesday"]), 2, &["--now", "RFC 3339"]);
+    assert_error(
+        &query(&store, &["--no-embedding", "--min-confidence", "1.5"]),
+        2,
+        &["--min-confidence"],
+    );
+    assert_error(
+        &query(&store, &["--no-embedding", "--now", "last tuesday"]),
+        2,
+        &["--now", "RFC 3339"],
+    );
     assert_error(
         &query(&store, &["--no-embedding", "--assertion-modality", "MAYBE"]),
         2,
@@ -170,7 +217,10 @@ fn bad_flags_name_the_flag() {
 
 #[test]
 fn an_unknown_subject_answers_nothing_and_warns() {
-    let run = query(&fixture("coins-a.db"), &["--no-embedding", "--subject", "no-such-subject"]);
+    let run = query(
+        &fixture("coins-a.db"),
+        &["--no-embedding", "--subject", "no-such-subject"],
+    );
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     assert!(run.stdout.contains("No beliefs matched"), "{}", run.stdout);
     assert!(run.stderr.contains("no-such-subject"), "{}", run.stderr);
@@ -180,7 +230,12 @@ fn an_unknown_subject_answers_nothing_and_warns() {
 fn other_embedding_models_are_skipped_with_a_warning() {
     let run = query(&fixture("coins-a.db"), &["--no-embedding", "--json"]);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
-    assert!(run.stderr.contains("skipped 1 ACTIVE belief(s) embedded by another model"), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("skipped 1 ACTIVE belief(s) embedded by another model"),
+        "{}",
+        run.stderr
+    );
     let json: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(json["stats"]["skipped_other_model"], 1);
 }

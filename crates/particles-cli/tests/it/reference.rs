@@ -65,7 +65,11 @@ fn compare(dir: &Path, case: &Value) -> Option<String> {
             args.push(format!("--{}", flag.replace('_', "-")));
         }
     }
-    for option in ["uncertainty_nature", "assertion_modality", "recency_window_days"] {
+    for option in [
+        "uncertainty_nature",
+        "assertion_modality",
+        "recency_window_days",
+    ] {
         if !request[option].is_null() {
             let value = match &request[option] {
                 Value::String(s) => s.clone(),
@@ -102,7 +106,10 @@ fn compare(dir: &Path, case: &Value) -> Option<String> {
             (
                 hit["id"].as_str().unwrap_or_default().to_owned(),
                 hit["similarity"].as_f64().unwrap_or(f64::NAN).to_bits(),
-                hit["effective_confidence"].as_f64().unwrap_or(f64::NAN).to_bits(),
+                hit["effective_confidence"]
+                    .as_f64()
+                    .unwrap_or(f64::NAN)
+                    .to_bits(),
             )
         })
         .collect();
@@ -127,7 +134,11 @@ fn compare(dir: &Path, case: &Value) -> Option<String> {
         .unwrap_or(ours.len().min(theirs.len()));
     let show = |hits: &[(String, u64, u64)]| {
         hits.get(first).map(|(id, sim, eff)| {
-            format!("{id} sim={} eff={}", f64::from_bits(*sim), f64::from_bits(*eff))
+            format!(
+                "{id} sim={} eff={}",
+                f64::from_bits(*sim),
+                f64::from_bits(*eff)
+            )
         })
     };
     Some(format!(

@@ -56,7 +56,11 @@ fn ranking(store: &str, vector_file: Option<&str>, request: QueryRequest) -> Str
     writeln!(
         out,
         "candidates={} skipped_other_model={} filtered_out={} below_min={} collapsed={}",
-        stats.candidates, stats.skipped_other_model, stats.filtered_out, stats.below_min_confidence, stats.collapsed
+        stats.candidates,
+        stats.skipped_other_model,
+        stats.filtered_out,
+        stats.below_min_confidence,
+        stats.collapsed
     )
     .unwrap();
     out
@@ -71,7 +75,11 @@ fn top(k: u32) -> QueryRequest {
 
 #[test]
 fn coins_a_by_question_vector() {
-    insta::assert_snapshot!(ranking("coins-a.db", Some("coins-a.question.json"), top(15)));
+    insta::assert_snapshot!(ranking(
+        "coins-a.db",
+        Some("coins-a.question.json"),
+        top(15)
+    ));
 }
 
 #[test]
@@ -81,7 +89,11 @@ fn coins_a_by_confidence_alone() {
 
 #[test]
 fn coins_b_by_question_vector() {
-    insta::assert_snapshot!(ranking("coins-b.db", Some("coins-b.question.json"), top(20)));
+    insta::assert_snapshot!(ranking(
+        "coins-b.db",
+        Some("coins-b.question.json"),
+        top(20)
+    ));
 }
 
 #[test]

@@ -1,0 +1,85 @@
+//! Installing the reference engine as the equivalence tests' oracle.
+//!
+//! The pinned set is the one `shared/spec/reference-harness.md` documents: the two
+//! linkedparticles packages without their dependencies (which would pull in torch),
+//! then exactly what the query path, the generator and the benchmark import. numpy
+//! is pinned because the reference's cosine bits depend on its inner loop.
+
+use std::{path::Path, process::Command};
+
+use anyhow::{bail, Context, Result};
+
+const REFERENCE: &[&str] = &["linkedparticles==1.214.1", "linkedparticles-core==1.214.1"];
+const DEPENDENCIES: &[&str] = &[
+    "aiosqlite==0.22.1",
+    "alembic==1.20.1",
+    "anthropic==2.14.0",
+    "filelock==4.3.1",
+    "greenlet==3.5.6",
+    "httpx==0.28.1",
+    "Jinja2==3.1.6",
+    "jsonschema==4.26.0",
+    "numpy==2.4.6",
+    "opentelemetry-api==1.45.2",
+    "pydantic==2.14.4",
+    "PyYAML==6.0.4",
+    "scipy==1.17.1",
+    "SQLAlchemy==2.1.9",
+    "typer==0.29.2",
+];
+
+/// Creates `.reference/venv` and installs the reference unless it already imports.
+pub(crate) fn install(root: &Path) -> Result<()> {
+    let venv = root.join(".reference/venv");
+    let python = venv.join("bin/python");
+    if python.exists() && imports_reference(&python) {
+        eprintln!("reference: {} is ready", venv.display());
+        return Ok(());
+    }
+    eprintln!(
+        "reference: installing linkedparticles 1.214.1 into {} (a minute or two)",
+        venv.display()
+    );
+    let system_python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    run(Command::new(&system_python).args(["-m", "venv"]).arg(&venv))?;
+    let pip = venv.join("bin/pip");
+    run(Command::new(&pip)
+        .args([
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-deps",
+        ])
+        .args(REFERENCE))?;
+    run(Command::new(&pip)
+        .args(["install", "--quiet", "--disable-pip-version-check"])
+        .args(DEPENDENCIES))?;
+    if !imports_reference(&python) {
+        bail!(
+            "the reference installed but `import particles` fails in {}",
+            venv.display()
+        );
+    }
+    Ok(())
+}
+
+fn imports_reference(python: &Path) -> bool {
+    Command::new(python)
+        .args([
+            "-c",
+            "import importlib.metadata as m, particles.operations.query.main, aiosqlite, numpy; \
+             assert m.version('linkedparticles') == '1.214.1'",
+        ])
+        .output()
+        .is_ok_and(|output| output.status.success())
+}
+
+fn run(command: &mut Command) -> Result<()> {
+    let status = command
+        .status()
+        .with_context(|| format!("cannot run {command:?}"))?;
+    if !status.success() {
+        bail!("{command:?} failed with {status}");
+    }
+    Ok(())
+}
