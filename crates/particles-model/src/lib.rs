@@ -18,6 +18,7 @@
 #![warn(missing_docs)]
 #![warn(clippy::unwrap_used)]
 
+pub mod candidates;
 mod enums;
 mod particle;
 pub mod policy;
@@ -25,6 +26,7 @@ mod request;
 mod timestamp;
 
 pub use crate::{
+    candidates::{CandidateSet, FilterFlag, RowTraits, Selection},
     enums::{
         AssertionModality, CalibrationSource, CanonicalForm, ParticleType, ProvenanceRefType,
         Status, StatusReason, TermKind, UncertaintyNature, UnknownVariant, ValidKind,

@@ -27,9 +27,11 @@
 #![warn(missing_docs)]
 #![warn(clippy::unwrap_used)]
 
-use particles_model::{policy::SourceFacts, Particle, QueryRequest, Timestamp};
+use std::collections::HashMap;
+
+use particles_model::{policy::SourceFacts, Particle, QueryRequest, Selection, Timestamp};
 use particles_rank::{Factors, NormKernel, Policies, QueryVector, Ranked};
-use particles_store::{Candidates, Store};
+use particles_store::{CandidateLoader, Store, UncachedLoader};
 
 /// Errors from running a query.
 #[derive(Debug, thiserror::Error)]
@@ -41,6 +43,13 @@ pub enum Error {
     /// Scoring failed where the reference aborts too.
     #[error(transparent)]
     Rank(#[from] particles_rank::Error),
+    /// A hit's row was not found when its particle was read: a loader returned a
+    /// candidate the store does not hold (a stale cache). Retry the query.
+    #[error("particle {id} was ranked but is no longer in the store")]
+    HitVanished {
+        /// The particle id.
+        id: String,
+    },
 }
 
 /// The result type of this crate.
@@ -119,7 +128,8 @@ pub struct QueryOutcome {
     pub stats: QueryStats,
 }
 
-/// Runs a semantic query inside one read transaction of `store`.
+/// Runs a semantic query with the uncached loader, inside one read transaction of
+/// `store`.
 ///
 /// # Errors
 ///
@@ -128,61 +138,87 @@ pub struct QueryOutcome {
 /// an invalid adopted lens, an unsplittable source URI or a vector dimension that
 /// differs from the query's.
 pub fn run_query(store: &Store, input: &QueryInput<'_>) -> Result<QueryOutcome> {
-    store.read_snapshot(|store| Ok(run_in_snapshot(store, input)))?
+    run_query_with(store, &mut UncachedLoader, input)
 }
 
-fn run_in_snapshot(store: &Store, input: &QueryInput<'_>) -> Result<QueryOutcome> {
+/// Runs a semantic query with the given candidate loader (the uncached loader, a
+/// cache, or a downstream crate's), inside one read transaction of `store`.
+///
+/// # Errors
+///
+/// As [`run_query`], plus whatever the loader fails with.
+pub fn run_query_with(
+    store: &Store,
+    loader: &mut dyn CandidateLoader,
+    input: &QueryInput<'_>,
+) -> Result<QueryOutcome> {
+    store.read_snapshot(|store| Ok(run_in_snapshot(store, loader, input)))?
+}
+
+fn run_in_snapshot(
+    store: &Store,
+    loader: &mut dyn CandidateLoader,
+    input: &QueryInput<'_>,
+) -> Result<QueryOutcome> {
     let request: &QueryRequest = input.request;
     particles_store::check_schema_version(store)?;
     let policies = Policies::compile(&particles_store::load_policy_rows(store)?)?;
     let query = input
         .vector
         .map(|v| QueryVector::new(v.to_vec(), input.norm_kernel));
-    let candidates =
-        particles_store::load_active(store, request.min_confidence, request.subject_id.as_deref())?;
-    rank_candidates(store, candidates, &policies, query.as_ref(), input)
+    let selection = loader.load(store, request.min_confidence, request.subject_id.as_deref())?;
+    rank_selection(store, &selection, &policies, query.as_ref(), input)
 }
 
-fn rank_candidates(
+fn rank_selection(
     store: &Store,
-    candidates: Candidates,
+    selection: &Selection,
     policies: &Policies,
     query: Option<&QueryVector>,
     input: &QueryInput<'_>,
 ) -> Result<QueryOutcome> {
     let request: &QueryRequest = input.request;
+    let set = selection.set.as_ref();
     let mut stats = QueryStats {
-        candidates: candidates.items.len(),
-        skipped_other_model: candidates.skipped_other_model,
+        candidates: selection.rows.len(),
+        skipped_other_model: selection.skipped_other_model,
         ..QueryStats::default()
     };
-    let mut survivors = Vec::with_capacity(candidates.items.len());
-    for candidate in candidates.items {
-        if particles_rank::passes_filters(&candidate.particle, request, input.now)? {
-            survivors.push(candidate);
+    let mut survivors = Vec::with_capacity(selection.rows.len());
+    for &row in &selection.rows {
+        if particles_rank::passes_filters(set, row, request, input.now)? {
+            survivors.push(row);
         } else {
             stats.filtered_out += 1;
         }
     }
-    let sources = particles_store::source_facts(store, survivors.iter().map(|c| &c.particle))?;
-    let premises = particles_store::premise_statuses(store, survivors.iter().map(|c| &c.particle))?;
+    let sources = particles_store::source_facts(
+        store,
+        survivors.iter().map(|&row| {
+            set.traits(row)
+                .source
+                .map(|(entry, snapshot)| (set.string(entry), snapshot.map(|s| set.string(s))))
+        }),
+    )?;
+    let premises = particles_store::premise_statuses(
+        store,
+        survivors
+            .iter()
+            .flat_map(|&row| set.premises(row).iter().map(String::as_str)),
+    )?;
 
     let mut scored = Vec::with_capacity(survivors.len());
-    let mut all_factors = Vec::with_capacity(survivors.len());
-    for (index, (candidate, source)) in survivors.iter().zip(&sources).enumerate() {
-        let discount = particles_rank::stale_support_discount(&candidate.particle, &premises);
-        let factors =
-            particles_rank::factors(&candidate.particle, source, discount, policies, input.now)?;
-        all_factors.push(factors);
-        match particles_rank::score_candidate(
-            index,
-            &candidate.particle,
-            &candidate.vector,
-            &factors,
-            query,
-            request.min_confidence,
-        )? {
-            Some(ranked) => scored.push(ranked),
+    let mut factors_of = HashMap::with_capacity(survivors.len());
+    let mut source_of = HashMap::with_capacity(survivors.len());
+    for (&row, source) in survivors.iter().zip(sources) {
+        let discount = particles_rank::stale_support_discount(set, row, &premises);
+        let factors = particles_rank::factors(set, row, &source, discount, policies, input.now)?;
+        match particles_rank::score_candidate(set, row, &factors, query, request.min_confidence)? {
+            Some(ranked) => {
+                scored.push(ranked);
+                factors_of.insert(row, factors);
+                source_of.insert(row, source);
+            }
             None => stats.below_min_confidence += 1,
         }
     }
@@ -190,23 +226,38 @@ fn rank_candidates(
     let before_collapse = scored.len();
     let collapsed: Vec<Ranked> = particles_rank::collapse_co_evidential(
         scored,
-        |r| survivors[r.index].particle.id.as_str(),
-        |r| survivors[r.index].particle.source_key(),
+        |r| set.id(r.row),
+        |r| set.string(set.traits(r.row).source_key),
         |id| particles_store::co_evidential_edges(store, id),
     )?;
     stats.collapsed = before_collapse - collapsed.len();
 
-    let hits = collapsed
+    // Only the hits become full particles, read by id in the same transaction.
+    let ids: Vec<&str> = collapsed.iter().map(|r| set.id(r.row)).collect();
+    let mut particles: HashMap<String, Particle> = particles_store::particles_by_ids(store, &ids)?
         .into_iter()
-        .map(|ranked| Hit {
-            particle: survivors[ranked.index].particle.clone(),
-            rowid: survivors[ranked.index].rowid,
+        .map(|p| (p.id.clone(), p))
+        .collect();
+    let mut hits = Vec::with_capacity(collapsed.len());
+    for ranked in collapsed {
+        let id = set.id(ranked.row);
+        let particle = particles
+            .remove(id)
+            .ok_or_else(|| Error::HitVanished { id: id.to_owned() })?;
+        hits.push(Hit {
+            particle,
+            rowid: set.rowid(ranked.row),
             similarity: ranked.similarity,
             effective_confidence: ranked.effective_confidence,
             score: ranked.score,
-            factors: all_factors[ranked.index],
-            source: sources[ranked.index].clone(),
-        })
-        .collect();
+            factors: factors_of.remove(&ranked.row).unwrap_or(Factors {
+                extractor_weight: 1.0,
+                source_trust: 1.0,
+                decay: 1.0,
+                discount: 1.0,
+            }),
+            source: source_of.remove(&ranked.row).unwrap_or_default(),
+        });
+    }
     Ok(QueryOutcome { hits, stats })
 }

@@ -31,7 +31,7 @@ mod similarity;
 
 use std::collections::HashMap;
 
-use particles_model::{policy::SourceFacts, Particle, Status, Timestamp};
+use particles_model::{policy::SourceFacts, CandidateSet, Status, Timestamp};
 
 pub use crate::{
     collapse::{collapse_co_evidential, merge_co_evidential, EQUIVALENCE_THRESHOLD},
@@ -47,11 +47,11 @@ pub use crate::{
     similarity::{dot_einsum, sdot_openblas, NormKernel, QueryVector},
 };
 
-/// One scored candidate. `index` points back into the caller's candidate list.
+/// One scored candidate.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Ranked {
-    /// The candidate's position in the loader's order.
-    pub index: usize,
+    /// The candidate's row in its `CandidateSet`.
+    pub row: usize,
     /// Cosine similarity (or the effective confidence when there is no query vector).
     pub similarity: f64,
     /// Effective confidence (the merged value for a collapsed representative).
@@ -73,18 +73,20 @@ pub struct Factors {
     pub discount: f64,
 }
 
-/// The stale-support factor of a particle: [`STALE_SUPPORT_DISCOUNT`] for a derived
-/// particle with a premise that is missing from `premise_status` or not ACTIVE, else
-/// 1.0.
+/// The stale-support factor of candidate `row`: [`STALE_SUPPORT_DISCOUNT`] for a
+/// derived particle with a premise that is missing from `premise_status` or not
+/// ACTIVE, else 1.0.
 pub fn stale_support_discount(
-    particle: &Particle,
+    set: &CandidateSet,
+    row: usize,
     premise_status: &HashMap<String, Status>,
 ) -> f64 {
-    if !particle.is_derived() {
+    if !set.traits(row).derived {
         return 1.0;
     }
-    let stale = particle
-        .premise_ids()
+    let stale = set
+        .premises(row)
+        .iter()
         .any(|id| premise_status.get(id) != Some(&Status::Active));
     if stale {
         STALE_SUPPORT_DISCOUNT
@@ -93,43 +95,43 @@ pub fn stale_support_discount(
     }
 }
 
-/// Computes the factors of a candidate's effective confidence.
+/// Computes the factors of candidate `row`'s effective confidence.
 ///
 /// # Errors
 ///
 /// [`Error::BadUri`] when the source URI cannot be split.
 pub fn factors(
-    particle: &Particle,
+    set: &CandidateSet,
+    row: usize,
     source: &SourceFacts,
     discount: f64,
     policies: &Policies,
     now: Timestamp,
 ) -> Result<Factors> {
+    let extractor = set.traits(row).extractor.map(|at| set.string(at));
     Ok(Factors {
-        extractor_weight: policies.extractor_weight(particle),
+        extractor_weight: policies.extractor_weight(extractor),
         source_trust: policies.trust.evaluate(source)?.unwrap_or(1.0),
         decay: policies.decay.factor(source, now),
         discount,
     })
 }
 
-/// Scores one candidate, or returns `None` when its effective confidence is below
+/// Scores candidate `row`, or returns `None` when its effective confidence is below
 /// `min_confidence`.
 ///
 /// # Errors
 ///
-/// [`Error::BadUri`] on an unsplittable source URI, [`Error::DimensionMismatch`] when
-/// the vector's dimension differs from the query's.
+/// [`Error::DimensionMismatch`] when the vector's dimension differs from the query's.
 pub fn score_candidate(
-    index: usize,
-    particle: &Particle,
-    vector: &[f32],
+    set: &CandidateSet,
+    row: usize,
     factors: &Factors,
     query: Option<&QueryVector>,
     min_confidence: f64,
 ) -> Result<Option<Ranked>> {
     let effective = effective_confidence(
-        particle.confidence.value,
+        set.confidence(row),
         factors.extractor_weight,
         factors.source_trust,
         factors.decay,
@@ -141,9 +143,10 @@ pub fn score_candidate(
     let similarity = match query {
         None => effective,
         Some(query) => {
+            let vector = set.vector(row);
             if vector.len() != query.len() {
                 return Err(Error::DimensionMismatch {
-                    id: particle.id.clone(),
+                    id: set.id(row).to_owned(),
                     expected: query.len(),
                     found: vector.len(),
                 });
@@ -152,10 +155,10 @@ pub fn score_candidate(
         }
     };
     Ok(Some(Ranked {
-        index,
+        row,
         similarity,
         effective_confidence: effective,
-        score: rank_score(particle, similarity, effective),
+        score: rank_score(set.traits(row).narrative, similarity, effective),
     }))
 }
 

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use particles_model::{
     policy::{Lens, LensEntry, PolicyRows, SourceFacts},
-    AssertionModality, Particle, Timestamp,
+    AssertionModality, Timestamp,
 };
 
 use crate::{
@@ -223,13 +223,11 @@ impl Policies {
         })
     }
 
-    /// The trust weight of a particle's extractor: its registered (lens-capped) weight,
-    /// 1.0 for an unregistered one; a particle without a ref is `general-extractor`.
-    pub fn extractor_weight(&self, particle: &Particle) -> f64 {
-        let key = particle
-            .extractor_ref
-            .as_ref()
-            .map_or(DEFAULT_EXTRACTOR, |r| r.name.as_str());
+    /// The trust weight of an extractor: its registered (lens-capped) weight, 1.0
+    /// for an unregistered one; a particle without an extractor ref (`None`) is
+    /// weighted as `general-extractor`.
+    pub fn extractor_weight(&self, extractor: Option<&str>) -> f64 {
+        let key = extractor.unwrap_or(DEFAULT_EXTRACTOR);
         self.weights.get(key).copied().unwrap_or(1.0)
     }
 }

@@ -1,7 +1,5 @@
 //! Effective confidence and the rank score, in the reference's f64 operation order.
 
-use particles_model::{Particle, ParticleType};
-
 /// The weight of similarity in the rank score (`query.similarity_weight`).
 pub const SIMILARITY_WEIGHT: f64 = 0.6;
 /// The weight of effective confidence in the rank score (`query.confidence_weight`).
@@ -40,9 +38,9 @@ pub fn effective_confidence(value: f64, weight: f64, trust: f64, decay: f64, dis
 /// `0.6 × sim + 0.4 × eff`, then × 0.6 for a narrative. Not simplified: with no
 /// query vector (`sim == eff`) it can differ from `eff` in the last bit, as the
 /// reference's does.
-pub fn rank_score(particle: &Particle, similarity: f64, effective: f64) -> f64 {
+pub fn rank_score(narrative: bool, similarity: f64, effective: f64) -> f64 {
     let score = SIMILARITY_WEIGHT * similarity + CONFIDENCE_WEIGHT * effective;
-    if particle.particle_type == ParticleType::Narrative {
+    if narrative {
         score * NARRATIVE_RANK_WEIGHT
     } else {
         score

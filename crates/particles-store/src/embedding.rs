@@ -2,13 +2,10 @@
 //! `np.array(json.loads(text), dtype=np.float32)`.
 //!
 //! Each JSON number becomes the correctly rounded f64 first and is then rounded to
-//! f32 (never parsed straight to f32: the double rounding must match Python's). The
-//! common case, an array of plain numbers, goes through a hand-written scanner that
-//! validates JSON number syntax and allocates once; anything else (Python's `NaN` and
-//! `Infinity` literals aside) takes the slow path through `serde_json` with numpy's
-//! conversions for strings, booleans and nulls.
-
-use serde_json::Value;
+//! f32 (never parsed straight to f32: the double rounding must match Python's). A
+//! hand-written scanner validates JSON number syntax, accepts Python's `NaN` and
+//! `Infinity` literals, applies numpy's conversions to strings, booleans and nulls,
+//! and allocates once: it runs for every row a cache builds.
 
 /// Why an embedding did not decode.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,46 +18,78 @@ pub struct EmbeddingError(pub String);
 /// When the text is not a JSON array of numbers (or of values numpy converts to
 /// float32: numeric strings, booleans, `null` as NaN).
 pub fn decode_embedding(text: &str) -> Result<Vec<f32>, EmbeddingError> {
-    match scan_numbers(text.as_bytes()) {
-        Some(vector) => Ok(vector),
-        None => decode_slow(text),
-    }
-}
-
-/// The fast path: `[` number (`,` number)* `]` with JSON whitespace. `None` means
-/// "not this simple shape", not "invalid".
-fn scan_numbers(bytes: &[u8]) -> Option<Vec<f32>> {
+    let bytes = text.as_bytes();
+    let fail = |what: &str, pos: usize| EmbeddingError(format!("{what} at byte {pos}"));
     let mut pos = skip_ws(bytes, 0);
     if bytes.get(pos) != Some(&b'[') {
-        return None;
+        return Err(fail("expected `[`", pos));
     }
     pos = skip_ws(bytes, pos + 1);
     // 384 numbers of ~20 bytes each; the estimate only avoids regrowth.
     let mut out = Vec::with_capacity(bytes.len() / 20 + 1);
     if bytes.get(pos) == Some(&b']') {
-        return (skip_ws(bytes, pos + 1) == bytes.len()).then_some(out);
+        pos = skip_ws(bytes, pos + 1);
+        return if pos == bytes.len() {
+            Ok(out)
+        } else {
+            Err(fail("trailing text", pos))
+        };
     }
     loop {
-        let start = pos;
-        pos = json_number_end(bytes, pos)?;
+        let (value, end) = element(text, pos)?;
+        out.push(value);
+        pos = skip_ws(bytes, end);
+        match bytes.get(pos) {
+            Some(b',') => pos = skip_ws(bytes, pos + 1),
+            Some(b']') => {
+                pos = skip_ws(bytes, pos + 1);
+                return if pos == bytes.len() {
+                    Ok(out)
+                } else {
+                    Err(fail("trailing text", pos))
+                };
+            }
+            _ => return Err(fail("expected `,` or `]`", pos)),
+        }
+    }
+}
+
+/// One array element at `pos`: its f32 value (as numpy converts it) and its end.
+fn element(text: &str, pos: usize) -> Result<(f32, usize), EmbeddingError> {
+    let bytes = text.as_bytes();
+    if let Some(end) = json_number_end(bytes, pos) {
         // The token is ASCII by construction.
-        let token = std::str::from_utf8(&bytes[start..pos]).ok()?;
+        let token = &text[pos..end];
         let value: f64 = match token {
             "NaN" => f64::NAN,
             "Infinity" => f64::INFINITY,
             "-Infinity" => f64::NEG_INFINITY,
-            _ => token.parse().ok()?,
+            _ => token
+                .parse()
+                .map_err(|_| EmbeddingError(format!("{token:?} is not a number")))?,
         };
-        out.push(value as f32);
-        pos = skip_ws(bytes, pos);
-        match bytes.get(pos) {
-            Some(b',') => pos = skip_ws(bytes, pos + 1),
-            Some(b']') => {
-                return (skip_ws(bytes, pos + 1) == bytes.len()).then_some(out);
-            }
-            _ => return None,
+        return Ok((value as f32, end));
+    }
+    for (literal, value) in [("true", 1.0f32), ("false", 0.0), ("null", f32::NAN)] {
+        if text[pos..].starts_with(literal) {
+            return Ok((value, pos + literal.len()));
         }
     }
+    if bytes.get(pos) == Some(&b'"') {
+        let mut stream = serde_json::Deserializer::from_str(&text[pos..]).into_iter::<String>();
+        let string = match stream.next() {
+            Some(Ok(string)) => string,
+            _ => return Err(EmbeddingError(format!("bad string at byte {pos}"))),
+        };
+        let end = pos + stream.byte_offset();
+        let value = python_float(&string).ok_or_else(|| {
+            EmbeddingError(format!("could not convert string to float: {string:?}"))
+        })?;
+        return Ok((value as f32, end));
+    }
+    Err(EmbeddingError(format!(
+        "element at byte {pos} is not a number (an array, an object or invalid JSON)"
+    )))
 }
 
 fn skip_ws(bytes: &[u8], mut pos: usize) -> usize {
@@ -74,7 +103,10 @@ fn skip_ws(bytes: &[u8], mut pos: usize) -> usize {
 /// starting at `pos`.
 fn json_number_end(bytes: &[u8], mut pos: usize) -> Option<usize> {
     for literal in [&b"NaN"[..], b"Infinity", b"-Infinity"] {
-        if bytes[pos..].starts_with(literal) {
+        if bytes
+            .get(pos..)
+            .is_some_and(|rest| rest.starts_with(literal))
+        {
             return Some(pos + literal.len());
         }
     }
@@ -104,30 +136,6 @@ fn json_number_end(bytes: &[u8], mut pos: usize) -> Option<usize> {
         pos = digits(bytes, pos)?;
     }
     Some(pos)
-}
-
-fn decode_slow(text: &str) -> Result<Vec<f32>, EmbeddingError> {
-    let value: Value = serde_json::from_str(text).map_err(|e| EmbeddingError(e.to_string()))?;
-    let Value::Array(items) = value else {
-        return Err(EmbeddingError("the JSON value is not an array".into()));
-    };
-    items
-        .iter()
-        .map(|item| match item {
-            Value::Number(n) => n
-                .as_f64()
-                .map(|v| v as f32)
-                .ok_or_else(|| EmbeddingError(format!("{n} is not a float"))),
-            Value::Bool(b) => Ok(if *b { 1.0 } else { 0.0 }),
-            Value::Null => Ok(f32::NAN),
-            Value::String(s) => python_float(s)
-                .map(|v| v as f32)
-                .ok_or_else(|| EmbeddingError(format!("could not convert string to float: {s:?}"))),
-            Value::Array(_) | Value::Object(_) => Err(EmbeddingError(
-                "an element is an array or object, not a number".into(),
-            )),
-        })
-        .collect()
 }
 
 /// Python's `float(str)`: surrounding whitespace allowed, `nan`/`inf`/`infinity` in

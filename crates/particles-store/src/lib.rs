@@ -13,7 +13,7 @@
 //! let store = Store::open_read_only("beliefs.db".as_ref())?;
 //! particles_store::check_schema_version(&store)?;
 //! let candidates = load_active(&store, 0.0, None)?;
-//! println!("{} candidates", candidates.items.len());
+//! println!("{} candidates", candidates.rows.len());
 //! # Ok::<(), particles_store::Error>(())
 //! ```
 #![warn(missing_docs)]
@@ -22,18 +22,32 @@
 mod embedding;
 mod error;
 mod guard;
+mod journal;
 mod loader;
 mod policy;
+mod pyjson;
 mod row;
 mod sources;
 mod store;
+mod writer;
 
 pub use crate::{
     embedding::{decode_embedding, EmbeddingError},
     error::{Error, Result},
     guard::{check_schema_version, SchemaMismatch},
-    loader::{load_active, particles_by_ids, Candidate, Candidates, ID_CHUNK},
+    journal::{
+        changed_since, install_journal, journal_installed, read_head, token_at, InstallReport,
+        JournalHead, JOURNAL_RETENTION, TRIGGER_NAMES,
+    },
+    loader::{
+        load_active, particle_columns, particles_by_ids, read_candidates, CandidateLoader,
+        RowFilter, UncachedLoader, ID_CHUNK,
+    },
     policy::load_policy_rows,
-    sources::{co_evidential_edges, premise_statuses, source_facts, subject_is_known},
+    pyjson::{dumps as python_json_dumps, dumps_vector as python_json_vector},
+    sources::{
+        co_evidential_edges, premise_statuses, source_facts, subject_is_known, subject_particle_ids,
+    },
     store::Store,
+    writer::{content_hash, WriteTransaction, Writer},
 };

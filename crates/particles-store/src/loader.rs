@@ -1,6 +1,6 @@
 //! The uncached ACTIVE loader and the id lookups.
 
-use particles_model::Particle;
+use particles_model::{CandidateSet, Particle, Selection};
 use rusqlite::params;
 
 use crate::{
@@ -14,25 +14,38 @@ use crate::{
 /// variable limit, whatever the store size.
 pub const ID_CHUNK: usize = 500;
 
-/// One query candidate: a hydrated particle and its decoded vector.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Candidate {
-    /// The row's current rowid, the final tie-breaker of the ranking.
-    pub rowid: i64,
-    /// The particle.
-    pub particle: Particle,
-    /// Its embedding, decoded to f32.
-    pub vector: Vec<f32>,
+/// A source of query candidates: the uncached loader, a cache, or a loader of a
+/// downstream crate. Whatever it is, it must return what the reference's ACTIVE
+/// loader returns: ACTIVE rows with an embedding, `confidence_value >=
+/// min_confidence`, of the current embedding model (others skipped and counted), in
+/// `(confidence_value, rowid)` order, and for a subject only the rows linked to it.
+pub trait CandidateLoader {
+    /// Loads the candidates of one query.
+    ///
+    /// # Errors
+    ///
+    /// Whatever reading the store can fail with.
+    fn load(
+        &mut self,
+        store: &Store,
+        min_confidence: f64,
+        subject_id: Option<&str>,
+    ) -> Result<Selection>;
 }
 
-/// What a loader returns.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Candidates {
-    /// Candidates in `(confidence_value, rowid)` ascending order.
-    pub items: Vec<Candidate>,
-    /// ACTIVE rows left out because their vector belongs to another embedding model
-    /// (the reference logs a warning with this count).
-    pub skipped_other_model: usize,
+/// The reference's uncached loader: every query reads and decodes its candidates.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct UncachedLoader;
+
+impl CandidateLoader for UncachedLoader {
+    fn load(
+        &mut self,
+        store: &Store,
+        min_confidence: f64,
+        subject_id: Option<&str>,
+    ) -> Result<Selection> {
+        load_active(store, min_confidence, subject_id)
+    }
 }
 
 /// Loads the ACTIVE candidates as the reference's uncached
@@ -51,8 +64,7 @@ pub fn load_active(
     store: &Store,
     min_confidence: f64,
     subject_id: Option<&str>,
-) -> Result<Candidates> {
-    let connection = store.connection();
+) -> Result<Selection> {
     let (name, sql) = match subject_id {
         None => (
             "active loader",
@@ -77,17 +89,62 @@ pub fn load_active(
             ),
         ),
     };
-    let mut statement = connection.prepare(&sql).map_err(query_error(name))?;
-    let mut rows = match subject_id {
-        None => statement.query(params![min_confidence]),
-        Some(subject) => statement.query(params![min_confidence, subject]),
-    }
-    .map_err(query_error(name))?;
-    let mut out = Candidates::default();
+    let mut set = CandidateSet::new();
+    let skipped = match subject_id {
+        None => read_candidates(
+            store,
+            name,
+            &sql,
+            params![min_confidence],
+            RowFilter::CurrentModelOnly,
+            &mut set,
+        )?,
+        Some(subject) => read_candidates(
+            store,
+            name,
+            &sql,
+            params![min_confidence, subject],
+            RowFilter::CurrentModelOnly,
+            &mut set,
+        )?,
+    };
+    Ok(Selection::all(set, skipped))
+}
+
+/// Which rows [`read_candidates`] keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowFilter {
+    /// Skip (and count) rows of another embedding model before decoding them, as the
+    /// uncached loader does.
+    CurrentModelOnly,
+    /// Keep every row with an embedding, whatever its model (a cache filters per
+    /// call).
+    AnyModel,
+}
+
+/// Runs a statement selecting `PARTICLE_COLUMNS` and appends its rows with an
+/// embedding to `set`, in statement order: decoded, hydrated (so a malformed row
+/// fails here, as it does in the reference) and reduced to columns. Returns how many
+/// rows were skipped for their embedding model.
+///
+/// # Errors
+///
+/// [`Error::Query`], [`Error::InvalidRow`], [`Error::BadEmbedding`].
+pub fn read_candidates<P: rusqlite::Params>(
+    store: &Store,
+    name: &'static str,
+    sql: &str,
+    params: P,
+    filter: RowFilter,
+    set: &mut CandidateSet,
+) -> Result<usize> {
+    let mut statement = store.connection().prepare(sql).map_err(query_error(name))?;
+    let mut rows = statement.query(params).map_err(query_error(name))?;
+    let mut skipped = 0;
     while let Some(row) = rows.next().map_err(query_error(name))? {
         let row = ParticleRow::new(row)?;
-        if !row.has_current_model()? {
-            out.skipped_other_model += 1;
+        if filter == RowFilter::CurrentModelOnly && !row.has_current_model()? {
+            skipped += 1;
             continue;
         }
         let Some(text) = row.embedding_json()? else {
@@ -98,13 +155,19 @@ pub fn load_active(
             reason: e.0,
         })?;
         let particle = row.to_particle()?;
-        out.items.push(Candidate {
-            rowid: row.rowid(),
-            particle,
-            vector,
-        });
+        set.push(
+            row.rowid(),
+            &particle,
+            &vector,
+            Some(row.embedding_model_id()?),
+        );
     }
-    Ok(out)
+    Ok(skipped)
+}
+
+/// The column list of a particle read, for [`read_candidates`] statements.
+pub fn particle_columns() -> &'static str {
+    PARTICLE_COLUMNS
 }
 
 /// Fetches particles by id, any status, fully hydrated, in chunks of

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use particles_model::{policy::SourceFacts, Particle, Status, Timestamp};
+use particles_model::{policy::SourceFacts, Status, Timestamp};
 
 use crate::{
     error::{Error, Result},
@@ -12,8 +12,9 @@ use crate::{
     Store,
 };
 
-/// The source facts of each particle's first `SOURCE` ref, in the particles' order.
-/// A particle without one gets the default (no date, `""` type, no entry, no URI).
+/// The source facts of candidates' first `SOURCE` refs, given as `(entry id,
+/// snapshot id)`, in the given order. A candidate without one (`None`) gets the
+/// default (no date, `""` type, no entry, no URI).
 ///
 /// # Errors
 ///
@@ -21,15 +22,9 @@ use crate::{
 /// `content_published_at`.
 pub fn source_facts<'a>(
     store: &Store,
-    particles: impl IntoIterator<Item = &'a Particle>,
+    refs: impl IntoIterator<Item = Option<(&'a str, Option<&'a str>)>>,
 ) -> Result<Vec<SourceFacts>> {
-    let refs: Vec<Option<(&str, Option<&str>)>> = particles
-        .into_iter()
-        .map(|p| {
-            p.first_source_ref()
-                .map(|r| (r.corpus_entry_id.as_str(), r.snapshot_id.as_deref()))
-        })
-        .collect();
+    let refs: Vec<Option<(&str, Option<&str>)>> = refs.into_iter().collect();
     let snapshot_ids: BTreeSet<&str> = refs
         .iter()
         .flatten()
@@ -119,22 +114,17 @@ pub fn source_facts<'a>(
         .collect())
 }
 
-/// The status of each premise particle named by the derived particles among
-/// `particles` (fetched by id, any status, fully hydrated as the reference does).
-/// A premise absent from the map does not exist.
+/// The status of each named premise particle (fetched by id, any status, fully
+/// hydrated as the reference does). A premise absent from the map does not exist.
 ///
 /// # Errors
 ///
 /// [`Error::Query`] when SQLite fails, [`Error::InvalidRow`] on a malformed premise.
 pub fn premise_statuses<'a>(
     store: &Store,
-    particles: impl IntoIterator<Item = &'a Particle>,
+    premise_ids: impl IntoIterator<Item = &'a str>,
 ) -> Result<HashMap<String, Status>> {
-    let premises: BTreeSet<&str> = particles
-        .into_iter()
-        .filter(|p| p.is_derived())
-        .flat_map(Particle::premise_ids)
-        .collect();
+    let premises: BTreeSet<&str> = premise_ids.into_iter().collect();
     if premises.is_empty() {
         return Ok(HashMap::new());
     }
@@ -196,4 +186,19 @@ pub fn subject_is_known(store: &Store, subject_id: &str) -> Result<bool> {
         |row| row.get(0),
     )?;
     Ok(named.first().copied().unwrap_or(false))
+}
+
+/// The ids of the particles (any status) linked to a subject, in id order.
+///
+/// # Errors
+///
+/// [`Error::Query`] when SQLite fails.
+pub fn subject_particle_ids(store: &Store, subject_id: &str) -> Result<Vec<String>> {
+    collect_with(
+        store,
+        "subject links",
+        "SELECT particle_id FROM particle_subjects WHERE subject_id = ?1 ORDER BY particle_id",
+        [subject_id],
+        |row| row.get(0),
+    )
 }

@@ -108,7 +108,13 @@ impl Store {
     /// # Errors
     ///
     /// Whatever `f` returns, or [`Error::Query`] when the transaction cannot start.
+    ///
+    /// On a connection already inside a transaction (a writer reading its own
+    /// writes, as the reference's sessions do) `f` runs in that transaction.
     pub fn read_snapshot<T>(&self, f: impl FnOnce(&Store) -> Result<T>) -> Result<T> {
+        if !self.connection.is_autocommit() {
+            return f(self);
+        }
         self.connection
             .execute_batch("BEGIN DEFERRED")
             .map_err(query_error("begin read transaction"))?;
