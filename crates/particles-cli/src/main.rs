@@ -6,6 +6,8 @@
 
 mod output;
 mod query;
+mod serve;
+mod store_cmd;
 
 use std::{io, process::ExitCode};
 
@@ -24,6 +26,11 @@ struct Cli {
 enum Command {
     /// Rank a store's ACTIVE beliefs against a question (or by confidence alone).
     Query(query::QueryArgs),
+    /// Answer queries line by line on standard input, keeping the candidate cache
+    /// warm between them.
+    Serve(serve::ServeArgs),
+    /// Store maintenance (the only verbs that write a store).
+    Store(store_cmd::StoreArgs),
 }
 
 /// An error in how the command was called (exit code 2), as opposed to an error
@@ -43,6 +50,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Query(args) => query::run(args),
+        Command::Serve(args) => serve::run(&args),
+        Command::Store(args) => store_cmd::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

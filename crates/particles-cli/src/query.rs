@@ -11,8 +11,8 @@ use clap::Args;
 use particles_model::{
     AssertionModality, QueryRequest, Timestamp, UncertaintyNature, EMBEDDING_DIM, MAX_TOP_K,
 };
-use particles_query::{run_query, QueryInput};
-use particles_store::Store;
+use particles_query::{run_query_with, QueryInput};
+use particles_store::{CandidateLoader, Store, UncachedLoader};
 
 use crate::{output, UsageError};
 
@@ -144,10 +144,73 @@ pub(crate) fn check_vector(vector: &[f32]) -> Result<()> {
     Ok(())
 }
 
+/// Where a query's vector comes from.
+pub(crate) enum VectorSource {
+    /// Rank by effective confidence.
+    None,
+    /// This vector (checked for length and finiteness before use).
+    Given(Vec<f32>),
+}
+
+/// A query's options, from flags (`query`) or a request line (`serve`).
+pub(crate) struct QueryParams {
+    pub(crate) question: Option<String>,
+    pub(crate) vector: VectorSource,
+    pub(crate) top_k: u32,
+    pub(crate) subject_id: Option<String>,
+    pub(crate) min_confidence: f64,
+    pub(crate) uncertainty_nature: Option<UncertaintyNature>,
+    pub(crate) assertion_modality: Option<AssertionModality>,
+    pub(crate) recency_window_days: Option<i64>,
+    pub(crate) include_document_meta: bool,
+    pub(crate) include_non_asserted: bool,
+    /// `None`: the wall clock.
+    pub(crate) now: Option<Timestamp>,
+}
+
+/// A query's answer, as data and as the JSON object `query --json` prints.
+pub(crate) struct Answer {
+    pub(crate) outcome: particles_query::QueryOutcome,
+    pub(crate) now: Timestamp,
+    pub(crate) json: serde_json::Value,
+}
+
+/// Validates the options and runs the query through `loader`.
+pub(crate) fn execute(store: &Store, loader: &mut dyn CandidateLoader, params: QueryParams) -> Result<Answer> {
+    let vector = match params.vector {
+        VectorSource::None => None,
+        VectorSource::Given(vector) => {
+            check_vector(&vector)?;
+            Some(vector)
+        }
+    };
+    let request = QueryRequest {
+        question: params.question,
+        min_confidence: params.min_confidence,
+        uncertainty_nature: params.uncertainty_nature,
+        assertion_modality: params.assertion_modality,
+        recency_window_days: params.recency_window_days,
+        top_k: params.top_k,
+        subject_id: params.subject_id,
+        include_document_meta: params.include_document_meta,
+        include_non_asserted: params.include_non_asserted,
+    };
+    let request = particles_model::validate(request, |_| "query request".to_owned())
+        .map_err(|e| UsageError(e.to_string()))?;
+    let now = match params.now {
+        Some(now) => now,
+        None => wall_clock()?,
+    };
+    let outcome = run_query_with(store, loader, &QueryInput::new(&request, vector.as_deref(), now))
+        .with_context(|| format!("query on {} failed", store.path().display()))?;
+    let json = output::outcome_json(&outcome, &request, now, vector.is_some());
+    Ok(Answer { outcome, now, json })
+}
+
 pub(crate) fn run(args: QueryArgs) -> Result<()> {
     let vector = match (&args.vector_file, args.no_embedding) {
-        (Some(path), _) => Some(read_vector_file(path)?),
-        (None, true) => None,
+        (Some(path), _) => VectorSource::Given(read_vector_file(path)?),
+        (None, true) => VectorSource::None,
         (None, false) => {
             return Err(UsageError(
                 "no query vector: this build has no question encoder yet.\n  \
@@ -159,52 +222,43 @@ pub(crate) fn run(args: QueryArgs) -> Result<()> {
             .into())
         }
     };
-    let request = QueryRequest {
+    let params = QueryParams {
         question: args.question.clone(),
+        vector,
+        top_k: args.top_k,
+        subject_id: args.subject.clone(),
         min_confidence: args.min_confidence,
         uncertainty_nature: args.uncertainty_nature,
         assertion_modality: args.assertion_modality,
         recency_window_days: args.recency_window_days,
-        top_k: args.top_k,
-        subject_id: args.subject.clone(),
         include_document_meta: args.include_document_meta,
         include_non_asserted: args.include_non_asserted,
+        now: args.now,
     };
-    let request = particles_model::validate(request, |_| "query request".to_owned())
-        .map_err(|e| UsageError(e.to_string()))?;
-    let now = match args.now {
-        Some(now) => now,
-        None => wall_clock()?,
-    };
-
     let store = Store::open_read_only(&args.store)?;
-    let outcome = run_query(&store, &QueryInput::new(&request, vector.as_deref(), now))
-        .with_context(|| format!("query on {} failed", args.store.display()))?;
+    // A one-shot process reads uncached: a cache would be built, used once and dropped.
+    let answer = execute(&store, &mut UncachedLoader, params)?;
 
-    if outcome.stats.skipped_other_model > 0 {
+    if answer.outcome.stats.skipped_other_model > 0 {
         eprintln!(
             "warning: skipped {} ACTIVE belief(s) embedded by another model than {}; re-embed them to make them searchable",
-            outcome.stats.skipped_other_model,
+            answer.outcome.stats.skipped_other_model,
             particles_model::EMBEDDING_MODEL_ID
         );
     }
     if let Some(subject) = &args.subject {
         if !particles_store::subject_is_known(&store, subject)? {
-            eprintln!(
-                "warning: no belief in {} is linked to subject {subject:?}",
-                args.store.display()
-            );
+            eprintln!("warning: no belief in {} is linked to subject {subject:?}", args.store.display());
         }
     }
 
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     if args.json {
-        let value = output::outcome_json(&outcome, &request, now, vector.is_some());
-        serde_json::to_writer(&mut out, &value)?;
+        serde_json::to_writer(&mut out, &answer.json)?;
         writeln!(out)?;
     } else {
-        output::write_table(&mut out, &outcome, now)?;
+        output::write_table(&mut out, &answer.outcome, answer.now)?;
     }
     out.flush()?;
     Ok(())

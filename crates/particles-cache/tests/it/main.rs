@@ -1,1 +1,4 @@
-//! Integration tests of the candidate cache.
+//! Integration tests of the candidate cache: one module per topic.
+
+mod freshness;
+mod support;

@@ -1,0 +1,122 @@
+//! The `serve --stdio` verb: a long-running process that keeps the candidate cache
+//! warm between requests. One JSON request per line in, one JSON response per line
+//! out; a bad request gets `{"error": ...}` and the process keeps serving; end of
+//! input ends it.
+
+use std::{
+    io::{BufRead, Write},
+    path::PathBuf,
+};
+
+use anyhow::{Context, Result};
+use clap::Args;
+use particles_cache::CandidateCache;
+use particles_model::{AssertionModality, Timestamp, UncertaintyNature};
+use particles_store::Store;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::query::{execute, QueryParams, VectorSource};
+
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// Serve requests from standard input (one JSON object per line) to standard
+    /// output (one JSON object per line).
+    #[arg(long, required = true)]
+    stdio: bool,
+
+    /// The store file. Opened read-only, once; the cache follows its writes.
+    #[arg(long, value_name = "PATH")]
+    store: PathBuf,
+}
+
+/// One request line: the `query` options as fields.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Request {
+    question: Option<String>,
+    vector: Option<Vec<f64>>,
+    #[serde(default)]
+    no_embedding: bool,
+    top_k: Option<u32>,
+    subject_id: Option<String>,
+    min_confidence: Option<f64>,
+    now: Option<String>,
+    uncertainty_nature: Option<UncertaintyNature>,
+    assertion_modality: Option<AssertionModality>,
+    recency_window_days: Option<i64>,
+    #[serde(default)]
+    include_document_meta: bool,
+    #[serde(default)]
+    include_non_asserted: bool,
+}
+
+pub(crate) fn run(args: &ServeArgs) -> Result<()> {
+    debug_assert!(args.stdio);
+    let store = Store::open_read_only(&args.store)?;
+    let mut cache = CandidateCache::new();
+    let stdin = std::io::stdin();
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    for line in stdin.lock().lines() {
+        let line = line.context("cannot read standard input")?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let response = match answer(&store, &mut cache, &line) {
+            Ok(value) => value,
+            Err(error) => json!({ "error": format_error(&error) }),
+        };
+        serde_json::to_writer(&mut out, &response)?;
+        writeln!(out)?;
+        out.flush()?;
+    }
+    Ok(())
+}
+
+fn format_error(error: &anyhow::Error) -> String {
+    error
+        .chain()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(": ")
+}
+
+fn answer(store: &Store, cache: &mut CandidateCache, line: &str) -> Result<Value> {
+    let request: Request = serde_json::from_str(line).context("the request is not a valid JSON request object")?;
+    let vector = match (request.vector, request.no_embedding) {
+        (Some(_), true) => anyhow::bail!("give either `vector` or `no_embedding`, not both"),
+        (Some(values), false) => VectorSource::Given(values.into_iter().map(|v| v as f32).collect()),
+        (None, true) => VectorSource::None,
+        (None, false) => anyhow::bail!(
+            "no query vector: give `vector` (384 floats) or set `no_embedding` to rank by effective confidence"
+        ),
+    };
+    let now = match request.now {
+        Some(text) => Some(Timestamp::parse(&text).map_err(|_| {
+            anyhow::anyhow!("`now` {text:?} is not an instant; use RFC 3339, e.g. 2026-01-31T12:00:00Z")
+        })?),
+        None => None,
+    };
+    let params = QueryParams {
+        question: request.question,
+        vector,
+        top_k: request.top_k.unwrap_or(particles_model::DEFAULT_TOP_K),
+        subject_id: request.subject_id,
+        min_confidence: request.min_confidence.unwrap_or(0.0),
+        uncertainty_nature: request.uncertainty_nature,
+        assertion_modality: request.assertion_modality,
+        recency_window_days: request.recency_window_days,
+        include_document_meta: request.include_document_meta,
+        include_non_asserted: request.include_non_asserted,
+        now,
+    };
+    let answer = execute(store, cache, params)?;
+    let mut value = answer.json;
+    value["cache"] = json!({
+        "route": cache.last_route().map(|r| format!("{r:?}")),
+        "rows": cache.cached_rows(),
+        "heap_bytes": cache.heap_bytes(),
+    });
+    Ok(value)
+}
