@@ -5,8 +5,8 @@
 //! - `test`: `reference`, then `cargo test --workspace` (the README's test command).
 //! - `ci`: `reference`, `cargo fmt --check`, clippy with `-D warnings`, the tests and
 //!   `cargo doc` with warnings denied (what `.ci/run` runs).
-//! - `equivalence [--seeds N]`: the reference-equivalence test with more seeded
-//!   stores than the default run.
+//! - `equivalence [--seeds N]`: the loader-equivalence property test with 1000
+//!   cases, and the reference-equivalence test on N seeded stores (default 40).
 
 mod reference;
 #[cfg(test)]

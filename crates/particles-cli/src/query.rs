@@ -176,7 +176,11 @@ pub(crate) struct Answer {
 }
 
 /// Validates the options and runs the query through `loader`.
-pub(crate) fn execute(store: &Store, loader: &mut dyn CandidateLoader, params: QueryParams) -> Result<Answer> {
+pub(crate) fn execute(
+    store: &Store,
+    loader: &mut dyn CandidateLoader,
+    params: QueryParams,
+) -> Result<Answer> {
     let vector = match params.vector {
         VectorSource::None => None,
         VectorSource::Given(vector) => {
@@ -201,8 +205,12 @@ pub(crate) fn execute(store: &Store, loader: &mut dyn CandidateLoader, params: Q
         Some(now) => now,
         None => wall_clock()?,
     };
-    let outcome = run_query_with(store, loader, &QueryInput::new(&request, vector.as_deref(), now))
-        .with_context(|| format!("query on {} failed", store.path().display()))?;
+    let outcome = run_query_with(
+        store,
+        loader,
+        &QueryInput::new(&request, vector.as_deref(), now),
+    )
+    .with_context(|| format!("query on {} failed", store.path().display()))?;
     let json = output::outcome_json(&outcome, &request, now, vector.is_some());
     Ok(Answer { outcome, now, json })
 }
@@ -248,7 +256,10 @@ pub(crate) fn run(args: QueryArgs) -> Result<()> {
     }
     if let Some(subject) = &args.subject {
         if !particles_store::subject_is_known(&store, subject)? {
-            eprintln!("warning: no belief in {} is linked to subject {subject:?}", args.store.display());
+            eprintln!(
+                "warning: no belief in {} is linked to subject {subject:?}",
+                args.store.display()
+            );
         }
     }
 

@@ -63,10 +63,12 @@ pub(crate) fn run(args: &ServeArgs) -> Result<()> {
         if line.trim().is_empty() {
             continue;
         }
-        let response = match answer(&store, &mut cache, &line) {
+        let started = std::time::Instant::now();
+        let mut response = match answer(&store, &mut cache, &line) {
             Ok(value) => value,
             Err(error) => json!({ "error": format_error(&error) }),
         };
+        response["elapsed_seconds"] = json!(started.elapsed().as_secs_f64());
         serde_json::to_writer(&mut out, &response)?;
         writeln!(out)?;
         out.flush()?;
@@ -83,7 +85,8 @@ fn format_error(error: &anyhow::Error) -> String {
 }
 
 fn answer(store: &Store, cache: &mut CandidateCache, line: &str) -> Result<Value> {
-    let request: Request = serde_json::from_str(line).context("the request is not a valid JSON request object")?;
+    let request: Request =
+        serde_json::from_str(line).context("the request is not a valid JSON request object")?;
     let vector = match (request.vector, request.no_embedding) {
         (Some(_), true) => anyhow::bail!("give either `vector` or `no_embedding`, not both"),
         (Some(values), false) => VectorSource::Given(values.into_iter().map(|v| v as f32).collect()),
@@ -94,7 +97,9 @@ fn answer(store: &Store, cache: &mut CandidateCache, line: &str) -> Result<Value
     };
     let now = match request.now {
         Some(text) => Some(Timestamp::parse(&text).map_err(|_| {
-            anyhow::anyhow!("`now` {text:?} is not an instant; use RFC 3339, e.g. 2026-01-31T12:00:00Z")
+            anyhow::anyhow!(
+                "`now` {text:?} is not an instant; use RFC 3339, e.g. 2026-01-31T12:00:00Z"
+            )
         })?),
         None => None,
     };

@@ -53,7 +53,7 @@ pub enum Error {
     #[error("not a valid particle JSON document")]
     Json(#[source] serde_json::Error),
     /// The value parsed but breaks a rule of the model; the report names the field.
-    #[error("invalid {what}: {report}")]
+    #[error("invalid {what}: {}", report.to_string().trim_end())]
     Invalid {
         /// What was validated, e.g. `particle p1`.
         what: String,

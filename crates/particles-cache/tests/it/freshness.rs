@@ -28,9 +28,18 @@ fn reference_writes(store: &std::path::Path, ops: serde_json::Value) {
         .spawn()
         .expect("the reference's python runs (install it with `cargo xtask reference`)");
     use std::io::Write;
-    child.stdin.take().unwrap().write_all(ops.to_string().as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(ops.to_string().as_bytes())
+        .unwrap();
     let output = child.wait_with_output().unwrap();
-    assert!(output.status.success(), "write_ops.py failed: {}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "write_ops.py failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
 
 fn first_subject(store: &Store) -> String {
@@ -70,43 +79,80 @@ fn cache_stays_exact_across_writers() {
     // A subject query in a fresh process never builds.
     let route = assert_cache_exact(&store, &mut cache, None, "first build");
     assert_eq!(route, Route::Rebuild);
-    assert_eq!(assert_cache_exact(&store, &mut cache, Some(&subject), "reuse"), Route::Reuse);
+    assert_eq!(
+        assert_cache_exact(&store, &mut cache, Some(&subject), "reuse"),
+        Route::Reuse
+    );
     let rows = cache.cached_rows().unwrap();
-    assert!(cache.heap_bytes() > rows * 384 * 4, "heap {} for {rows} rows", cache.heap_bytes());
+    assert!(
+        cache.heap_bytes() > rows * 384 * 4,
+        "heap {} for {rows} rows",
+        cache.heap_bytes()
+    );
 
     // Rust writer: insert, update, change an id, retract, delete.
     let tx = writer.transaction().unwrap();
-    tx.insert(&particle("rust-new-1", 0.83, &[&subject]), Some(&unit_vector(1))).unwrap();
+    tx.insert(
+        &particle("rust-new-1", 0.83, &[&subject]),
+        Some(&unit_vector(1)),
+    )
+    .unwrap();
     tx.commit().unwrap();
-    assert_eq!(assert_cache_exact(&store, &mut cache, Some(&subject), "insert"), Route::Delta(1));
+    assert_eq!(
+        assert_cache_exact(&store, &mut cache, Some(&subject), "insert"),
+        Route::Delta(1)
+    );
 
     let tx = writer.transaction().unwrap();
-    tx.update(&particle("rust-new-1", 0.41, &[&subject]), Some(&unit_vector(2))).unwrap();
+    tx.update(
+        &particle("rust-new-1", 0.41, &[&subject]),
+        Some(&unit_vector(2)),
+    )
+    .unwrap();
     tx.commit().unwrap();
-    assert_eq!(assert_cache_exact(&store, &mut cache, Some(&subject), "update"), Route::Delta(1));
+    assert_eq!(
+        assert_cache_exact(&store, &mut cache, Some(&subject), "update"),
+        Route::Delta(1)
+    );
 
     let tx = writer.transaction().unwrap();
     assert!(tx.rename(&ids[0], "renamed-by-rust").unwrap());
     tx.commit().unwrap();
-    assert_eq!(assert_cache_exact(&store, &mut cache, Some(&subject), "id change"), Route::Delta(2));
+    assert_eq!(
+        assert_cache_exact(&store, &mut cache, Some(&subject), "id change"),
+        Route::Delta(2)
+    );
 
     let tx = writer.transaction().unwrap();
     assert!(tx.retract(&ids[1], now).unwrap());
     tx.commit().unwrap();
-    assert_eq!(assert_cache_exact(&store, &mut cache, Some(&subject), "retract"), Route::Delta(1));
+    assert_eq!(
+        assert_cache_exact(&store, &mut cache, Some(&subject), "retract"),
+        Route::Delta(1)
+    );
 
     let tx = writer.transaction().unwrap();
     assert!(tx.delete(&ids[2]).unwrap());
     tx.commit().unwrap();
-    assert_eq!(assert_cache_exact(&store, &mut cache, Some(&subject), "delete"), Route::Delta(1));
+    assert_eq!(
+        assert_cache_exact(&store, &mut cache, Some(&subject), "delete"),
+        Route::Delta(1)
+    );
 
     // A subject query while stale may bring the state up by delta.
     let tx = writer.transaction().unwrap();
-    tx.execute_batch(&format!("UPDATE particles SET confidence_value = 0.97 WHERE id = '{}'", ids[3])).unwrap();
+    tx.execute_batch(&format!(
+        "UPDATE particles SET confidence_value = 0.97 WHERE id = '{}'",
+        ids[3]
+    ))
+    .unwrap();
     tx.commit().unwrap();
     // (assert_cache_exact runs the unfiltered request first; check the subject route
     // separately below with a subject-only call.)
-    assert_eq!(assert_cache_exact(&store, &mut cache, Some(&subject), "raw update"), Route::Delta(1));
+    assert_eq!(
+        assert_cache_exact(&store, &mut cache, Some(&subject), "raw update"),
+        Route::Delta(1)
+    );
 
     // The reference, in another process, through its own API.
     reference_writes(
@@ -118,13 +164,20 @@ fn cache_stays_exact_across_writers() {
             {"op": "property", "id": ids[5], "key": "extraction:polarity", "value": "DECLINED"},
         ]),
     );
-    assert_eq!(assert_cache_exact(&store, &mut cache, Some(&subject), "reference writes"), Route::Delta(3));
+    assert_eq!(
+        assert_cache_exact(&store, &mut cache, Some(&subject), "reference writes"),
+        Route::Delta(3)
+    );
 
     // Bulk write past the delta limit (max(1000, rows / 4) distinct ids): a subject
     // query reads uncached and leaves the state alone; the next unfiltered one rebuilds.
     let tx = writer.transaction().unwrap();
     for i in 0..1001 {
-        tx.insert(&particle(&format!("bulk-{i:04}"), 0.5, &[]), Some(&unit_vector(100 + i))).unwrap();
+        tx.insert(
+            &particle(&format!("bulk-{i:04}"), 0.5, &[]),
+            Some(&unit_vector(100 + i)),
+        )
+        .unwrap();
     }
     tx.commit().unwrap();
     let stale_head = cache.head().cloned();
@@ -136,9 +189,19 @@ fn cache_stays_exact_across_writers() {
     let input = particles_query::QueryInput::new(&request, None, now);
     particles_query::run_query_with(&store, &mut cache, &input).unwrap();
     assert_eq!(cache.last_route(), Some(Route::SubjectUncached));
-    assert_eq!(cache.head().cloned(), stale_head, "a subject call must not touch the state");
-    assert_eq!(assert_cache_exact(&store, &mut cache, Some(&subject), "bulk"), Route::Rebuild);
-    assert_eq!(cache.cached_rows().unwrap(), rows + 1 + 1 + 1001 - 1 - 1 - 1);
+    assert_eq!(
+        cache.head().cloned(),
+        stale_head,
+        "a subject call must not touch the state"
+    );
+    assert_eq!(
+        assert_cache_exact(&store, &mut cache, Some(&subject), "bulk"),
+        Route::Rebuild
+    );
+    assert_eq!(
+        cache.cached_rows().unwrap(),
+        rows + 1 + 1 + 1001 - 1 - 1 - 1
+    );
 }
 
 /// The case the journal token exists for: a reader that saw a head inside a write
@@ -155,26 +218,45 @@ fn rolled_back_rowid_reuse_forces_a_rebuild() {
     // The reader's own connection can write: it reads inside its write transaction.
     let reader = Store::from_connection(Connection::open(&path).unwrap(), path.clone()).unwrap();
     let mut cache = CandidateCache::new();
-    assert_eq!(assert_cache_exact(&reader, &mut cache, None, "build"), Route::Rebuild);
+    assert_eq!(
+        assert_cache_exact(&reader, &mut cache, None, "build"),
+        Route::Rebuild
+    );
 
     reader
         .connection()
-        .execute_batch(&format!("BEGIN; UPDATE particles SET confidence_value = 0.99 WHERE id = '{}';", ids[0]))
+        .execute_batch(&format!(
+            "BEGIN; UPDATE particles SET confidence_value = 0.99 WHERE id = '{}';",
+            ids[0]
+        ))
         .unwrap();
-    assert_eq!(assert_cache_exact(&reader, &mut cache, None, "inside the transaction"), Route::Delta(1));
+    assert_eq!(
+        assert_cache_exact(&reader, &mut cache, None, "inside the transaction"),
+        Route::Delta(1)
+    );
     let seen = cache.head().cloned().unwrap();
     reader.connection().execute_batch("ROLLBACK").unwrap();
 
     // Another connection commits a different change; it gets the same seq.
     let mut writer = Writer::open(&path).unwrap();
     let tx = writer.transaction().unwrap();
-    tx.execute_batch(&format!("UPDATE particles SET confidence_value = 0.11 WHERE id = '{}'", ids[1])).unwrap();
+    tx.execute_batch(&format!(
+        "UPDATE particles SET confidence_value = 0.11 WHERE id = '{}'",
+        ids[1]
+    ))
+    .unwrap();
     tx.commit().unwrap();
     let head = particles_store::read_head(&reader).unwrap().unwrap();
-    assert_eq!(head.seq, seen.seq, "the committed entry reuses the rolled-back seq");
+    assert_eq!(
+        head.seq, seen.seq,
+        "the committed entry reuses the rolled-back seq"
+    );
     assert_ne!(head.token, seen.token);
 
-    assert_eq!(assert_cache_exact(&reader, &mut cache, None, "after rollback"), Route::Rebuild);
+    assert_eq!(
+        assert_cache_exact(&reader, &mut cache, None, "after rollback"),
+        Route::Rebuild
+    );
 }
 
 #[test]
@@ -183,28 +265,47 @@ fn journal_absent_or_empty_reads_uncached() {
     let path = working_copy(dir.path(), "coins-a.db");
     let store = Store::open_read_only(&path).unwrap();
     let mut cache = CandidateCache::new();
-    assert_eq!(assert_cache_exact(&store, &mut cache, None, "build"), Route::Rebuild);
+    assert_eq!(
+        assert_cache_exact(&store, &mut cache, None, "build"),
+        Route::Rebuild
+    );
 
     let mut writer = Writer::open(&path).unwrap();
     let tx = writer.transaction().unwrap();
     tx.execute_batch("DELETE FROM particle_changes").unwrap();
     tx.commit().unwrap();
-    assert_eq!(assert_cache_exact(&store, &mut cache, None, "empty journal"), Route::EmptyJournal);
+    assert_eq!(
+        assert_cache_exact(&store, &mut cache, None, "empty journal"),
+        Route::EmptyJournal
+    );
     assert!(cache.cached_rows().is_some(), "the state is kept");
 
     let tx = writer.transaction().unwrap();
-    tx.execute_batch("UPDATE particles SET content = content WHERE rowid = (SELECT min(rowid) FROM particles)").unwrap();
+    tx.execute_batch(
+        "UPDATE particles SET content = content WHERE rowid = (SELECT min(rowid) FROM particles)",
+    )
+    .unwrap();
     tx.commit().unwrap();
-    assert_eq!(assert_cache_exact(&store, &mut cache, None, "journal restarted"), Route::Rebuild);
+    assert_eq!(
+        assert_cache_exact(&store, &mut cache, None, "journal restarted"),
+        Route::Rebuild
+    );
 
     let tx = writer.transaction().unwrap();
-    tx.execute_batch("DROP TRIGGER trg_particle_changes_prune").unwrap();
+    tx.execute_batch("DROP TRIGGER trg_particle_changes_prune")
+        .unwrap();
     tx.commit().unwrap();
-    assert_eq!(assert_cache_exact(&store, &mut cache, None, "trigger dropped"), Route::NoJournal);
+    assert_eq!(
+        assert_cache_exact(&store, &mut cache, None, "trigger dropped"),
+        Route::NoJournal
+    );
 
     // Installing the journal again brings the cache back.
     let report = particles_store::install_journal(writer.connection_mut()).unwrap();
     assert_eq!(report.created_triggers, 1);
     assert!(!report.wrote_first_entry);
-    assert!(matches!(assert_cache_exact(&store, &mut cache, None, "reinstalled"), Route::Reuse | Route::Delta(_) | Route::Rebuild));
+    assert!(matches!(
+        assert_cache_exact(&store, &mut cache, None, "reinstalled"),
+        Route::Reuse | Route::Delta(_) | Route::Rebuild
+    ));
 }

@@ -1,4 +1,5 @@
 //! Integration tests of the candidate cache: one module per topic.
 
+mod equivalence;
 mod freshness;
 mod support;

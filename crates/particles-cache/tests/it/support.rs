@@ -13,22 +13,34 @@ use particles_rank::NormKernel;
 use particles_store::{Store, UncachedLoader};
 
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).unwrap().to_owned()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .unwrap()
+        .to_owned()
 }
 
 /// A private copy of a fixture store.
 pub fn working_copy(dir: &Path, fixture: &str) -> PathBuf {
     let path = dir.join(fixture);
-    std::fs::copy(workspace_root().join("tests/fixtures/stores").join(fixture), &path).unwrap();
+    std::fs::copy(
+        workspace_root().join("tests/fixtures/stores").join(fixture),
+        &path,
+    )
+    .unwrap();
     path
 }
 
 /// A deterministic unit vector.
 pub fn unit_vector(seed: u64) -> Vec<f32> {
-    let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut state = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     let mut values: Vec<f32> = (0..384)
         .map(|_| {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             ((state >> 33) as f32 / (1u64 << 31) as f32) - 0.5
         })
         .collect();
@@ -88,7 +100,12 @@ pub fn particle(id: &str, confidence: f64, subjects: &[&str]) -> garde::Valid<Pa
     garde::Unvalidated::new(particle).validate().unwrap()
 }
 
-fn run(store: &Store, loader: &mut dyn particles_store::CandidateLoader, request: &QueryRequest, vector: Option<&[f32]>) -> QueryOutcome {
+fn run(
+    store: &Store,
+    loader: &mut dyn particles_store::CandidateLoader,
+    request: &QueryRequest,
+    vector: Option<&[f32]>,
+) -> QueryOutcome {
     let request = garde::Unvalidated::new(request.clone()).validate().unwrap();
     let input = QueryInput {
         request: &request,
@@ -102,16 +119,44 @@ fn run(store: &Store, loader: &mut dyn particles_store::CandidateLoader, request
 /// Asserts that the cache answers a set of requests exactly as the uncached loader
 /// does (hits, full particles, bits, stats), and returns the route of the first,
 /// unfiltered request.
-pub fn assert_cache_exact(store: &Store, cache: &mut CandidateCache, subject: Option<&str>, step: &str) -> Route {
+pub fn assert_cache_exact(
+    store: &Store,
+    cache: &mut CandidateCache,
+    subject: Option<&str>,
+    step: &str,
+) -> Route {
     let vector = unit_vector(7);
     let mut requests = vec![
-        (QueryRequest { top_k: 200, ..QueryRequest::default() }, Some(vector.as_slice())),
-        (QueryRequest { top_k: 30, ..QueryRequest::default() }, None),
-        (QueryRequest { top_k: 50, min_confidence: 0.5, ..QueryRequest::default() }, Some(vector.as_slice())),
+        (
+            QueryRequest {
+                top_k: 200,
+                ..QueryRequest::default()
+            },
+            Some(vector.as_slice()),
+        ),
+        (
+            QueryRequest {
+                top_k: 30,
+                ..QueryRequest::default()
+            },
+            None,
+        ),
+        (
+            QueryRequest {
+                top_k: 50,
+                min_confidence: 0.5,
+                ..QueryRequest::default()
+            },
+            Some(vector.as_slice()),
+        ),
     ];
     if let Some(subject) = subject {
         requests.push((
-            QueryRequest { top_k: 200, subject_id: Some(subject.to_owned()), ..QueryRequest::default() },
+            QueryRequest {
+                top_k: 200,
+                subject_id: Some(subject.to_owned()),
+                ..QueryRequest::default()
+            },
             Some(vector.as_slice()),
         ));
     }
@@ -120,8 +165,14 @@ pub fn assert_cache_exact(store: &Store, cache: &mut CandidateCache, subject: Op
         let cached = run(store, cache, request, *vector);
         first_route.get_or_insert(cache.last_route().unwrap());
         let uncached = run(store, &mut UncachedLoader, request, *vector);
-        assert_eq!(cached.hits, uncached.hits, "{step}: cached hits differ for {request:?}");
-        assert_eq!(cached.stats, uncached.stats, "{step}: cached stats differ for {request:?}");
+        assert_eq!(
+            cached.hits, uncached.hits,
+            "{step}: cached hits differ for {request:?}"
+        );
+        assert_eq!(
+            cached.stats, uncached.stats,
+            "{step}: cached stats differ for {request:?}"
+        );
     }
     first_route.unwrap()
 }

@@ -2,4 +2,5 @@
 
 mod bad_input;
 mod reference;
+mod serve;
 mod support;

@@ -1,0 +1,256 @@
+//! Loader equivalence, as a property: on a store changed by a random sequence of
+//! writes, every loader returns the same candidates and every ranking built on them
+//! is the same. The loaders: the uncached ACTIVE loader, the cache (fresh, kept warm
+//! across the writes so it refreshes by delta, and rebuilt after a clear), and the
+//! subject path against the full set filtered by the subject's links.
+//!
+//! `PROPTEST_CASES` sets the number of cases (32 by default here; `cargo xtask
+//! equivalence` raises it). Failures shrink and are persisted under
+//! `proptest-regressions/`, which is committed.
+
+use std::collections::HashSet;
+
+use particles_cache::CandidateCache;
+use particles_model::{QueryRequest, Selection, Timestamp};
+use particles_query::{run_query_with, QueryInput};
+use particles_rank::NormKernel;
+use particles_store::{CandidateLoader, Store, UncachedLoader, Writer};
+use proptest::prelude::*;
+
+use crate::support::{particle, unit_vector, working_copy};
+
+#[derive(Debug, Clone)]
+enum Op {
+    Insert {
+        confidence: f64,
+        vector: u64,
+        subject: Option<usize>,
+    },
+    SetConfidence {
+        target: usize,
+        confidence: f64,
+    },
+    Retract {
+        target: usize,
+    },
+    Delete {
+        target: usize,
+    },
+    Rename {
+        target: usize,
+    },
+    OtherModel {
+        target: usize,
+    },
+    Link {
+        target: usize,
+        subject: usize,
+    },
+    Reactivate {
+        target: usize,
+    },
+}
+
+/// Confidences from a small set, so ties (broken by rowid) are common.
+fn confidence() -> impl Strategy<Value = f64> {
+    prop::sample::select(vec![0.0, 0.3, 0.5, 0.5, 0.7, 0.9, 1.0])
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        3 => (confidence(), any::<u64>(), prop::option::of(0usize..3))
+            .prop_map(|(confidence, vector, subject)| Op::Insert { confidence, vector, subject }),
+        2 => (any::<usize>(), confidence()).prop_map(|(target, confidence)| Op::SetConfidence { target, confidence }),
+        1 => any::<usize>().prop_map(|target| Op::Retract { target }),
+        1 => any::<usize>().prop_map(|target| Op::Delete { target }),
+        1 => any::<usize>().prop_map(|target| Op::Rename { target }),
+        1 => any::<usize>().prop_map(|target| Op::OtherModel { target }),
+        1 => (any::<usize>(), 0usize..3).prop_map(|(target, subject)| Op::Link { target, subject }),
+        1 => any::<usize>().prop_map(|target| Op::Reactivate { target }),
+    ]
+}
+
+#[derive(Debug, Clone)]
+struct Request {
+    top_k: u32,
+    min_confidence: f64,
+    subject: Option<usize>,
+    vector: Option<u64>,
+}
+
+fn request() -> impl Strategy<Value = Request> {
+    (
+        prop::sample::select(vec![1u32, 3, 10, 40, 200]),
+        prop::sample::select(vec![0.0, 0.0, 0.3, 0.5]),
+        prop::option::of(0usize..3),
+        prop::option::weighted(0.8, any::<u64>()),
+    )
+        .prop_map(|(top_k, min_confidence, subject, vector)| Request {
+            top_k,
+            min_confidence,
+            subject,
+            vector,
+        })
+}
+
+fn all_ids(store: &Store) -> Vec<String> {
+    let mut statement = store
+        .connection()
+        .prepare("SELECT id FROM particles ORDER BY rowid")
+        .unwrap();
+    statement
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+fn apply(writer: &mut Writer, store: &Store, ops: &[Op], subjects: &[String], serial: &mut usize) {
+    let tx = writer.transaction().unwrap();
+    let ids = all_ids(store);
+    let pick = |target: usize| ids[target % ids.len()].clone();
+    let now = Timestamp::parse("2026-01-01T00:00:00").unwrap();
+    for op in ops {
+        *serial += 1;
+        match op {
+            Op::Insert { confidence, vector, subject } => {
+                let subject: Vec<&str> = subject.iter().map(|s| subjects[*s].as_str()).collect();
+                tx.insert(&particle(&format!("gen-{serial}"), *confidence, &subject), Some(&unit_vector(*vector)))
+                    .unwrap();
+            }
+            Op::SetConfidence { target, confidence } => tx
+                .execute_batch(&format!("UPDATE particles SET confidence_value = {confidence} WHERE id = '{}'", pick(*target)))
+                .unwrap(),
+            Op::Retract { target } => {
+                tx.retract(&pick(*target), now).unwrap();
+            }
+            Op::Delete { target } => {
+                tx.delete(&pick(*target)).unwrap();
+            }
+            Op::Rename { target } => {
+                tx.rename(&pick(*target), &format!("renamed-{serial}")).unwrap();
+            }
+            Op::OtherModel { target } => tx
+                .execute_batch(&format!("UPDATE particles SET embedding_model_id = 'other-model' WHERE id = '{}'", pick(*target)))
+                .unwrap(),
+            Op::Link { target, subject } => tx
+                .execute_batch(&format!(
+                    "INSERT OR IGNORE INTO particle_subjects (particle_id, subject_id) VALUES ('{}', '{}')",
+                    pick(*target),
+                    subjects[*subject]
+                ))
+                .unwrap(),
+            Op::Reactivate { target } => tx
+                .execute_batch(&format!(
+                    "UPDATE particles SET status = 'ACTIVE', status_reason = NULL WHERE id = '{}' AND status != 'ACTIVE'",
+                    pick(*target)
+                ))
+                .unwrap(),
+        }
+    }
+    tx.commit().unwrap();
+}
+
+fn selected_ids(selection: &Selection) -> Vec<String> {
+    selection
+        .rows
+        .iter()
+        .map(|&row| selection.set.id(row).to_owned())
+        .collect()
+}
+
+fn rank(
+    store: &Store,
+    loader: &mut dyn CandidateLoader,
+    request: &Request,
+    subjects: &[String],
+) -> String {
+    let vector = request.vector.map(unit_vector);
+    let query = QueryRequest {
+        top_k: request.top_k,
+        min_confidence: request.min_confidence,
+        subject_id: request.subject.map(|s| subjects[s].clone()),
+        ..QueryRequest::default()
+    };
+    let query = garde::Unvalidated::new(query).validate().unwrap();
+    let input = QueryInput {
+        request: &query,
+        vector: vector.as_deref(),
+        now: Timestamp::parse("2026-06-01T00:00:00Z").unwrap(),
+        norm_kernel: NormKernel::SkylakeX,
+    };
+    let outcome = run_query_with(store, loader, &input).unwrap();
+    format!(
+        "{:?}",
+        outcome
+            .hits
+            .iter()
+            .map(|h| (
+                &h.particle.id,
+                h.similarity.to_bits(),
+                h.effective_confidence.to_bits()
+            ))
+            .collect::<Vec<_>>()
+    )
+}
+
+fn config() -> ProptestConfig {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(32);
+    ProptestConfig {
+        cases,
+        ..ProptestConfig::default()
+    }
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn every_loader_ranks_alike(
+        batches in prop::collection::vec(prop::collection::vec(op(), 1..8), 1..4),
+        requests in prop::collection::vec(request(), 1..5),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = working_copy(dir.path(), "coins-a.db");
+        let store = Store::open_read_only(&path).unwrap();
+        let subjects: Vec<String> = {
+            let mut statement = store.connection().prepare("SELECT DISTINCT subject_id FROM particle_subjects ORDER BY subject_id").unwrap();
+            let found: Vec<String> = statement.query_map([], |row| row.get(0)).unwrap().collect::<Result<_, _>>().unwrap();
+            found.into_iter().chain(["unknown-subject".to_owned()]).take(3).collect()
+        };
+        prop_assume!(subjects.len() == 3);
+        let mut writer = Writer::open(&path).unwrap();
+        let mut warm = CandidateCache::new();
+        rank(&store, &mut warm, &requests[0], &subjects);
+        let mut serial = 0;
+        for batch in &batches {
+            apply(&mut writer, &store, batch, &subjects, &mut serial);
+            for request in &requests {
+                let uncached = rank(&store, &mut UncachedLoader, request, &subjects);
+                let mut fresh = CandidateCache::new();
+                // A fresh cache is built by an unfiltered call, then serves this one.
+                rank(&store, &mut fresh, &Request { subject: None, ..request.clone() }, &subjects);
+                prop_assert_eq!(&rank(&store, &mut fresh, request, &subjects), &uncached, "fresh cache");
+                prop_assert_eq!(&rank(&store, &mut warm, request, &subjects), &uncached, "warm cache after deltas");
+                let mut rebuilt = CandidateCache::new();
+                rebuilt.clear();
+                prop_assert_eq!(&rank(&store, &mut rebuilt, request, &subjects), &uncached, "rebuilt cache");
+            }
+            // The subject path equals the full set filtered by the subject's links.
+            for subject in &subjects {
+                let linked: HashSet<String> = particles_store::subject_particle_ids(&store, subject).unwrap().into_iter().collect();
+                for loader in [&mut UncachedLoader as &mut dyn CandidateLoader, &mut warm] {
+                    let by_subject = selected_ids(&loader.load(&store, 0.0, Some(subject)).unwrap());
+                    let filtered: Vec<String> = selected_ids(&loader.load(&store, 0.0, None).unwrap())
+                        .into_iter()
+                        .filter(|id| linked.contains(id))
+                        .collect();
+                    prop_assert_eq!(by_subject, filtered, "subject path for {}", subject);
+                }
+            }
+        }
+    }
+}
