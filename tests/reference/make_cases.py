@@ -60,6 +60,20 @@ SEEDED_SOURCE_TRUST = [
     ("url_pattern", r"en\.numista\.com/catalogue/index\.php", None, -0.15),
     ("url_pattern", r"en\.wikipedia\.org/wiki/Special:", None, -0.2),
 ]
+PREDICATES = ["weighs", "Weighs", "minted", "diameter"]
+CLAIM_OBJECTS = [
+    ("LITERAL", "5", "xsd:decimal"), ("LITERAL", "5.0", "xsd:decimal"), ("LITERAL", "12.5", "xsd:double"),
+    ("LITERAL", "7", "http://www.w3.org/2001/XMLSchema#integer"), ("LITERAL", "abc", "xsd:decimal"),
+    ("LITERAL", "2020-01-01", "xsd:date"), ("LITERAL", "2021-06-01T12:00:00+02:00", "http://www.w3.org/2001/XMLSchema#dateTime"),
+    ("LITERAL", "Gold Coin", None), ("TOKEN", "gold", None), ("URI", "http://example.org/Silver", None),
+]
+# (taxonomy, tag, parent)
+TAXONOMY = [
+    ("tax-a", "coins", None), ("tax-a", "coins/gold", "coins"), ("tax-a", "coins/silver", "coins"),
+    ("tax-a", "coins/silver/ancient", "coins/silver"), ("tax-b", "coins", None),
+    ("tax-b", "coins/grading", "coins"), ("tax-b", "metals", None), ("tax-b", "metals/gold", "metals"),
+]
+TAGGABLE = ["coins", "coins/gold", "coins/silver/ancient", "coins/grading", "metals", "metals/gold", "ad-hoc"]
 NOWS = ["2026-06-01T00:00:00Z", "2024-03-15T12:30:00", "2019-01-01T00:00:00+05:00"]
 
 
@@ -233,10 +247,11 @@ def build_hand_store(path: Path, seed: int) -> dict:
             properties = {"extraction:gated_subjects": ["a", "b"], "note": "x"}
         confidence = rng.choice([0.3, 0.5, 0.7, 0.7, 0.9, 0.95, 1.0, round(rng.random(), 2), 0.0])
         structured = None
-        if rng.random() < 0.05:
+        if rng.random() < 0.3:
+            kind, value, datatype = rng.choice(CLAIM_OBJECTS)
             structured = StructuredClaim(subject=ClaimTerm(kind="TOKEN", value="coin"),
-                                         predicate=ClaimTerm(kind="TOKEN", value="weighs"),
-                                         object=ClaimTerm(kind="LITERAL", value="5", datatype="xsd:decimal"),
+                                         predicate=ClaimTerm(kind="TOKEN", value=rng.choice(PREDICATES)),
+                                         object=ClaimTerm(kind=kind, value=value, datatype=datatype),
                                          structurizer_id="gen", structurizer_version="1",
                                          generated_at=epoch)
         particle = Particle(
@@ -256,7 +271,7 @@ def build_hand_store(path: Path, seed: int) -> dict:
             subject_ids=rng.sample(subjects, rng.randint(0, 2)),
             properties=properties,
             structured_claim=structured,
-            tags=rng.choice([None, ["coins"]]),
+            tags=rng.choice([None, None, rng.sample(TAGGABLE, rng.randint(1, 2))]),
         )
         embedding = None if rng.random() < 0.05 else vector.tolist()
         row = ParticleRow.from_model(particle, embedding)
@@ -273,6 +288,13 @@ def build_hand_store(path: Path, seed: int) -> dict:
     for (particle_id, subject_ids) in db.execute("SELECT id, subject_ids_json FROM particles").fetchall():
         for subject in json.loads(subject_ids):
             db.execute("INSERT INTO particle_subjects VALUES (?,?)", (particle_id, subject))
+    for (particle_id, tags) in db.execute("SELECT id, tags_json FROM particles WHERE tags_json IS NOT NULL").fetchall():
+        for tag in json.loads(tags):
+            db.execute("INSERT OR IGNORE INTO particle_tag_edges VALUES (?,?)", (particle_id, tag))
+    for taxonomy in ("tax-a", "tax-b"):
+        db.execute("INSERT INTO taxonomies VALUES (?,?,?,?,?,?,?)", (taxonomy, taxonomy, "1", "gen", None, None, _ts(epoch)))
+    for taxonomy, tag, parent in TAXONOMY:
+        db.execute("INSERT INTO tag_nodes VALUES (?,?,?,?,?)", (taxonomy, tag, parent, "[]", None))
     # Foreign and legacy embedding model ids, malformed extractor refs.
     for pid in rng.sample(ids, max(1, n // 15)):
         db.execute("UPDATE particles SET embedding_model_id = ? WHERE id = ?", (rng.choice(["other-model", "", None]), pid))
@@ -286,7 +308,7 @@ def build_hand_store(path: Path, seed: int) -> dict:
                    (a, b, "CO_EVIDENTIAL", "gen", _ts(epoch), rng.choice([1.0, 0.5, 0.0, -0.3])))
     db.commit()
     db.close()
-    return {"subjects": subjects, "vectors": [v.tolist() for v in vectors[:20]]}
+    return {"subjects": subjects, "vectors": [v.tolist() for v in vectors[:20]], "hand": True}
 
 
 def build_generator_store(path: Path, seed: int, size: int) -> dict:
@@ -328,6 +350,21 @@ def requests_for(store: Path, facts: dict, rng: random.Random, count: int) -> li
             request["assertion_modality"] = rng.choice(["FALSIFIABLE", "EVALUATIVE"])
         if rng.random() < 0.1:
             request["recency_window_days"] = rng.choice([365, 1000, -10])
+        if rng.random() < 0.2 and facts.get("hand"):
+            request["tags"] = rng.sample([t for _, t, _ in TAXONOMY], rng.randint(1, 2))
+            request["include_ancestors"] = rng.random() < 0.5
+        if rng.random() < 0.25 and facts.get("hand"):
+            choice = rng.random()
+            if choice < 0.3:
+                request["predicate"] = rng.choice(["weighs", "WEIGHS", "minted"])
+            if rng.random() < 0.4:
+                request["object_gt"] = rng.choice(["4", "5", "2019-12-31", "6.5"])
+            if rng.random() < 0.3:
+                request["object_lt"] = rng.choice(["10", "2021-06-01T10:00:00Z", "5.00"])
+            if rng.random() < 0.3:
+                request["object_eq"] = rng.choice(["5", "5.000", "gold", "GOLD", "2020-01-01T00:00:00Z"])
+            if rng.random() < 0.3 or not any(k in request for k in ("predicate", "object_gt", "object_lt", "object_eq")):
+                request["object_contains"] = rng.choice(["old", "Coin", "2020", "silver"])
         out.append(request)
     return out
 

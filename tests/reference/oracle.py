@@ -66,6 +66,13 @@ async def _run(request: dict) -> dict:
             "recency_window_days",
             "include_document_meta",
             "include_non_asserted",
+            "tags",
+            "include_ancestors",
+            "predicate",
+            "object_eq",
+            "object_gt",
+            "object_lt",
+            "object_contains",
         )
         if request.get(key) is not None
     }

@@ -25,7 +25,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Rank a store's ACTIVE beliefs against a question (or by confidence alone).
-    Query(query::QueryArgs),
+    Query(Box<query::QueryArgs>),
     /// Answer queries line by line on standard input, keeping the candidate cache
     /// warm between them.
     Serve(serve::ServeArgs),
@@ -49,7 +49,7 @@ impl std::error::Error for UsageError {}
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Query(args) => query::run(args),
+        Command::Query(args) => query::run(*args),
         Command::Serve(args) => serve::run(&args),
         Command::Store(args) => store_cmd::run(args),
     };

@@ -14,6 +14,7 @@ pub(crate) fn outcome_json(
     request: &QueryRequest,
     now: Timestamp,
     with_vector: bool,
+    claim_counts: Option<(u64, u64)>,
 ) -> Value {
     let hits: Vec<Value> = outcome
         .hits
@@ -21,13 +22,24 @@ pub(crate) fn outcome_json(
         .enumerate()
         .map(|(position, hit)| hit_json(position + 1, hit))
         .collect();
+    let claim_coverage = match (outcome.stats.claims, claim_counts) {
+        (Some(claims), Some((active_total, with_claims))) => json!({
+            "active_total": active_total,
+            "with_claims": with_claims,
+            "matched": claims.matched,
+            "not_normalizable_excluded": claims.not_comparable,
+        }),
+        _ => Value::Null,
+    };
     json!({
         "hits": hits,
+        "claim_coverage": claim_coverage,
         "query": {
             "question": request.question,
             "top_k": request.top_k,
             "subject_id": request.subject_id,
             "min_confidence": request.min_confidence,
+            "tags": request.tags,
             "now": now.to_string(),
             "ranked_by": if with_vector { "similarity" } else { "effective_confidence" },
         },

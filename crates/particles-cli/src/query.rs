@@ -70,6 +70,35 @@ pub(crate) struct QueryArgs {
     #[arg(long)]
     include_non_asserted: bool,
 
+    /// Only beliefs tagged TAG or a tag below it in a taxonomy (repeatable: any of).
+    #[arg(long = "tag", value_name = "TAG")]
+    tags: Vec<String>,
+
+    /// With --tag, also match beliefs tagged only with an ancestor of TAG.
+    #[arg(long, requires = "tags")]
+    include_ancestors: bool,
+
+    /// Only structured claims with this predicate (case-insensitive, exact).
+    #[arg(long, value_name = "PREDICATE")]
+    predicate: Option<String>,
+
+    /// Only structured claims whose object equals VALUE (as a number or date when
+    /// both sides are one, else as text, case-insensitive).
+    #[arg(long, value_name = "VALUE")]
+    object_eq: Option<String>,
+
+    /// Only structured claims whose object is greater than this number or date.
+    #[arg(long, value_name = "BOUND", value_parser = parse_bound)]
+    object_gt: Option<String>,
+
+    /// Only structured claims whose object is less than this number or date.
+    #[arg(long, value_name = "BOUND", value_parser = parse_bound)]
+    object_lt: Option<String>,
+
+    /// Only structured claims whose object contains this text (case-insensitive).
+    #[arg(long, value_name = "TEXT")]
+    object_contains: Option<String>,
+
     /// The instant recency decay is evaluated at, RFC 3339 or ISO 8601 (a time
     /// without an offset is UTC). Default: now.
     #[arg(long, value_name = "RFC3339", value_parser = parse_instant)]
@@ -96,6 +125,16 @@ fn parse_enum<T: std::str::FromStr<Err = particles_model::UnknownVariant>>(
 ) -> Result<T, String> {
     text.parse()
         .map_err(|e: particles_model::UnknownVariant| e.to_string())
+}
+
+fn parse_bound(text: &str) -> Result<String, String> {
+    if particles_rank::is_comparable_bound(text) {
+        Ok(text.to_owned())
+    } else {
+        Err(format!(
+            "{text:?} is neither a number nor an ISO 8601 date or datetime"
+        ))
+    }
 }
 
 fn parse_instant(text: &str) -> Result<Timestamp, String> {
@@ -164,6 +203,9 @@ pub(crate) struct QueryParams {
     pub(crate) recency_window_days: Option<i64>,
     pub(crate) include_document_meta: bool,
     pub(crate) include_non_asserted: bool,
+    pub(crate) tags: Vec<String>,
+    pub(crate) include_ancestors: bool,
+    pub(crate) claims: particles_rank::ClaimFilters,
     /// `None`: the wall clock.
     pub(crate) now: Option<Timestamp>,
 }
@@ -198,7 +240,31 @@ pub(crate) fn execute(
         subject_id: params.subject_id,
         include_document_meta: params.include_document_meta,
         include_non_asserted: params.include_non_asserted,
+        tags: params.tags,
+        include_ancestors: params.include_ancestors,
+        predicate: params.claims.predicate,
+        object_eq: params.claims.object_eq,
+        object_gt: params.claims.object_gt,
+        object_lt: params.claims.object_lt,
+        object_contains: params.claims.object_contains,
     };
+    for (flag, bound) in [
+        ("--object-gt", &request.object_gt),
+        ("--object-lt", &request.object_lt),
+    ] {
+        if let Some(bound) = bound {
+            parse_bound(bound).map_err(|e| UsageError(format!("{flag}: {e}")))?;
+        }
+    }
+    for tag in &request.tags {
+        if !particles_store::tag_is_known(store, tag)? {
+            return Err(UsageError(format!(
+                "--tag {tag:?}: no taxonomy in {} defines this tag and no belief carries it",
+                store.path().display()
+            ))
+            .into());
+        }
+    }
     let request = particles_model::validate(request, |_| "query request".to_owned())
         .map_err(|e| UsageError(e.to_string()))?;
     let now = match params.now {
@@ -211,7 +277,11 @@ pub(crate) fn execute(
         &QueryInput::new(&request, vector.as_deref(), now),
     )
     .with_context(|| format!("query on {} failed", store.path().display()))?;
-    let json = output::outcome_json(&outcome, &request, now, vector.is_some());
+    let coverage = match outcome.stats.claims {
+        Some(_) => Some(particles_store::claim_coverage_counts(store)?),
+        None => None,
+    };
+    let json = output::outcome_json(&outcome, &request, now, vector.is_some(), coverage);
     Ok(Answer { outcome, now, json })
 }
 
@@ -241,6 +311,15 @@ pub(crate) fn run(args: QueryArgs) -> Result<()> {
         recency_window_days: args.recency_window_days,
         include_document_meta: args.include_document_meta,
         include_non_asserted: args.include_non_asserted,
+        tags: args.tags.clone(),
+        include_ancestors: args.include_ancestors,
+        claims: particles_rank::ClaimFilters {
+            predicate: args.predicate.clone(),
+            object_eq: args.object_eq.clone(),
+            object_gt: args.object_gt.clone(),
+            object_lt: args.object_lt.clone(),
+            object_contains: args.object_contains.clone(),
+        },
         now: args.now,
     };
     let store = Store::open_read_only(&args.store)?;

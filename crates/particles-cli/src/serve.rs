@@ -49,6 +49,15 @@ struct Request {
     include_document_meta: bool,
     #[serde(default)]
     include_non_asserted: bool,
+    #[serde(default)]
+    tags: Vec<String>,
+    #[serde(default)]
+    include_ancestors: bool,
+    predicate: Option<String>,
+    object_eq: Option<String>,
+    object_gt: Option<String>,
+    object_lt: Option<String>,
+    object_contains: Option<String>,
 }
 
 pub(crate) fn run(args: &ServeArgs) -> Result<()> {
@@ -114,6 +123,15 @@ fn answer(store: &Store, cache: &mut CandidateCache, line: &str) -> Result<Value
         recency_window_days: request.recency_window_days,
         include_document_meta: request.include_document_meta,
         include_non_asserted: request.include_non_asserted,
+        tags: request.tags,
+        include_ancestors: request.include_ancestors,
+        claims: particles_rank::ClaimFilters {
+            predicate: request.predicate,
+            object_eq: request.object_eq,
+            object_gt: request.object_gt,
+            object_lt: request.object_lt,
+            object_contains: request.object_contains,
+        },
         now,
     };
     let answer = execute(store, cache, params)?;

@@ -13,7 +13,10 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::{AssertionModality, Particle, ParticleType, UncertaintyNature, EMBEDDING_MODEL_ID};
+use crate::{
+    AssertionModality, Particle, ParticleType, StructuredClaim, UncertaintyNature,
+    EMBEDDING_MODEL_ID,
+};
 
 /// The outcome of a filter test that the reference does as a set-membership test:
 /// it can hold, not hold, or raise (`TypeError`) on a list or object value.
@@ -148,6 +151,7 @@ pub struct CandidateSet {
     offsets: Vec<usize>,
     vectors: Vec<f32>,
     premises: HashMap<String, Vec<String>>,
+    claims: HashMap<String, StructuredClaim>,
     strings: Interner,
 }
 
@@ -196,6 +200,9 @@ impl CandidateSet {
             source,
             source_key: self.strings.intern(particle.source_key()),
         };
+        if let Some(claim) = &particle.structured_claim {
+            self.claims.insert(particle.id.clone(), claim.clone());
+        }
         if traits.derived {
             self.premises.insert(
                 particle.id.clone(),
@@ -261,6 +268,11 @@ impl CandidateSet {
         self.premises.get(&self.ids[row]).map_or(&[], Vec::as_slice)
     }
 
+    /// The row's structured claim, if any.
+    pub fn structured_claim(&self, row: usize) -> Option<&StructuredClaim> {
+        self.claims.get(&self.ids[row])
+    }
+
     /// The row of a particle id, by linear scan (for tests and small sets).
     pub fn position(&self, id: &str) -> Option<usize> {
         self.ids.iter().position(|x| x == id)
@@ -319,6 +331,9 @@ impl CandidateSet {
             out.offsets.push(out.vectors.len());
             if let Some(premises) = self.premises.get(&self.ids[row]) {
                 out.premises.insert(self.ids[row].clone(), premises.clone());
+            }
+            if let Some(claim) = self.claims.get(&self.ids[row]) {
+                out.claims.insert(self.ids[row].clone(), claim.clone());
             }
         }
         out

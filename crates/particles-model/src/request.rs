@@ -47,6 +47,27 @@ pub struct QueryRequest {
     /// Keep DECLINED and HYPOTHETICAL particles (excluded by default).
     #[garde(skip)]
     pub include_non_asserted: bool,
+    /// Keep particles tagged with any of these tags or their taxonomy subtrees.
+    #[garde(inner(length(min = 1)))]
+    pub tags: Vec<String>,
+    /// Also match particles tagged only with an ancestor of a requested tag.
+    #[garde(skip)]
+    pub include_ancestors: bool,
+    /// Keep structured claims with this predicate (case-folded, exact).
+    #[garde(inner(length(min = 1)))]
+    pub predicate: Option<String>,
+    /// Keep structured claims whose object equals this.
+    #[garde(inner(length(min = 1)))]
+    pub object_eq: Option<String>,
+    /// Keep structured claims whose object is greater than this number or date.
+    #[garde(inner(length(min = 1)))]
+    pub object_gt: Option<String>,
+    /// Keep structured claims whose object is less than this number or date.
+    #[garde(inner(length(min = 1)))]
+    pub object_lt: Option<String>,
+    /// Keep structured claims whose object contains this text (case-folded).
+    #[garde(inner(length(min = 1)))]
+    pub object_contains: Option<String>,
 }
 
 impl Default for QueryRequest {
@@ -61,6 +82,13 @@ impl Default for QueryRequest {
             subject_id: None,
             include_document_meta: false,
             include_non_asserted: false,
+            tags: Vec::new(),
+            include_ancestors: false,
+            predicate: None,
+            object_eq: None,
+            object_gt: None,
+            object_lt: None,
+            object_contains: None,
         }
     }
 }

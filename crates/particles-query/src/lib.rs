@@ -30,7 +30,9 @@
 use std::collections::HashMap;
 
 use particles_model::{policy::SourceFacts, Particle, QueryRequest, Selection, Timestamp};
-use particles_rank::{Factors, NormKernel, Policies, QueryVector, Ranked};
+use particles_rank::{
+    ClaimFilters, ClaimMatch, Factors, NormKernel, Policies, QueryVector, Ranked,
+};
 use particles_store::{CandidateLoader, Store, UncachedLoader};
 
 /// Errors from running a query.
@@ -104,6 +106,16 @@ pub struct Hit {
     pub source: SourceFacts,
 }
 
+/// What the structured-claim filters did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ClaimStats {
+    /// Candidates whose claim matched.
+    pub matched: usize,
+    /// Candidates in the filtered slice whose object could not be compared with a
+    /// gt/lt bound (disclosed, not silently dropped).
+    pub not_comparable: usize,
+}
+
 /// Counts that explain a result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct QueryStats {
@@ -117,6 +129,8 @@ pub struct QueryStats {
     pub below_min_confidence: usize,
     /// Hits dropped by the co-evidential collapse.
     pub collapsed: usize,
+    /// The claim filters' counts, when the request has claim filters.
+    pub claims: Option<ClaimStats>,
 }
 
 /// A query's answer.
@@ -170,6 +184,59 @@ fn run_in_snapshot(
     rank_selection(store, &selection, &policies, query.as_ref(), input)
 }
 
+/// The candidate filters, in the reference's order: properties (document-meta,
+/// polarity, stance, uncertainty nature, modality), tags, structured claims, the
+/// recency window.
+fn filter_candidates(
+    store: &Store,
+    set: &particles_model::CandidateSet,
+    rows: &[usize],
+    request: &QueryRequest,
+    now: Timestamp,
+    stats: &mut QueryStats,
+) -> Result<Vec<usize>> {
+    let mut survivors = Vec::with_capacity(rows.len());
+    for &row in rows {
+        if particles_rank::passes_filters(set, row, request)? {
+            survivors.push(row);
+        }
+    }
+    if !request.tags.is_empty() {
+        let expanded =
+            particles_store::expand_tags(store, &request.tags, request.include_ancestors)?;
+        let tagged = particles_store::particle_ids_for_tags(store, &expanded)?;
+        survivors.retain(|&row| tagged.contains(set.id(row)));
+    }
+    let claim_filters = ClaimFilters {
+        predicate: request.predicate.clone(),
+        object_eq: request.object_eq.clone(),
+        object_gt: request.object_gt.clone(),
+        object_lt: request.object_lt.clone(),
+        object_contains: request.object_contains.clone(),
+    };
+    if claim_filters.is_active() {
+        let mut not_comparable = 0;
+        survivors.retain(|&row| match set.structured_claim(row) {
+            None => false,
+            Some(claim) => match particles_rank::match_claim(claim, &claim_filters) {
+                ClaimMatch::Matched => true,
+                ClaimMatch::Unmatched => false,
+                ClaimMatch::NotComparable => {
+                    not_comparable += 1;
+                    false
+                }
+            },
+        });
+        stats.claims = Some(ClaimStats {
+            matched: survivors.len(),
+            not_comparable,
+        });
+    }
+    survivors.retain(|&row| particles_rank::within_recency_window(set, row, request, now));
+    stats.filtered_out = rows.len() - survivors.len();
+    Ok(survivors)
+}
+
 fn rank_selection(
     store: &Store,
     selection: &Selection,
@@ -184,14 +251,7 @@ fn rank_selection(
         skipped_other_model: selection.skipped_other_model,
         ..QueryStats::default()
     };
-    let mut survivors = Vec::with_capacity(selection.rows.len());
-    for &row in &selection.rows {
-        if particles_rank::passes_filters(set, row, request, input.now)? {
-            survivors.push(row);
-        } else {
-            stats.filtered_out += 1;
-        }
-    }
+    let survivors = filter_candidates(store, set, &selection.rows, request, input.now, &mut stats)?;
     let sources = particles_store::source_facts(
         store,
         survivors.iter().map(|&row| {

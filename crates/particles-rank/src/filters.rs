@@ -4,20 +4,16 @@ use particles_model::{CandidateSet, FilterFlag, QueryRequest, Timestamp};
 
 use crate::error::{Error, Result};
 
-/// Whether candidate `row` survives the request's filters: document-meta,
-/// non-asserted polarity, stance marker, uncertainty nature, assertion modality and
-/// the recency window (measured back from `now`).
+/// Whether candidate `row` survives the request's property filters, in the
+/// reference's order: document-meta, non-asserted polarity, stance marker,
+/// uncertainty nature, assertion modality. (Tags and claim filters come next, then
+/// [`within_recency_window`].)
 ///
 /// # Errors
 ///
 /// [`Error::UnhashableProperty`] where the reference raises `TypeError`: a polarity
 /// or scope-action value that is a list or object, when its filter is on.
-pub fn passes_filters(
-    set: &CandidateSet,
-    row: usize,
-    request: &QueryRequest,
-    now: Timestamp,
-) -> Result<bool> {
+pub fn passes_filters(set: &CandidateSet, row: usize, request: &QueryRequest) -> Result<bool> {
     let traits = set.traits(row);
     let verdict = |flag: FilterFlag| match flag {
         FilterFlag::Keep => Ok(true),
@@ -48,11 +44,22 @@ pub fn passes_filters(
     {
         return Ok(false);
     }
-    if let Some(days) = request.recency_window_days.filter(|d| *d != 0) {
-        let cutoff = now.utc_micros() - days.saturating_mul(86_400_000_000);
-        if traits.asserted_at_micros < cutoff {
-            return Ok(false);
+    Ok(true)
+}
+
+/// Whether candidate `row` was asserted within the request's recency window,
+/// measured back from `now` (always true without a window).
+pub fn within_recency_window(
+    set: &CandidateSet,
+    row: usize,
+    request: &QueryRequest,
+    now: Timestamp,
+) -> bool {
+    match request.recency_window_days.filter(|d| *d != 0) {
+        None => true,
+        Some(days) => {
+            let cutoff = now.utc_micros() - days.saturating_mul(86_400_000_000);
+            set.traits(row).asserted_at_micros >= cutoff
         }
     }
-    Ok(true)
 }

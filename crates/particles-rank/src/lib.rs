@@ -20,6 +20,7 @@
 #![warn(missing_docs)]
 #![warn(clippy::unwrap_used)]
 
+mod claims;
 mod collapse;
 mod error;
 mod filters;
@@ -34,9 +35,10 @@ use std::collections::HashMap;
 use particles_model::{policy::SourceFacts, CandidateSet, Status, Timestamp};
 
 pub use crate::{
+    claims::{is_comparable_bound, match_claim, ClaimFilters, ClaimMatch, Decimal},
     collapse::{collapse_co_evidential, merge_co_evidential, EQUIVALENCE_THRESHOLD},
     error::{Error, Result},
-    filters::passes_filters,
+    filters::{passes_filters, within_recency_window},
     netloc::{netloc, NetlocError},
     policy::{infer_domain, recency_factor, DecayPolicy, Policies, TrustPolicy},
     pyregex::PyRegex,

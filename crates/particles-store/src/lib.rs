@@ -46,7 +46,8 @@ pub use crate::{
     policy::load_policy_rows,
     pyjson::{dumps as python_json_dumps, dumps_vector as python_json_vector},
     sources::{
-        co_evidential_edges, premise_statuses, source_facts, subject_is_known, subject_particle_ids,
+        claim_coverage_counts, co_evidential_edges, expand_tags, particle_ids_for_tags,
+        premise_statuses, source_facts, subject_is_known, subject_particle_ids, tag_is_known,
     },
     store::Store,
     writer::{content_hash, WriteTransaction, Writer},

@@ -1,7 +1,7 @@
 //! Source facts, premise statuses and co-evidential edges: the lookups a query
 //! makes after the candidates are chosen, each in chunks of [`ID_CHUNK`] ids.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use particles_model::{policy::SourceFacts, Status, Timestamp};
 
@@ -201,4 +201,139 @@ pub fn subject_particle_ids(store: &Store, subject_id: &str) -> Result<Vec<Strin
         [subject_id],
         |row| row.get(0),
     )
+}
+
+/// The reference's tag expansion: each requested tag with its whole subtree across
+/// every taxonomy (children found through `tag_nodes.parent`, level by level) and,
+/// with `include_ancestors`, the bare parent chain of each requested tag.
+///
+/// # Errors
+///
+/// [`Error::Query`] when SQLite fails.
+pub fn expand_tags(
+    store: &Store,
+    requested: &[String],
+    include_ancestors: bool,
+) -> Result<BTreeSet<String>> {
+    let mut expanded: BTreeSet<String> = requested.iter().cloned().collect();
+    if !store.has_table("tag_nodes")? {
+        return Ok(expanded);
+    }
+    let mut frontier: Vec<String> = expanded.iter().cloned().collect();
+    while !frontier.is_empty() {
+        let mut next = Vec::new();
+        for chunk in frontier.chunks(ID_CHUNK) {
+            let sql = format!(
+                "SELECT tag FROM tag_nodes WHERE parent IN ({})",
+                placeholders(chunk.len())
+            );
+            let tags: Vec<String> = collect_with(
+                store,
+                "tag children",
+                &sql,
+                rusqlite::params_from_iter(chunk.iter()),
+                |row| row.get(0),
+            )?;
+            next.extend(tags.into_iter().filter(|t| expanded.insert(t.clone())));
+        }
+        frontier = next;
+    }
+    if include_ancestors {
+        let mut frontier: Vec<String> = requested.to_vec();
+        while !frontier.is_empty() {
+            let mut next = Vec::new();
+            for chunk in frontier.chunks(ID_CHUNK) {
+                let sql = format!(
+                    "SELECT parent FROM tag_nodes WHERE tag IN ({}) AND parent IS NOT NULL",
+                    placeholders(chunk.len())
+                );
+                let parents: Vec<String> = collect_with(
+                    store,
+                    "tag parents",
+                    &sql,
+                    rusqlite::params_from_iter(chunk.iter()),
+                    |row| row.get(0),
+                )?;
+                next.extend(
+                    parents
+                        .into_iter()
+                        .filter(|p| !p.is_empty() && expanded.insert(p.clone())),
+                );
+            }
+            frontier = next;
+        }
+    }
+    Ok(expanded)
+}
+
+/// The ids of particles (any status) carrying at least one of `tags`.
+///
+/// # Errors
+///
+/// [`Error::Query`] when SQLite fails.
+pub fn particle_ids_for_tags(store: &Store, tags: &BTreeSet<String>) -> Result<HashSet<String>> {
+    let mut ids = HashSet::new();
+    if !store.has_table("particle_tag_edges")? {
+        return Ok(ids);
+    }
+    let tags: Vec<&String> = tags.iter().collect();
+    for chunk in tags.chunks(ID_CHUNK) {
+        let sql = format!(
+            "SELECT particle_id FROM particle_tag_edges WHERE tag IN ({})",
+            placeholders(chunk.len())
+        );
+        let found: Vec<String> = collect_with(
+            store,
+            "tagged particles",
+            &sql,
+            rusqlite::params_from_iter(chunk.iter()),
+            |row| row.get(0),
+        )?;
+        ids.extend(found);
+    }
+    Ok(ids)
+}
+
+/// Whether a tag is defined in any taxonomy or carried by any particle.
+///
+/// # Errors
+///
+/// [`Error::Query`] when SQLite fails.
+pub fn tag_is_known(store: &Store, tag: &str) -> Result<bool> {
+    for (table, sql) in [
+        (
+            "tag_nodes",
+            "SELECT EXISTS(SELECT 1 FROM tag_nodes WHERE tag = ?1)",
+        ),
+        (
+            "particle_tag_edges",
+            "SELECT EXISTS(SELECT 1 FROM particle_tag_edges WHERE tag = ?1)",
+        ),
+    ] {
+        if store.has_table(table)? {
+            let found: Vec<bool> = collect_with(store, "tag probe", sql, [tag], |row| row.get(0))?;
+            if found.first().copied().unwrap_or(false) {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
+}
+
+/// `(ACTIVE particles, ACTIVE particles with a structured claim)`, store-wide: the
+/// denominators of the claim-coverage report.
+///
+/// # Errors
+///
+/// [`Error::Query`] when SQLite fails.
+pub fn claim_coverage_counts(store: &Store) -> Result<(u64, u64)> {
+    let counts: Vec<(i64, i64)> = collect_with(
+        store,
+        "claim coverage",
+        "SELECT count(*), count(structured_claim_json) FROM particles WHERE status = 'ACTIVE'",
+        [],
+        |row| Ok((row.get(0)?, row.get(1)?)),
+    )?;
+    let (active, annotated) = counts.first().copied().unwrap_or((0, 0));
+    Ok((active.max(0) as u64, annotated.max(0) as u64))
 }

@@ -65,10 +65,23 @@ fn compare(dir: &Path, case: &Value) -> Option<String> {
             args.push(format!("--{}", flag.replace('_', "-")));
         }
     }
+    if let Some(tags) = request["tags"].as_array() {
+        for tag in tags {
+            args.extend(["--tag".into(), tag.as_str()?.into()]);
+        }
+        if request["include_ancestors"].as_bool() == Some(true) {
+            args.push("--include-ancestors".into());
+        }
+    }
     for option in [
         "uncertainty_nature",
         "assertion_modality",
         "recency_window_days",
+        "predicate",
+        "object_eq",
+        "object_gt",
+        "object_lt",
+        "object_contains",
     ] {
         if !request[option].is_null() {
             let value = match &request[option] {
