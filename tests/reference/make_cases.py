@@ -74,6 +74,8 @@ TAXONOMY = [
     ("tax-b", "coins/grading", "coins"), ("tax-b", "metals", None), ("tax-b", "metals/gold", "metals"),
 ]
 TAGGABLE = ["coins", "coins/gold", "coins/silver/ancient", "coins/grading", "metals", "metals/gold", "ad-hoc"]
+AS_OFS = ["2023-06-01T00:00:00Z", "2024-01-01T00:00:00", "2022-01-01T00:00:00+02:00", "2025-06-01T00:00:00Z",
+          "2021-03-01T12:00:00Z"]
 NOWS = ["2026-06-01T00:00:00Z", "2024-03-15T12:30:00", "2019-01-01T00:00:00+05:00"]
 
 
@@ -206,7 +208,7 @@ def build_hand_store(path: Path, seed: int) -> dict:
 
     # Particles, through the reference's own row mapping.
     engine = create_engine(f"sqlite:///{path}")
-    rows, ids, vectors = [], [], []
+    rows, ids, vectors, zoned = [], [], [], []
     n = rng.randint(30, 160)
     for i in range(n):
         pid = _uid(rng)
@@ -263,7 +265,7 @@ def build_hand_store(path: Path, seed: int) -> dict:
             provenance=provenance,
             asserted_by="gen",
             asserted_at=epoch - timedelta(days=rng.uniform(0, 2000)),
-            status=rng.choices(["ACTIVE", "SUPERSEDED", "RETRACTED", "PROVENANCE_STALE"], [80, 8, 8, 4])[0],
+            status=rng.choices(["ACTIVE", "SUPERSEDED", "RETRACTED", "PROVENANCE_STALE", "INCONSISTENCY"], [75, 9, 9, 4, 3])[0],
             particle_type=rng.choices(["CLAIM", "NARRATIVE", "REVIEW"], [80, 12, 8])[0],
             assertion_modality=rng.choice(["FALSIFIABLE", "FALSIFIABLE", "EVALUATIVE", "EXPERIENTIAL"]),
             extractor_ref=(None if rng.random() < 0.2 else
@@ -277,7 +279,20 @@ def build_hand_store(path: Path, seed: int) -> dict:
         row = ParticleRow.from_model(particle, embedding)
         values = {c.key: getattr(row, c.key) for c in ParticleRow.__table__.columns}
         values["born_retired"] = False
-        values["retired_at"] = None if particle.status.value == "ACTIVE" else values["asserted_at"]
+        # Retirement history in every shape the as-of ladder distinguishes: stored
+        # (naive or zoned), missing (dated by successor, event or expiry, or not at
+        # all), a re-activated row that keeps its stored instant, born retired.
+        roll = rng.random()
+        if particle.status.value == "ACTIVE":
+            values["retired_at"] = None if roll < 0.95 else epoch - timedelta(days=rng.uniform(0, 900))
+        elif roll < 0.45:
+            values["retired_at"] = values["asserted_at"] + timedelta(days=rng.uniform(1, 1500))
+        elif roll < 0.55:
+            zoned.append((pid, (values["asserted_at"] + timedelta(days=rng.uniform(1, 900))).strftime("%Y-%m-%d %H:%M:%S+02:00")))
+            values["retired_at"] = None
+        else:
+            values["retired_at"] = None
+        values["born_retired"] = particle.status.value == "INCONSISTENCY" and rng.random() < 0.7
         rows.append(values)
     with engine.begin() as conn:
         rng.shuffle(rows)  # rowid order differs from id order
@@ -295,6 +310,33 @@ def build_hand_store(path: Path, seed: int) -> dict:
         db.execute("INSERT INTO taxonomies VALUES (?,?,?,?,?,?,?)", (taxonomy, taxonomy, "1", "gen", None, None, _ts(epoch)))
     for taxonomy, tag, parent in TAXONOMY:
         db.execute("INSERT INTO tag_nodes VALUES (?,?,?,?,?)", (taxonomy, tag, parent, "[]", None))
+    for pid, text in zoned:
+        db.execute("UPDATE particles SET retired_at = ? WHERE id = ?", (text, pid))
+    # Retirement datings: supersedes pointers, operator events, validity expiry,
+    # pending conflict losers; valid_until bounds on believed rows.
+    retired = [r[0] for r in db.execute("SELECT id FROM particles WHERE status != 'ACTIVE' AND retired_at IS NULL")]
+    others = [r[0] for r in db.execute("SELECT id FROM particles ORDER BY rowid")]
+    for pid in retired:
+        roll = rng.random()
+        if roll < 0.3:
+            successor = rng.choice(others)
+            if successor != pid:
+                db.execute("UPDATE particles SET supersedes = ? WHERE id = ?", (pid, successor))
+        elif roll < 0.55:
+            for _ in range(rng.randint(1, 2)):
+                event_id = _uid(rng)
+                db.execute("INSERT INTO operator_events (event_id, occurred_at, actor, event_type) VALUES (?,?,?,?)",
+                           (event_id, _ts(epoch + timedelta(days=rng.uniform(-1500, 600))), "op",
+                            rng.choice(["PARTICLE_SUPERSEDED", "PARTICLE_RETRACTED", "REVIEW_RESOLVED", "PARTICLE_CREATED"])))
+                db.execute("INSERT INTO operator_event_refs VALUES (?,?,?)", (event_id, rng.choice(["particle", "particle", "entry"]), pid))
+        elif roll < 0.7:
+            db.execute("UPDATE particles SET status_reason = 'VALIDITY_EXPIRED', valid_until = ? WHERE id = ?",
+                       (_ts(epoch + timedelta(days=rng.uniform(-1000, 500))), pid))
+        elif roll < 0.78:
+            db.execute("UPDATE particles SET status_reason = 'CONFLICT_PENDING' WHERE id = ?", (pid,))
+    for pid in rng.sample(others, max(1, len(others) // 10)):
+        db.execute("UPDATE particles SET valid_until = ? WHERE id = ? AND valid_from IS NULL AND valid_until IS NULL",
+                   (rng.choice([_ts(epoch + timedelta(days=rng.uniform(-1200, 900))), (epoch + timedelta(days=100)).strftime("%Y-%m-%d %H:%M:%S-05:00")]), pid))
     # Foreign and legacy embedding model ids, malformed extractor refs.
     for pid in rng.sample(ids, max(1, n // 15)):
         db.execute("UPDATE particles SET embedding_model_id = ? WHERE id = ?", (rng.choice(["other-model", "", None]), pid))
@@ -350,6 +392,8 @@ def requests_for(store: Path, facts: dict, rng: random.Random, count: int) -> li
             request["assertion_modality"] = rng.choice(["FALSIFIABLE", "EVALUATIVE"])
         if rng.random() < 0.1:
             request["recency_window_days"] = rng.choice([365, 1000, -10])
+        if rng.random() < 0.3:
+            request["as_of"] = rng.choice(AS_OFS)
         if rng.random() < 0.2 and facts.get("hand"):
             request["tags"] = rng.sample([t for _, t, _ in TAXONOMY], rng.randint(1, 2))
             request["include_ancestors"] = rng.random() < 0.5
@@ -374,7 +418,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--generator-size", type=int)
-    parser.add_argument("--requests", type=int, default=12)
+    parser.add_argument("--requests", type=int, default=16)
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     if args.generator_size:

@@ -73,6 +73,7 @@ async def _run(request: dict) -> dict:
             "object_gt",
             "object_lt",
             "object_contains",
+            "as_of",
         )
         if request.get(key) is not None
     }

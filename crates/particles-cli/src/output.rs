@@ -33,6 +33,8 @@ pub(crate) fn outcome_json(
     };
     json!({
         "hits": hits,
+        "as_of": request.as_of.map(|t| t.to_string()),
+        "as_of_excluded_undatable": outcome.as_of_excluded_undatable,
         "claim_coverage": claim_coverage,
         "query": {
             "question": request.question,
@@ -74,6 +76,17 @@ fn hit_json(rank: usize, hit: &Hit) -> Value {
             "published_at": hit.source.published_at.map(|t| t.to_string()),
             "author_id": hit.source.author_id,
         },
+        "as_of_note": hit.as_of_note.as_ref().map(|note| json!({
+            "status": note.status.as_str(),
+            "status_reason": note.status_reason.map(|r| r.as_str()),
+            "retired_at": note.retired_at.to_string(),
+            "basis": note.basis.as_str(),
+            "successor": note.successor.as_ref().map(|s| json!({
+                "id": s.id,
+                "content": s.content,
+                "asserted_at": s.asserted_at.to_string(),
+            })),
+        })),
         "particle": serde_json::to_value(&hit.particle).unwrap_or(Value::Null),
     })
 }

@@ -99,6 +99,13 @@ pub(crate) struct QueryArgs {
     #[arg(long, value_name = "TEXT")]
     object_contains: Option<String>,
 
+    /// Believed at this instant: rank what the store believed then (retired
+    /// beliefs that still held count, later ones do not); decay and the recency
+    /// window are evaluated at it. RFC 3339 or ISO 8601, UTC when no offset; not
+    /// in the future.
+    #[arg(long, value_name = "INSTANT", value_parser = parse_instant)]
+    as_of: Option<Timestamp>,
+
     /// The instant recency decay is evaluated at, RFC 3339 or ISO 8601 (a time
     /// without an offset is UTC). Default: now.
     #[arg(long, value_name = "RFC3339", value_parser = parse_instant)]
@@ -206,6 +213,7 @@ pub(crate) struct QueryParams {
     pub(crate) tags: Vec<String>,
     pub(crate) include_ancestors: bool,
     pub(crate) claims: particles_rank::ClaimFilters,
+    pub(crate) as_of: Option<Timestamp>,
     /// `None`: the wall clock.
     pub(crate) now: Option<Timestamp>,
 }
@@ -247,7 +255,17 @@ pub(crate) fn execute(
         object_gt: params.claims.object_gt,
         object_lt: params.claims.object_lt,
         object_contains: params.claims.object_contains,
+        as_of: params.as_of,
     };
+    if let Some(as_of) = request.as_of {
+        let clock = wall_clock()?;
+        if as_of.utc_micros() > clock.utc_micros() {
+            return Err(UsageError(format!(
+                "--as-of {as_of}: the instant is in the future (now is {clock}); the as-of lens answers what was believed, not what will be"
+            ))
+            .into());
+        }
+    }
     for (flag, bound) in [
         ("--object-gt", &request.object_gt),
         ("--object-lt", &request.object_lt),
@@ -320,6 +338,7 @@ pub(crate) fn run(args: QueryArgs) -> Result<()> {
             object_lt: args.object_lt.clone(),
             object_contains: args.object_contains.clone(),
         },
+        as_of: args.as_of,
         now: args.now,
     };
     let store = Store::open_read_only(&args.store)?;

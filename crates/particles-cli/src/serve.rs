@@ -58,6 +58,7 @@ struct Request {
     object_gt: Option<String>,
     object_lt: Option<String>,
     object_contains: Option<String>,
+    as_of: Option<String>,
 }
 
 pub(crate) fn run(args: &ServeArgs) -> Result<()> {
@@ -112,6 +113,14 @@ fn answer(store: &Store, cache: &mut CandidateCache, line: &str) -> Result<Value
         })?),
         None => None,
     };
+    let as_of = match request.as_of {
+        Some(text) => Some(Timestamp::parse(&text).map_err(|_| {
+            anyhow::anyhow!(
+                "`as_of` {text:?} is not an instant; use RFC 3339, e.g. 2024-01-31T12:00:00Z"
+            )
+        })?),
+        None => None,
+    };
     let params = QueryParams {
         question: request.question,
         vector,
@@ -132,6 +141,7 @@ fn answer(store: &Store, cache: &mut CandidateCache, line: &str) -> Result<Value
             object_lt: request.object_lt,
             object_contains: request.object_contains,
         },
+        as_of,
         now,
     };
     let answer = execute(store, cache, params)?;

@@ -4,7 +4,7 @@
 use garde::Validate;
 use serde::{Deserialize, Serialize};
 
-use crate::{AssertionModality, UncertaintyNature};
+use crate::{AssertionModality, Timestamp, UncertaintyNature};
 
 /// The largest `top_k` the reference accepts.
 pub const MAX_TOP_K: u32 = 200;
@@ -68,6 +68,10 @@ pub struct QueryRequest {
     /// Keep structured claims whose object contains this text (case-folded).
     #[garde(inner(length(min = 1)))]
     pub object_contains: Option<String>,
+    /// Believed at this instant (naive read as UTC): the as-of route. Decay and
+    /// the recency window are evaluated at it. Callers reject a future instant.
+    #[garde(skip)]
+    pub as_of: Option<Timestamp>,
 }
 
 impl Default for QueryRequest {
@@ -89,6 +93,7 @@ impl Default for QueryRequest {
             object_gt: None,
             object_lt: None,
             object_contains: None,
+            as_of: None,
         }
     }
 }

@@ -27,6 +27,10 @@
 #![warn(missing_docs)]
 #![warn(clippy::unwrap_used)]
 
+mod as_of;
+
+pub use crate::as_of::{AsOfLoader, AsOfNote, RetirementBasis, Successor};
+
 use std::collections::HashMap;
 
 use particles_model::{policy::SourceFacts, Particle, QueryRequest, Selection, Timestamp};
@@ -65,7 +69,7 @@ pub struct QueryInput<'a> {
     /// The query vector; `None` ranks by effective confidence (the reference's
     /// `use_embeddings=False`, or no encoder).
     pub vector: Option<&'a [f32]>,
-    /// The instant decay is evaluated at.
+    /// The instant decay is evaluated at (the request's `as_of` replaces it).
     pub now: Timestamp,
     /// The BLAS kernel whose rounding the query norm reproduces.
     pub norm_kernel: NormKernel,
@@ -104,6 +108,8 @@ pub struct Hit {
     pub factors: Factors,
     /// The first source's facts.
     pub source: SourceFacts,
+    /// With `as_of`: why a hit retired now was believed at T.
+    pub as_of_note: Option<AsOfNote>,
 }
 
 /// What the structured-claim filters did.
@@ -140,6 +146,9 @@ pub struct QueryOutcome {
     pub hits: Vec<Hit>,
     /// Counts that explain them.
     pub stats: QueryStats,
+    /// With `as_of`: retired candidates left out because no rung dated their
+    /// retirement (the lens fails closed and says so).
+    pub as_of_excluded_undatable: usize,
 }
 
 /// Runs a semantic query with the uncached loader, inside one read transaction of
@@ -180,8 +189,33 @@ fn run_in_snapshot(
     let query = input
         .vector
         .map(|v| QueryVector::new(v.to_vec(), input.norm_kernel));
-    let selection = loader.load(store, request.min_confidence, request.subject_id.as_deref())?;
-    rank_selection(store, &selection, &policies, query.as_ref(), input)
+    match request.as_of {
+        None => {
+            let selection =
+                loader.load(store, request.min_confidence, request.subject_id.as_deref())?;
+            rank_selection(
+                store,
+                &selection,
+                &policies,
+                query.as_ref(),
+                input,
+                input.now,
+            )
+        }
+        Some(as_of) => {
+            // Believed at T: its own loader, and decay and the recency window move to T.
+            let mut as_of_loader = AsOfLoader::new(as_of);
+            let selection =
+                as_of_loader.load(store, request.min_confidence, request.subject_id.as_deref())?;
+            let mut outcome =
+                rank_selection(store, &selection, &policies, query.as_ref(), input, as_of)?;
+            outcome.as_of_excluded_undatable = as_of_loader.excluded_undatable();
+            for hit in &mut outcome.hits {
+                hit.as_of_note = as_of_loader.notes().get(&hit.particle.id).cloned();
+            }
+            Ok(outcome)
+        }
+    }
 }
 
 /// The candidate filters, in the reference's order: properties (document-meta,
@@ -243,6 +277,7 @@ fn rank_selection(
     policies: &Policies,
     query: Option<&QueryVector>,
     input: &QueryInput<'_>,
+    now: Timestamp,
 ) -> Result<QueryOutcome> {
     let request: &QueryRequest = input.request;
     let set = selection.set.as_ref();
@@ -251,7 +286,7 @@ fn rank_selection(
         skipped_other_model: selection.skipped_other_model,
         ..QueryStats::default()
     };
-    let survivors = filter_candidates(store, set, &selection.rows, request, input.now, &mut stats)?;
+    let survivors = filter_candidates(store, set, &selection.rows, request, now, &mut stats)?;
     let sources = particles_store::source_facts(
         store,
         survivors.iter().map(|&row| {
@@ -272,7 +307,7 @@ fn rank_selection(
     let mut source_of = HashMap::with_capacity(survivors.len());
     for (&row, source) in survivors.iter().zip(sources) {
         let discount = particles_rank::stale_support_discount(set, row, &premises);
-        let factors = particles_rank::factors(set, row, &source, discount, policies, input.now)?;
+        let factors = particles_rank::factors(set, row, &source, discount, policies, now)?;
         match particles_rank::score_candidate(set, row, &factors, query, request.min_confidence)? {
             Some(ranked) => {
                 scored.push(ranked);
@@ -317,7 +352,12 @@ fn rank_selection(
                 discount: 1.0,
             }),
             source: source_of.remove(&ranked.row).unwrap_or_default(),
+            as_of_note: None,
         });
     }
-    Ok(QueryOutcome { hits, stats })
+    Ok(QueryOutcome {
+        hits,
+        stats,
+        as_of_excluded_undatable: 0,
+    })
 }

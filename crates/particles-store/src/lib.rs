@@ -22,6 +22,7 @@
 mod embedding;
 mod error;
 mod guard;
+mod history;
 mod journal;
 mod loader;
 mod policy;
@@ -35,6 +36,10 @@ pub use crate::{
     embedding::{decode_embedding, EmbeddingError},
     error::{Error, Result},
     guard::{check_schema_version, SchemaMismatch},
+    history::{
+        born_retired_ids, load_as_of, retirement_events, successor_rows, HistoricalRow,
+        SuccessorRow,
+    },
     journal::{
         changed_since, install_journal, journal_installed, read_head, token_at, InstallReport,
         JournalHead, JOURNAL_RETENTION, TRIGGER_NAMES,

@@ -172,6 +172,11 @@ impl<'stmt, 'row> ParticleRow<'stmt, 'row> {
         Ok(self.embedding_model_id()? == EMBEDDING_MODEL_ID)
     }
 
+    /// The `retired_at` storage column (when the row first left ACTIVE).
+    pub(crate) fn retired_at(&self) -> Result<Option<Timestamp>> {
+        self.opt_timestamp(RETIRED_AT, "retired_at")
+    }
+
     pub(crate) fn embedding_json(&self) -> Result<Option<&'row str>> {
         self.opt_text(EMBEDDING_JSON, "embedding_json")
     }

@@ -82,6 +82,7 @@ fn compare(dir: &Path, case: &Value) -> Option<String> {
         "object_gt",
         "object_lt",
         "object_contains",
+        "as_of",
     ] {
         if !request[option].is_null() {
             let value = match &request[option] {

@@ -1,0 +1,250 @@
+//! The as-of route: what the store believed at an instant T.
+//!
+//! A particle is visible at T when it had been asserted (`asserted_at <= T`), was
+//! ever believed (not born retired, not an INCONSISTENCY record, not a pending
+//! conflict loser), was still valid (`valid_until` not before T), and was not yet
+//! retired: it is ACTIVE now, or its retirement instant R, found on the ladder
+//! (stored `retired_at`, the earliest successor's assertion, the latest retiring
+//! operator event, `valid_until` for an expiry), is after T. A retired particle
+//! whose R cannot be found is excluded and counted: the lens never invents an
+//! instant. This follows the reference's `operations/query/as_of.py`.
+
+use std::collections::{HashMap, HashSet};
+
+use particles_model::{CandidateSet, Particle, Selection, Status, StatusReason, Timestamp};
+use particles_store::{CandidateLoader, Store};
+
+/// Which rung of the ladder dated a retirement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetirementBasis {
+    /// The stored `retired_at` column.
+    Stored,
+    /// The earliest particle that supersedes it.
+    Successor,
+    /// The latest retiring operator event naming it.
+    Event,
+    /// Its `valid_until`, for a `VALIDITY_EXPIRED` retirement.
+    ValidUntil,
+}
+
+impl RetirementBasis {
+    /// The reference's name for the rung.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RetirementBasis::Stored => "stored",
+            RetirementBasis::Successor => "successor",
+            RetirementBasis::Event => "event",
+            RetirementBasis::ValidUntil => "valid_until",
+        }
+    }
+}
+
+/// The particle that superseded a retired hit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Successor {
+    /// Its id.
+    pub id: String,
+    /// Its content.
+    pub content: String,
+    /// When it was asserted (UTC).
+    pub asserted_at: Timestamp,
+}
+
+/// Why a hit that is retired now was still believed at T.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AsOfNote {
+    /// Its current status.
+    pub status: Status,
+    /// Its current status reason.
+    pub status_reason: Option<StatusReason>,
+    /// When it was retired (after T), UTC.
+    pub retired_at: Timestamp,
+    /// The rung that dated it.
+    pub basis: RetirementBasis,
+    /// Its successor, when a particle supersedes it.
+    pub successor: Option<Successor>,
+}
+
+/// The store's retirement-dating facts, read once per query.
+struct RetirementIndex {
+    successors: HashMap<String, Successor>,
+    events: HashMap<String, i64>,
+    never_believed: HashSet<String>,
+}
+
+fn utc(timestamp: Timestamp) -> Timestamp {
+    if timestamp.is_aware() {
+        Timestamp::from_utc_micros(timestamp.utc_micros())
+            .map_or(timestamp, Timestamp::with_utc_offset)
+    } else {
+        timestamp.with_utc_offset()
+    }
+}
+
+impl RetirementIndex {
+    fn load(store: &Store) -> particles_store::Result<RetirementIndex> {
+        let mut successors: HashMap<String, Successor> = HashMap::new();
+        for row in particles_store::successor_rows(store)? {
+            let earlier = successors.get(&row.supersedes).is_none_or(|current| {
+                row.asserted_at.utc_micros() < current.asserted_at.utc_micros()
+            });
+            if earlier {
+                successors.insert(
+                    row.supersedes,
+                    Successor {
+                        id: row.id,
+                        content: row.content,
+                        asserted_at: row.asserted_at,
+                    },
+                );
+            }
+        }
+        let mut events: HashMap<String, i64> = HashMap::new();
+        for (id, occurred_at) in particles_store::retirement_events(store)? {
+            let at = occurred_at.utc_micros();
+            let later = events.get(&id).is_none_or(|&current| at > current);
+            if later {
+                events.insert(id, at);
+            }
+        }
+        Ok(RetirementIndex {
+            successors,
+            events,
+            never_believed: particles_store::born_retired_ids(store)?,
+        })
+    }
+
+    fn resolve(
+        &self,
+        particle: &Particle,
+        stored: Option<Timestamp>,
+    ) -> Option<(i64, RetirementBasis)> {
+        if let Some(stored) = stored {
+            return Some((stored.utc_micros(), RetirementBasis::Stored));
+        }
+        if let Some(successor) = self.successors.get(&particle.id) {
+            return Some((
+                successor.asserted_at.utc_micros(),
+                RetirementBasis::Successor,
+            ));
+        }
+        if let Some(&at) = self.events.get(&particle.id) {
+            return Some((at, RetirementBasis::Event));
+        }
+        match (particle.status_reason, particle.valid_until) {
+            (Some(StatusReason::ValidityExpired), Some(until)) => {
+                Some((until.utc_micros(), RetirementBasis::ValidUntil))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The verdict on one candidate.
+enum Visibility {
+    Hidden,
+    Undatable,
+    Visible(Option<AsOfNote>),
+}
+
+fn evaluate(
+    index: &RetirementIndex,
+    particle: &Particle,
+    stored: Option<Timestamp>,
+    as_of: i64,
+) -> Visibility {
+    if particle.asserted_at.utc_micros() > as_of {
+        return Visibility::Hidden;
+    }
+    let never_believed = index.never_believed.contains(&particle.id)
+        || particle.status == Status::Inconsistency
+        || particle.status_reason == Some(StatusReason::ConflictPending);
+    if never_believed {
+        return Visibility::Hidden;
+    }
+    if particle
+        .valid_until
+        .is_some_and(|until| until.utc_micros() < as_of)
+    {
+        return Visibility::Hidden;
+    }
+    if particle.status == Status::Active {
+        return Visibility::Visible(None);
+    }
+    let Some((retired_at, basis)) = index.resolve(particle, stored) else {
+        return Visibility::Undatable;
+    };
+    if retired_at <= as_of {
+        return Visibility::Hidden;
+    }
+    Visibility::Visible(Some(AsOfNote {
+        status: particle.status,
+        status_reason: particle.status_reason,
+        retired_at: Timestamp::from_utc_micros(retired_at)
+            .map_or(particle.asserted_at, Timestamp::with_utc_offset),
+        basis,
+        successor: index.successors.get(&particle.id).map(|s| Successor {
+            asserted_at: utc(s.asserted_at),
+            ..s.clone()
+        }),
+    }))
+}
+
+/// The as-of loader: candidates of every status believed at `as_of`, with a note
+/// for each that is retired now, and the count of undatable retirements excluded.
+pub struct AsOfLoader {
+    as_of: Timestamp,
+    notes: HashMap<String, AsOfNote>,
+    excluded_undatable: usize,
+}
+
+impl AsOfLoader {
+    /// A loader for the instant `as_of` (naive read as UTC).
+    pub fn new(as_of: Timestamp) -> AsOfLoader {
+        AsOfLoader {
+            as_of,
+            notes: HashMap::new(),
+            excluded_undatable: 0,
+        }
+    }
+
+    /// The notes of the last load, by particle id.
+    pub fn notes(&self) -> &HashMap<String, AsOfNote> {
+        &self.notes
+    }
+
+    /// Retired candidates of the last load left out because no rung dated them.
+    pub fn excluded_undatable(&self) -> usize {
+        self.excluded_undatable
+    }
+}
+
+impl CandidateLoader for AsOfLoader {
+    fn load(
+        &mut self,
+        store: &Store,
+        min_confidence: f64,
+        subject_id: Option<&str>,
+    ) -> particles_store::Result<Selection> {
+        let as_of = self.as_of.utc_micros();
+        let index = RetirementIndex::load(store)?;
+        let (rows, skipped) =
+            particles_store::load_as_of(store, as_of, min_confidence, subject_id)?;
+        self.notes.clear();
+        self.excluded_undatable = 0;
+        let mut set = CandidateSet::new();
+        for row in rows {
+            match evaluate(&index, &row.particle, row.retired_at, as_of) {
+                Visibility::Hidden => {}
+                Visibility::Undatable => self.excluded_undatable += 1,
+                Visibility::Visible(note) => {
+                    if let Some(note) = note {
+                        self.notes.insert(row.particle.id.clone(), note);
+                    }
+                    set.push(row.rowid, &row.particle, &row.vector, None);
+                }
+            }
+        }
+        Ok(Selection::all(set, skipped))
+    }
+}
