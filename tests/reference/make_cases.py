@@ -256,8 +256,24 @@ def build_hand_store(path: Path, seed: int) -> dict:
                                          object=ClaimTerm(kind=kind, value=value, datatype=datatype),
                                          structurizer_id="gen", structurizer_version="1",
                                          generated_at=epoch)
+        # World time: a start with a kind and a basis (and a granularity for a
+        # coarse one) on about half the beliefs.
+        valid_from = valid_kind = None
+        if rng.random() < 0.5:
+            valid_from = epoch + timedelta(days=rng.uniform(-2500, 700))
+            if rng.random() < 0.1:
+                valid_from = valid_from.replace(hour=0, minute=0, second=0, microsecond=0)
+            valid_kind = rng.choice(["EVENT", "STATE", "STATE", None])
+            basis = rng.choice(["stated", "prose", "as-of", "coarse", "session", "operator", None])
+            if basis is not None:
+                properties = dict(properties or {})
+                properties["extraction:valid_from_basis"] = basis
+                if basis == "coarse":
+                    properties["extraction:valid_from_granularity"] = rng.choice(["year", "month", "day"])
         particle = Particle(
             id=pid,
+            valid_from=valid_from,
+            valid_kind=valid_kind,
             content=f"Belief {i} about coins and {rng.choice(['gold', 'silver', 'grading'])}.",
             confidence=Confidence(value=confidence,
                                   calibration_source="DERIVED" if derived else rng.choice(["EXTRACTOR_DIRECT", "HUMAN_REVIEW"])),
@@ -334,6 +350,11 @@ def build_hand_store(path: Path, seed: int) -> dict:
                        (_ts(epoch + timedelta(days=rng.uniform(-1000, 500))), pid))
         elif roll < 0.78:
             db.execute("UPDATE particles SET status_reason = 'CONFLICT_PENDING' WHERE id = ?", (pid,))
+    for pid in rng.sample(others, max(1, len(others) // 5)):
+        # A STATE's end, after its start.
+        db.execute("UPDATE particles SET valid_until = datetime(valid_from, '+' || ? || ' days') "
+                   "WHERE id = ? AND valid_kind = 'STATE' AND valid_from IS NOT NULL AND valid_until IS NULL",
+                   (rng.randint(1, 900), pid))
     for pid in rng.sample(others, max(1, len(others) // 10)):
         db.execute("UPDATE particles SET valid_until = ? WHERE id = ? AND valid_from IS NULL AND valid_until IS NULL",
                    (rng.choice([_ts(epoch + timedelta(days=rng.uniform(-1200, 900))), (epoch + timedelta(days=100)).strftime("%Y-%m-%d %H:%M:%S-05:00")]), pid))
@@ -394,6 +415,12 @@ def requests_for(store: Path, facts: dict, rng: random.Random, count: int) -> li
             request["recency_window_days"] = rng.choice([365, 1000, -10])
         if rng.random() < 0.3:
             request["as_of"] = rng.choice(AS_OFS)
+        if rng.random() < 0.3 and facts.get("hand"):
+            if rng.random() < 0.3:
+                request["on"] = rng.choice(["2020-03-15", "2021-06-01", "2019-11-30T15:00:00"])
+            else:
+                request["during"] = rng.choice(["2019-01-01..2021-12-31", "..2020-06-30", "2022-01-01..",
+                                                "2020-05-01T00:00:00Z..2020-05-31", "2018-01-01..2018-12-31"])
         if rng.random() < 0.2 and facts.get("hand"):
             request["tags"] = rng.sample([t for _, t, _ in TAXONOMY], rng.randint(1, 2))
             request["include_ancestors"] = rng.random() < 0.5

@@ -41,6 +41,21 @@ decay_module.datetime = _FrozenClock
 query_main.datetime = _FrozenClock
 
 
+def _window(during, on):
+    """The TimeWindow the reference's CLI builds from --during / --on."""
+    from particles.core.schema import TimeWindow
+    from particles.core.validity import window_end_of_day, window_for_day
+
+    if on is not None:
+        return window_for_day(datetime.fromisoformat(on))
+    if during is None:
+        return None
+    raw_start, raw_end = during.split("..", 1)
+    start = datetime.fromisoformat(raw_start) if raw_start else None
+    end = window_end_of_day(datetime.fromisoformat(raw_end)) if raw_end else None
+    return TimeWindow(start=start, end=end)
+
+
 async def _run(request: dict) -> dict:
     from sqlalchemy import event
     from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
@@ -77,6 +92,9 @@ async def _run(request: dict) -> dict:
         )
         if request.get(key) is not None
     }
+    window = _window(request.get("during"), request.get("on"))
+    if window is not None:
+        fields["window"] = window
     query_request = QueryRequest(question=request.get("question") or "question", **fields)
     engine = create_async_engine(f"sqlite+aiosqlite:///{request['store']}")
     event.listen(engine.sync_engine, "connect", _sqlite_set_pragmas)

@@ -35,6 +35,18 @@ pub(crate) fn outcome_json(
         "hits": hits,
         "as_of": request.as_of.map(|t| t.to_string()),
         "as_of_excluded_undatable": outcome.as_of_excluded_undatable,
+        "window": request.window.map(|w| json!({
+            "start": w.start.map(|t| t.to_string()),
+            "end": w.end.map(|t| t.to_string()),
+        })),
+        "window_coverage": outcome.window_coverage.map(|c| json!({
+            "candidates": c.candidates,
+            "admitted": c.admitted,
+            "undated": c.undated,
+            "unkinded": c.unkinded,
+            "retired_admitted": c.retired_admitted,
+            "restated": c.restated,
+        })),
         "claim_coverage": claim_coverage,
         "query": {
             "question": request.question,
@@ -86,6 +98,14 @@ fn hit_json(rank: usize, hit: &Hit) -> Value {
                 "content": s.content,
                 "asserted_at": s.asserted_at.to_string(),
             })),
+        })),
+        "window_hit": hit.window_hit.as_ref().map(|w| json!({
+            "reading": w.reading.as_str(),
+            "valid_from": w.valid_from.to_string(),
+            "valid_kind": w.valid_kind.map(|k| k.as_str()),
+            "closed_at": w.closed_at.map(|t| t.to_string()),
+            "close_basis": w.close_basis.map(|b| b.as_str()),
+            "restates": w.restates,
         })),
         "particle": serde_json::to_value(&hit.particle).unwrap_or(Value::Null),
     })

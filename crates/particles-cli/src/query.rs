@@ -9,7 +9,8 @@ use std::{
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use particles_model::{
-    AssertionModality, QueryRequest, Timestamp, UncertaintyNature, EMBEDDING_DIM, MAX_TOP_K,
+    AssertionModality, QueryRequest, TimeWindow, Timestamp, UncertaintyNature, EMBEDDING_DIM,
+    MAX_TOP_K,
 };
 use particles_query::{run_query_with, QueryInput};
 use particles_store::{CandidateLoader, Store, UncachedLoader};
@@ -99,6 +100,16 @@ pub(crate) struct QueryArgs {
     #[arg(long, value_name = "TEXT")]
     object_contains: Option<String>,
 
+    /// World-time window START..END (either side may be empty; a bare end date
+    /// runs to the end of that day): rank beliefs that began or held in it, of
+    /// any status.
+    #[arg(long, value_name = "START..END", value_parser = parse_during, conflicts_with = "on")]
+    during: Option<TimeWindow>,
+
+    /// The world-time point window of one day (00:00 UTC of DATE).
+    #[arg(long, value_name = "DATE", value_parser = parse_on)]
+    on: Option<TimeWindow>,
+
     /// Believed at this instant: rank what the store believed then (retired
     /// beliefs that still held count, later ones do not); decay and the recency
     /// window are evaluated at it. RFC 3339 or ISO 8601, UTC when no offset; not
@@ -142,6 +153,53 @@ fn parse_bound(text: &str) -> Result<String, String> {
             "{text:?} is neither a number nor an ISO 8601 date or datetime"
         ))
     }
+}
+
+/// `--during START..END`, as the reference's CLI reads it.
+pub(crate) fn parse_during(text: &str) -> Result<TimeWindow, String> {
+    let Some((start, end)) = text.split_once("..") else {
+        return Err(format!("{text:?} is not a window; write START..END, e.g. 2020-01-01..2020-12-31 (either side may be empty)"));
+    };
+    let side = |side: &str| -> Result<Option<Timestamp>, String> {
+        if side.trim().is_empty() {
+            Ok(None)
+        } else {
+            parse_instant(side.trim()).map(Some)
+        }
+    };
+    let start = side(start)?;
+    let end = side(end)?.map(|end| {
+        let end = if end.is_aware() {
+            end
+        } else {
+            end.with_utc_offset()
+        };
+        if end.is_midnight() {
+            Timestamp::from_utc_micros(end.utc_micros() + 86_400_000_000 - 1)
+                .map_or(end, Timestamp::with_utc_offset)
+        } else {
+            end
+        }
+    });
+    let window = TimeWindow { start, end };
+    particles_model::validate(window, |_| "window".to_owned())
+        .map(garde::Valid::into_inner)
+        .map_err(|e| e.to_string())
+}
+
+/// `--on DATE`: the point window at 00:00 of that day (UTC when naive).
+pub(crate) fn parse_on(text: &str) -> Result<TimeWindow, String> {
+    let day = parse_instant(text)?;
+    let day = if day.is_aware() {
+        day
+    } else {
+        day.with_utc_offset()
+    };
+    let midnight = day.start_of_day();
+    Ok(TimeWindow {
+        start: Some(midnight),
+        end: Some(midnight),
+    })
 }
 
 fn parse_instant(text: &str) -> Result<Timestamp, String> {
@@ -214,6 +272,7 @@ pub(crate) struct QueryParams {
     pub(crate) include_ancestors: bool,
     pub(crate) claims: particles_rank::ClaimFilters,
     pub(crate) as_of: Option<Timestamp>,
+    pub(crate) window: Option<TimeWindow>,
     /// `None`: the wall clock.
     pub(crate) now: Option<Timestamp>,
 }
@@ -256,6 +315,7 @@ pub(crate) fn execute(
         object_lt: params.claims.object_lt,
         object_contains: params.claims.object_contains,
         as_of: params.as_of,
+        window: params.window,
     };
     if let Some(as_of) = request.as_of {
         let clock = wall_clock()?;
@@ -339,6 +399,7 @@ pub(crate) fn run(args: QueryArgs) -> Result<()> {
             object_contains: args.object_contains.clone(),
         },
         as_of: args.as_of,
+        window: args.during.or(args.on),
         now: args.now,
     };
     let store = Store::open_read_only(&args.store)?;

@@ -59,6 +59,10 @@ struct Request {
     object_lt: Option<String>,
     object_contains: Option<String>,
     as_of: Option<String>,
+    /// `START..END`, as `--during`.
+    during: Option<String>,
+    /// `DATE`, as `--on`.
+    on: Option<String>,
 }
 
 pub(crate) fn run(args: &ServeArgs) -> Result<()> {
@@ -121,6 +125,16 @@ fn answer(store: &Store, cache: &mut CandidateCache, line: &str) -> Result<Value
         })?),
         None => None,
     };
+    let window = match (request.during, request.on) {
+        (Some(_), Some(_)) => anyhow::bail!("give either `during` or `on`, not both"),
+        (Some(during), None) => Some(
+            crate::query::parse_during(&during).map_err(|e| anyhow::anyhow!("`during`: {e}"))?,
+        ),
+        (None, Some(on)) => {
+            Some(crate::query::parse_on(&on).map_err(|e| anyhow::anyhow!("`on`: {e}"))?)
+        }
+        (None, None) => None,
+    };
     let params = QueryParams {
         question: request.question,
         vector,
@@ -142,6 +156,7 @@ fn answer(store: &Store, cache: &mut CandidateCache, line: &str) -> Result<Value
             object_contains: request.object_contains,
         },
         as_of,
+        window,
         now,
     };
     let answer = execute(store, cache, params)?;

@@ -35,7 +35,7 @@ pub use crate::{
         parse_schema_version, ClaimTerm, Confidence, ContributorRef, ExtractorRef, Particle,
         ProvenanceRef, StructuredClaim, SCHEMA_VERSION,
     },
-    request::{QueryRequest, DEFAULT_TOP_K, MAX_QUESTION_CHARS, MAX_TOP_K},
+    request::{QueryRequest, TimeWindow, DEFAULT_TOP_K, MAX_QUESTION_CHARS, MAX_TOP_K},
     timestamp::{Timestamp, TimestampParseError},
 };
 

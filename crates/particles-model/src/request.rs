@@ -68,6 +68,10 @@ pub struct QueryRequest {
     /// Keep structured claims whose object contains this text (case-folded).
     #[garde(inner(length(min = 1)))]
     pub object_contains: Option<String>,
+    /// World-time window: keep beliefs that held (or began) within it, of any
+    /// status (the window route).
+    #[garde(dive)]
+    pub window: Option<TimeWindow>,
     /// Believed at this instant (naive read as UTC): the as-of route. Decay and
     /// the recency window are evaluated at it. Callers reject a future instant.
     #[garde(skip)]
@@ -94,7 +98,39 @@ impl Default for QueryRequest {
             object_lt: None,
             object_contains: None,
             as_of: None,
+            window: None,
         }
+    }
+}
+
+/// A world-time window; either end may be open, both equal is a point (`--on`).
+/// Naive ends are read as UTC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Validate)]
+pub struct TimeWindow {
+    /// The first instant in the window.
+    #[garde(custom(window_bounds(&self.end)))]
+    pub start: Option<Timestamp>,
+    /// The last instant in the window.
+    #[garde(skip)]
+    pub end: Option<Timestamp>,
+}
+
+fn window_bounds(
+    end: &Option<Timestamp>,
+) -> impl FnOnce(&Option<Timestamp>, &()) -> garde::Result + '_ {
+    move |start, _| match (start, end) {
+        (None, None) => Err(garde::Error::new("a time window needs a start or an end")),
+        (Some(s), Some(e)) if s.utc_micros() > e.utc_micros() => Err(garde::Error::new(format!(
+            "the window's start {s} is after its end {e}"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+impl TimeWindow {
+    /// Whether both ends are set and name the same instant.
+    pub fn is_point(&self) -> bool {
+        matches!((self.start, self.end), (Some(s), Some(e)) if s.utc_micros() == e.utc_micros())
     }
 }
 

@@ -140,6 +140,56 @@ impl Timestamp {
         )
     }
 
+    /// The wall-clock date `(year, month, day)`, in the value's own offset (Python's
+    /// `datetime.date()`).
+    pub fn wall_date(&self) -> (u16, u8, u8) {
+        (self.year, self.month, self.day)
+    }
+
+    /// The same date and offset at another wall-clock time of day, keeping the
+    /// microseconds (Python's `replace(hour=, minute=, second=)`).
+    pub fn with_time_of_day(self, hour: u8, minute: u8, second: u8) -> Timestamp {
+        Timestamp {
+            hour,
+            minute,
+            second,
+            ..self
+        }
+    }
+
+    /// Midnight of this value's date, same offset.
+    pub fn start_of_day(self) -> Timestamp {
+        Timestamp {
+            hour: 0,
+            minute: 0,
+            second: 0,
+            micro: 0,
+            ..self
+        }
+    }
+
+    /// The last day of this value's month, same time and offset.
+    pub fn with_last_day_of_month(self) -> Timestamp {
+        Timestamp {
+            day: days_in_month(self.year, self.month),
+            ..self
+        }
+    }
+
+    /// December 31st of this value's year, same time and offset.
+    pub fn with_last_day_of_year(self) -> Timestamp {
+        Timestamp {
+            month: 12,
+            day: 31,
+            ..self
+        }
+    }
+
+    /// Whether all time-of-day fields are zero.
+    pub fn is_midnight(&self) -> bool {
+        self.hour == 0 && self.minute == 0 && self.second == 0 && self.micro == 0
+    }
+
     /// The date part as `YYYY-MM-DD`.
     pub fn date_text(&self) -> String {
         format!("{:04}-{:02}-{:02}", self.year, self.month, self.day)

@@ -66,8 +66,8 @@ pub struct AsOfNote {
 }
 
 /// The store's retirement-dating facts, read once per query.
-struct RetirementIndex {
-    successors: HashMap<String, Successor>,
+pub(crate) struct RetirementIndex {
+    pub(crate) successors: HashMap<String, Successor>,
     events: HashMap<String, i64>,
     never_believed: HashSet<String>,
 }
@@ -82,7 +82,7 @@ fn utc(timestamp: Timestamp) -> Timestamp {
 }
 
 impl RetirementIndex {
-    fn load(store: &Store) -> particles_store::Result<RetirementIndex> {
+    pub(crate) fn load(store: &Store) -> particles_store::Result<RetirementIndex> {
         let mut successors: HashMap<String, Successor> = HashMap::new();
         for row in particles_store::successor_rows(store)? {
             let earlier = successors.get(&row.supersedes).is_none_or(|current| {
@@ -114,7 +114,17 @@ impl RetirementIndex {
         })
     }
 
-    fn resolve(
+    /// Never believed: born retired, an INCONSISTENCY record or a pending conflict
+    /// loser.
+    pub(crate) fn never_believed(&self, particle: &Particle) -> bool {
+        self.never_believed.contains(&particle.id)
+            || particle.status == Status::Inconsistency
+            || particle.status_reason == Some(StatusReason::ConflictPending)
+    }
+
+    /// The retirement ladder: `(instant in UTC microseconds, rung)`, or `None` when
+    /// no rung dates it.
+    pub(crate) fn resolve(
         &self,
         particle: &Particle,
         stored: Option<Timestamp>,
@@ -141,13 +151,13 @@ impl RetirementIndex {
 }
 
 /// The verdict on one candidate.
-enum Visibility {
+pub(crate) enum Visibility {
     Hidden,
     Undatable,
     Visible(Option<AsOfNote>),
 }
 
-fn evaluate(
+pub(crate) fn evaluate(
     index: &RetirementIndex,
     particle: &Particle,
     stored: Option<Timestamp>,
@@ -156,10 +166,7 @@ fn evaluate(
     if particle.asserted_at.utc_micros() > as_of {
         return Visibility::Hidden;
     }
-    let never_believed = index.never_believed.contains(&particle.id)
-        || particle.status == Status::Inconsistency
-        || particle.status_reason == Some(StatusReason::ConflictPending);
-    if never_believed {
+    if index.never_believed(particle) {
         return Visibility::Hidden;
     }
     if particle

@@ -28,8 +28,12 @@
 #![warn(clippy::unwrap_used)]
 
 mod as_of;
+mod window;
 
-pub use crate::as_of::{AsOfLoader, AsOfNote, RetirementBasis, Successor};
+pub use crate::{
+    as_of::{AsOfLoader, AsOfNote, RetirementBasis, Successor},
+    window::{CloseBasis, WindowCoverage, WindowHit, WindowLoader, WindowReading},
+};
 
 use std::collections::HashMap;
 
@@ -110,6 +114,8 @@ pub struct Hit {
     pub source: SourceFacts,
     /// With `as_of`: why a hit retired now was believed at T.
     pub as_of_note: Option<AsOfNote>,
+    /// With a window: how the hit sits in it.
+    pub window_hit: Option<WindowHit>,
 }
 
 /// What the structured-claim filters did.
@@ -149,6 +155,8 @@ pub struct QueryOutcome {
     /// With `as_of`: retired candidates left out because no rung dated their
     /// retirement (the lens fails closed and says so).
     pub as_of_excluded_undatable: usize,
+    /// With a window: what the window route saw.
+    pub window_coverage: Option<WindowCoverage>,
 }
 
 /// Runs a semantic query with the uncached loader, inside one read transaction of
@@ -189,6 +197,21 @@ fn run_in_snapshot(
     let query = input
         .vector
         .map(|v| QueryVector::new(v.to_vec(), input.norm_kernel));
+    if let Some(window) = request.window {
+        // World time selects across statuses; believed-at-T filters within it.
+        let mut window_loader = WindowLoader::new(window, request.as_of);
+        let selection =
+            window_loader.load(store, request.min_confidence, request.subject_id.as_deref())?;
+        let now = request.as_of.unwrap_or(input.now);
+        let mut outcome = rank_selection(store, &selection, &policies, query.as_ref(), input, now)?;
+        outcome.as_of_excluded_undatable = window_loader.as_of_excluded_undatable();
+        outcome.window_coverage = Some(window_loader.coverage());
+        for hit in &mut outcome.hits {
+            hit.as_of_note = window_loader.as_of_notes().get(&hit.particle.id).cloned();
+            hit.window_hit = window_loader.hits().get(&hit.particle.id).cloned();
+        }
+        return Ok(outcome);
+    }
     match request.as_of {
         None => {
             let selection =
@@ -353,11 +376,13 @@ fn rank_selection(
             }),
             source: source_of.remove(&ranked.row).unwrap_or_default(),
             as_of_note: None,
+            window_hit: None,
         });
     }
     Ok(QueryOutcome {
         hits,
         stats,
         as_of_excluded_undatable: 0,
+        window_coverage: None,
     })
 }

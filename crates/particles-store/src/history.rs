@@ -2,7 +2,7 @@
 //! retirement instant, and the rows that date retirements (successor pointers,
 //! operator events, born-retired marks).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use particles_model::{Particle, Timestamp};
 use rusqlite::params;
@@ -58,23 +58,73 @@ pub fn load_as_of(
              ORDER BY particle_subjects.rowid ASC"
         ),
     };
-    let mut statement = store
-        .connection()
-        .prepare(&sql)
-        .map_err(query_error("as-of loader"))?;
+    read_historical(
+        store,
+        "as-of loader",
+        &sql,
+        min_confidence,
+        subject_id,
+        Some(as_of_micros),
+    )
+}
+
+/// The reference's window loader (semantic path): dated rows (`valid_from` set) of
+/// **every** status with an embedding and `confidence_value >= min_confidence`
+/// (optionally linked to a subject), minus rows of another embedding model
+/// (counted), in the order SQLite gives the reference's unordered statement.
+///
+/// # Errors
+///
+/// [`Error::Query`], [`Error::InvalidRow`], [`Error::BadEmbedding`].
+pub fn load_window(
+    store: &Store,
+    min_confidence: f64,
+    subject_id: Option<&str>,
+) -> Result<(Vec<HistoricalRow>, usize)> {
+    let sql = match subject_id {
+        None => format!(
+            "SELECT {PARTICLE_COLUMNS} FROM particles \
+             WHERE confidence_value >= ?1 AND valid_from IS NOT NULL AND embedding_json IS NOT NULL \
+             ORDER BY confidence_value ASC, particles.rowid ASC"
+        ),
+        Some(_) => format!(
+            "SELECT {PARTICLE_COLUMNS} FROM particles \
+             JOIN particle_subjects ON particle_subjects.particle_id = particles.id \
+             WHERE particles.confidence_value >= ?1 AND particles.valid_from IS NOT NULL \
+               AND particles.embedding_json IS NOT NULL AND particle_subjects.subject_id = ?2 \
+             ORDER BY particle_subjects.rowid ASC"
+        ),
+    };
+    read_historical(
+        store,
+        "window loader",
+        &sql,
+        min_confidence,
+        subject_id,
+        None,
+    )
+}
+
+fn read_historical(
+    store: &Store,
+    name: &'static str,
+    sql: &str,
+    min_confidence: f64,
+    subject_id: Option<&str>,
+    asserted_by: Option<i64>,
+) -> Result<(Vec<HistoricalRow>, usize)> {
+    let mut statement = store.connection().prepare(sql).map_err(query_error(name))?;
     let mut rows = match subject_id {
         None => statement.query(params![min_confidence]),
         Some(subject) => statement.query(params![min_confidence, subject]),
     }
-    .map_err(query_error("as-of loader"))?;
+    .map_err(query_error(name))?;
     let mut out = Vec::new();
     let mut skipped = 0;
-    while let Some(row) = rows.next().map_err(query_error("as-of loader"))? {
+    while let Some(row) = rows.next().map_err(query_error(name))? {
         let row = ParticleRow::new(row)?;
-        // The reference hydrates the model only for rows it keeps; the asserted
-        // instant comes first.
         let particle = row.to_particle()?;
-        if particle.asserted_at.utc_micros() > as_of_micros {
+        if asserted_by.is_some_and(|limit| particle.asserted_at.utc_micros() > limit) {
             continue;
         }
         if !row.has_current_model()? {
@@ -96,6 +146,73 @@ pub fn load_as_of(
         });
     }
     Ok((out, skipped))
+}
+
+/// `valid_from` and its `extraction:valid_from_basis` property for each id, in
+/// chunks of [`crate::ID_CHUNK`]; missing ids are absent.
+///
+/// # Errors
+///
+/// [`Error::Query`], [`Error::InvalidValue`] on a malformed `valid_from`.
+pub fn valid_from_by_ids<'a>(
+    store: &Store,
+    ids: impl IntoIterator<Item = &'a str>,
+) -> Result<HashMap<String, (Option<Timestamp>, Option<String>)>> {
+    let ids: Vec<&str> = ids.into_iter().collect();
+    let mut out = HashMap::new();
+    for chunk in ids.chunks(crate::ID_CHUNK) {
+        let sql = format!(
+            "SELECT id, valid_from, properties_json FROM particles WHERE id IN ({})",
+            crate::loader::placeholders(chunk.len())
+        );
+        let rows: Vec<(String, Option<String>, Option<String>)> = collect_with(
+            store,
+            "successor starts",
+            &sql,
+            rusqlite::params_from_iter(chunk.iter()),
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+        )?;
+        for (id, valid_from, properties) in rows {
+            let valid_from = match valid_from {
+                None => None,
+                Some(text) => Some(Timestamp::parse(&text).map_err(|e| Error::InvalidValue {
+                    table: "particles",
+                    key: id.clone(),
+                    column: "valid_from",
+                    reason: e.to_string(),
+                })?),
+            };
+            // Unreadable properties mean no basis, as in the reference.
+            let basis = properties
+                .filter(|p| !p.is_empty())
+                .and_then(|p| serde_json::from_str::<serde_json::Value>(&p).ok())
+                .and_then(|p| p.get("extraction:valid_from_basis").cloned())
+                .and_then(|b| match b {
+                    serde_json::Value::Null => None,
+                    serde_json::Value::String(s) => Some(s),
+                    other => Some(other.to_string()),
+                });
+            out.insert(id, (valid_from, basis));
+        }
+    }
+    Ok(out)
+}
+
+/// ACTIVE particles without a `valid_from`, store-wide (the window coverage's
+/// `undated`).
+///
+/// # Errors
+///
+/// [`Error::Query`].
+pub fn count_active_undated(store: &Store) -> Result<u64> {
+    let counts: Vec<i64> = collect_with(
+        store,
+        "undated count",
+        "SELECT count(*) FROM particles WHERE status = 'ACTIVE' AND valid_from IS NULL",
+        [],
+        |row| row.get(0),
+    )?;
+    Ok(counts.first().copied().unwrap_or(0).max(0) as u64)
 }
 
 /// A `supersedes` pointer: the successor's id, content and assertion instant, and the

@@ -37,8 +37,8 @@ pub use crate::{
     error::{Error, Result},
     guard::{check_schema_version, SchemaMismatch},
     history::{
-        born_retired_ids, load_as_of, retirement_events, successor_rows, HistoricalRow,
-        SuccessorRow,
+        born_retired_ids, count_active_undated, load_as_of, load_window, retirement_events,
+        successor_rows, valid_from_by_ids, HistoricalRow, SuccessorRow,
     },
     journal::{
         changed_since, install_journal, journal_installed, read_head, token_at, InstallReport,

@@ -83,6 +83,8 @@ fn compare(dir: &Path, case: &Value) -> Option<String> {
         "object_lt",
         "object_contains",
         "as_of",
+        "during",
+        "on",
     ] {
         if !request[option].is_null() {
             let value = match &request[option] {
