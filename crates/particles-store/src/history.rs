@@ -123,9 +123,13 @@ fn read_historical(
     let mut skipped = 0;
     while let Some(row) = rows.next().map_err(query_error(name))? {
         let row = ParticleRow::new(row)?;
-        let particle = row.to_particle()?;
-        if asserted_by.is_some_and(|limit| particle.asserted_at.utc_micros() > limit) {
-            continue;
+        // As the reference: the assertion instant and the model are checked first,
+        // and only rows that pass are hydrated (a row asserted after T may even be
+        // invalid without failing the query).
+        if let Some(limit) = asserted_by {
+            if row.asserted_at_micros()? > limit {
+                continue;
+            }
         }
         if !row.has_current_model()? {
             skipped += 1;
@@ -141,12 +145,15 @@ fn read_historical(
         out.push(HistoricalRow {
             rowid: row.rowid(),
             retired_at: row.retired_at()?,
-            particle,
+            particle: row.to_particle()?,
             vector,
         });
     }
     Ok((out, skipped))
 }
+
+/// A particle's `valid_from` and the basis it was set on.
+pub type ValidFrom = (Option<Timestamp>, Option<String>);
 
 /// `valid_from` and its `extraction:valid_from_basis` property for each id, in
 /// chunks of [`crate::ID_CHUNK`]; missing ids are absent.
@@ -157,7 +164,7 @@ fn read_historical(
 pub fn valid_from_by_ids<'a>(
     store: &Store,
     ids: impl IntoIterator<Item = &'a str>,
-) -> Result<HashMap<String, (Option<Timestamp>, Option<String>)>> {
+) -> Result<HashMap<String, ValidFrom>> {
     let ids: Vec<&str> = ids.into_iter().collect();
     let mut out = HashMap::new();
     for chunk in ids.chunks(crate::ID_CHUNK) {

@@ -172,6 +172,13 @@ impl<'stmt, 'row> ParticleRow<'stmt, 'row> {
         Ok(self.embedding_model_id()? == EMBEDDING_MODEL_ID)
     }
 
+    /// The `asserted_at` instant in UTC microseconds, read without hydrating the row.
+    pub(crate) fn asserted_at_micros(&self) -> Result<i64> {
+        self.opt_timestamp(ASSERTED_AT, "asserted_at")?
+            .map(|t| t.utc_micros())
+            .ok_or_else(|| self.invalid("asserted_at", "is NULL"))
+    }
+
     /// The `retired_at` storage column (when the row first left ACTIVE).
     pub(crate) fn retired_at(&self) -> Result<Option<Timestamp>> {
         self.opt_timestamp(RETIRED_AT, "retired_at")

@@ -239,3 +239,66 @@ fn other_embedding_models_are_skipped_with_a_warning() {
     let json: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(json["stats"]["skipped_other_model"], 1);
 }
+
+#[test]
+fn query_surface_flags_refuse_bad_values() {
+    let store = fixture("coins-a.db");
+    let cases: [(&[&str], &[&str]); 7] = [
+        (&["--as-of", "not a date"], &["--as-of", "RFC 3339"]),
+        (&["--as-of", "2999-01-01T00:00:00Z"], &["--as-of", "future"]),
+        (
+            &["--during", "2021-01-01..2020-01-01"],
+            &["--during", "after its end"],
+        ),
+        (&["--during", "2020-01-01"], &["--during", "START..END"]),
+        (&["--on", "someday"], &["--on"]),
+        (
+            &["--object-gt", "heavy"],
+            &["--object-gt", "neither a number nor an ISO 8601 date"],
+        ),
+        (
+            &["--tag", "no-such-tag"],
+            &["--tag", "no-such-tag", "no taxonomy"],
+        ),
+    ];
+    for (flags, needles) in cases {
+        let mut args = vec!["--no-embedding"];
+        args.extend_from_slice(flags);
+        let run = query(&store, &args);
+        assert_error(&run, 2, needles);
+    }
+    let run = query(
+        &store,
+        &[
+            "--no-embedding",
+            "--on",
+            "2020-03-15",
+            "--during",
+            "2020-01-01..",
+        ],
+    );
+    assert_error(&run, 2, &["--on", "--during"]);
+}
+
+#[test]
+fn query_surface_reports_its_counts() {
+    let run = query(
+        &fixture("coins-a.db"),
+        &[
+            "--no-embedding",
+            "--json",
+            "--as-of",
+            "2023-06-01T00:00:00Z",
+            "--during",
+            "2010-01-01..",
+            "--object-contains",
+            "x",
+        ],
+    );
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let json: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(json["as_of"], "2023-06-01T00:00:00Z");
+    assert!(json["as_of_excluded_undatable"].is_u64());
+    assert!(json["window_coverage"]["undated"].as_u64().unwrap() > 0);
+    assert!(json["claim_coverage"]["active_total"].as_u64().unwrap() > 0);
+}
