@@ -103,9 +103,48 @@ async def _run(request: dict) -> dict:
             ranked = await query_main.retrieve_ranked(
                 session, query_request, use_embeddings=request.get("use_embeddings", True)
             )
+            surfaces = await _surfaces(session, query_request, query_vector, {p.id for p, _, _ in ranked})
     finally:
         await engine.dispose()
-    return {"hits": [{"id": p.id, "sim": float(sim), "eff": float(eff)} for p, sim, eff in ranked]}
+    hits = [{"id": p.id, "sim": float(sim), "eff": float(eff)} for p, sim, eff in ranked]
+    return {"hits": hits, **surfaces}
+
+
+def _instant(value):
+    return None if value is None else value.isoformat()
+
+
+async def _surfaces(session, query_request, query_vector, hit_ids):
+    """What retrieve_ranked computes but does not return, through the same pipeline
+    function the reference's query uses: as-of notes and the undatable count, the
+    claim-filter counts, the window readings and coverage."""
+    from particles.operations.query.decay_policy import load_decay_policy
+    from particles.operations.query.source_trust import load_trust_policy
+    from particles.operations.query.window import WindowGather
+
+    gather = WindowGather()
+    _, _, notes, excluded, claim_stats = await query_main._gather_scored(
+        session, query_request, query_vector, await load_trust_policy(session),
+        await load_decay_policy(session), window_out=gather,
+    )
+    out = {
+        "as_of_excluded_undatable": excluded,
+        "as_of_notes": {
+            pid: {"status": note.status.value, "retired_at": _instant(note.retired_at), "basis": note.basis,
+                  "successor": note.successor.id if note.successor else None}
+            for pid, note in notes.items() if pid in hit_ids
+        },
+        "claim_stats": list(claim_stats) if claim_stats is not None else None,
+    }
+    if query_request.window is not None:
+        coverage = await gather.coverage(session)
+        out["window_coverage"] = coverage.model_dump(mode="json")
+        out["window_hits"] = {
+            pid: {"reading": hit.reading.value, "closed_at": _instant(hit.closed_at),
+                  "close_basis": hit.close_basis, "restates": hit.restates}
+            for pid, hit in gather.hits.items() if pid in hit_ids
+        }
+    return out
 
 
 async def run_one(request: dict) -> dict:

@@ -141,7 +141,7 @@ fn compare(dir: &Path, case: &Value) -> Option<String> {
         })
         .collect();
     if ours == theirs {
-        return None;
+        return compare_surfaces(&shown, expected, &actual);
     }
     let first = ours
         .iter()
@@ -165,6 +165,82 @@ fn compare(dir: &Path, case: &Value) -> Option<String> {
         show(&ours),
         show(&theirs)
     ))
+}
+
+/// An instant in a JSON string, as UTC microseconds (so `Z`, `+00:00` and naive
+/// spellings of one instant compare equal).
+fn instant(value: &Value) -> Option<i64> {
+    value
+        .as_str()
+        .and_then(|t| particles_model::Timestamp::parse(t).ok())
+        .map(|t| t.utc_micros())
+}
+
+/// The surfaces `retrieve_ranked` does not return, against the reference's
+/// `_gather_scored` and window gather on the same request.
+fn compare_surfaces(shown: &Value, expected: &Value, actual: &Value) -> Option<String> {
+    let mut problems = Vec::new();
+    if expected["as_of_excluded_undatable"] != actual["as_of_excluded_undatable"] {
+        problems.push(format!(
+            "as_of_excluded_undatable {} vs the reference's {}",
+            actual["as_of_excluded_undatable"], expected["as_of_excluded_undatable"]
+        ));
+    }
+    let claims = &actual["claim_coverage"];
+    let ours_claims = (!claims.is_null()).then(|| {
+        (
+            claims["matched"].clone(),
+            claims["not_normalizable_excluded"].clone(),
+        )
+    });
+    let theirs_claims = expected["claim_stats"]
+        .as_array()
+        .map(|c| (c[0].clone(), c[1].clone()));
+    if ours_claims != theirs_claims {
+        problems.push(format!(
+            "claim counts {ours_claims:?} vs the reference's {theirs_claims:?}"
+        ));
+    }
+    if let Some(coverage) = expected.get("window_coverage") {
+        if coverage != &actual["window_coverage"] {
+            problems.push(format!(
+                "window coverage {} vs the reference's {coverage}",
+                actual["window_coverage"]
+            ));
+        }
+    }
+    for hit in actual["hits"].as_array().into_iter().flatten() {
+        let id = hit["id"].as_str().unwrap_or_default();
+        let note = &expected["as_of_notes"][id];
+        let ours = &hit["as_of_note"];
+        let same_note = if note.is_null() {
+            ours.is_null()
+        } else {
+            instant(&ours["retired_at"]) == instant(&note["retired_at"])
+                && ours["basis"] == note["basis"]
+                && ours["status"] == note["status"]
+                && ours["successor"]["id"].as_str() == note["successor"].as_str()
+        };
+        if !same_note {
+            problems.push(format!(
+                "hit {id}: as-of note {ours} vs the reference's {note}"
+            ));
+        }
+        if let Some(window_hits) = expected.get("window_hits") {
+            let theirs = &window_hits[id];
+            let ours = &hit["window_hit"];
+            let same = ours["reading"] == theirs["reading"]
+                && instant(&ours["closed_at"]) == instant(&theirs["closed_at"])
+                && ours["close_basis"] == theirs["close_basis"]
+                && ours["restates"] == theirs["restates"];
+            if !same {
+                problems.push(format!(
+                    "hit {id}: window reading {ours} vs the reference's {theirs}"
+                ));
+            }
+        }
+    }
+    (!problems.is_empty()).then(|| format!("request {shown}: {}", problems.join("; ")))
 }
 
 fn seeds() -> u64 {
