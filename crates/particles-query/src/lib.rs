@@ -35,7 +35,7 @@ pub use crate::{
     window::{CloseBasis, WindowCoverage, WindowHit, WindowLoader, WindowReading},
 };
 
-use std::collections::HashMap;
+use std::{collections::HashMap, time::Instant};
 
 use particles_model::{policy::SourceFacts, Particle, QueryRequest, Selection, Timestamp};
 use particles_rank::{
@@ -145,6 +145,53 @@ pub struct QueryStats {
     pub claims: Option<ClaimStats>,
 }
 
+/// Where a query's time went, in seconds, named like the reference benchmark's
+/// stages. `decode` is the loader's time outside SQLite and hydration (vector
+/// parsing, the model check, a cache's selection). Time outside every stage (the
+/// hits' particles read by id, call overhead) is the caller's residual.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct StageTimings {
+    /// Schema guard and policy snapshot.
+    pub setup: f64,
+    /// Preparing the query vector (its norm); encoding happens before the query.
+    pub embed: f64,
+    /// Inside SQLite for the loader's statements.
+    pub sql_fetch: f64,
+    /// The rest of the loader: vector parsing, model check, cache selection.
+    pub decode: f64,
+    /// Rows turned into particles by the loader.
+    pub hydrate: f64,
+    /// The candidate filters.
+    pub filters: f64,
+    /// Source facts (chunked lookups).
+    pub source_rows: f64,
+    /// Stale-support discounts.
+    pub support_discounts: f64,
+    /// Cosine and effective confidence.
+    pub scoring: f64,
+    /// Sort and top-k cut.
+    pub sort: f64,
+    /// Co-evidential collapse.
+    pub collapse: f64,
+}
+
+/// What a query touched, for the benchmark's counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct WorkCounters {
+    /// Candidates the loader returned.
+    pub rows_read: usize,
+    /// Bytes of embedding JSON the loader decoded.
+    pub embedding_json_bytes: u64,
+    /// Rows the loader hydrated into particles.
+    pub models_hydrated: u64,
+    /// Candidates scored (after the filters and the confidence floor).
+    pub candidates_scored: usize,
+    /// Distinct snapshot ids looked up for source facts.
+    pub snapshot_ids_looked_up: usize,
+    /// Distinct corpus-entry ids looked up for source facts.
+    pub entry_ids_looked_up: usize,
+}
+
 /// A query's answer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueryOutcome {
@@ -157,6 +204,10 @@ pub struct QueryOutcome {
     pub as_of_excluded_undatable: usize,
     /// With a window: what the window route saw.
     pub window_coverage: Option<WindowCoverage>,
+    /// Where the time went.
+    pub timings: StageTimings,
+    /// What was touched.
+    pub work: WorkCounters,
 }
 
 /// Runs a semantic query with the uncached loader, inside one read transaction of
@@ -192,18 +243,27 @@ fn run_in_snapshot(
     input: &QueryInput<'_>,
 ) -> Result<QueryOutcome> {
     let request: &QueryRequest = input.request;
+    let started = Instant::now();
     particles_store::check_schema_version(store)?;
     let policies = Policies::compile(&particles_store::load_policy_rows(store)?)?;
+    let setup = started.elapsed().as_secs_f64();
+    let embed_started = Instant::now();
     let query = input
         .vector
         .map(|v| QueryVector::new(v.to_vec(), input.norm_kernel));
+    let mut timings = StageTimings {
+        setup,
+        embed: embed_started.elapsed().as_secs_f64(),
+        ..StageTimings::default()
+    };
+    let timings = &mut timings;
     if let Some(window) = request.window {
         // World time selects across statuses; believed-at-T filters within it.
         let mut window_loader = WindowLoader::new(window, request.as_of);
         let selection =
             window_loader.load(store, request.min_confidence, request.subject_id.as_deref())?;
         let now = request.as_of.unwrap_or(input.now);
-        let mut outcome = rank_selection(store, &selection, &policies, query.as_ref(), input, now)?;
+        let mut outcome = rank_selection(store, &selection, &policies, query.as_ref(), input, now, *timings)?;
         outcome.as_of_excluded_undatable = window_loader.as_of_excluded_undatable();
         outcome.window_coverage = Some(window_loader.coverage());
         for hit in &mut outcome.hits {
@@ -214,24 +274,15 @@ fn run_in_snapshot(
     }
     match request.as_of {
         None => {
-            let selection =
-                loader.load(store, request.min_confidence, request.subject_id.as_deref())?;
-            rank_selection(
-                store,
-                &selection,
-                &policies,
-                query.as_ref(),
-                input,
-                input.now,
-            )
+            let selection = timed_load(loader, store, request, timings)?;
+            rank_selection(store, &selection, &policies, query.as_ref(), input, input.now, *timings)
         }
         Some(as_of) => {
             // Believed at T: its own loader, and decay and the recency window move to T.
             let mut as_of_loader = AsOfLoader::new(as_of);
-            let selection =
-                as_of_loader.load(store, request.min_confidence, request.subject_id.as_deref())?;
+            let selection = timed_load(&mut as_of_loader, store, request, timings)?;
             let mut outcome =
-                rank_selection(store, &selection, &policies, query.as_ref(), input, as_of)?;
+                rank_selection(store, &selection, &policies, query.as_ref(), input, as_of, *timings)?;
             outcome.as_of_excluded_undatable = as_of_loader.excluded_undatable();
             for hit in &mut outcome.hits {
                 hit.as_of_note = as_of_loader.notes().get(&hit.particle.id).cloned();
@@ -294,6 +345,31 @@ fn filter_candidates(
     Ok(survivors)
 }
 
+/// Runs a loader, splitting its time into SQL, hydration and the rest.
+fn timed_load(
+    loader: &mut dyn CandidateLoader,
+    store: &Store,
+    request: &QueryRequest,
+    timings: &mut StageTimings,
+) -> Result<Selection> {
+    particles_store::take_load_counters();
+    let started = Instant::now();
+    let selection = loader.load(store, request.min_confidence, request.subject_id.as_deref())?;
+    let total = started.elapsed().as_secs_f64();
+    let counters = particles_store::take_load_counters();
+    timings.sql_fetch = counters.sql_seconds;
+    timings.hydrate = counters.hydrate_seconds;
+    timings.decode = (total - counters.sql_seconds - counters.hydrate_seconds).max(0.0);
+    LAST_LOAD.with(|c| c.set(counters));
+    Ok(selection)
+}
+
+thread_local! {
+    /// The counters of the last load, read back by `rank_selection` on this thread.
+    static LAST_LOAD: std::cell::Cell<particles_store::LoadCounters> =
+        std::cell::Cell::new(particles_store::LoadCounters::default());
+}
+
 fn rank_selection(
     store: &Store,
     selection: &Selection,
@@ -301,15 +377,46 @@ fn rank_selection(
     query: Option<&QueryVector>,
     input: &QueryInput<'_>,
     now: Timestamp,
+    mut timings: StageTimings,
 ) -> Result<QueryOutcome> {
     let request: &QueryRequest = input.request;
     let set = selection.set.as_ref();
+    let load = LAST_LOAD.with(std::cell::Cell::take);
+    let mut work = WorkCounters {
+        rows_read: selection.rows.len(),
+        embedding_json_bytes: load.embedding_json_bytes,
+        models_hydrated: load.models_hydrated,
+        ..WorkCounters::default()
+    };
+    let mut clock = Instant::now();
+    let mut lap = || {
+        let elapsed = clock.elapsed().as_secs_f64();
+        clock = Instant::now();
+        elapsed
+    };
     let mut stats = QueryStats {
         candidates: selection.rows.len(),
         skipped_other_model: selection.skipped_other_model,
         ..QueryStats::default()
     };
     let survivors = filter_candidates(store, set, &selection.rows, request, now, &mut stats)?;
+    timings.filters = lap();
+    {
+        let mut snapshots = std::collections::HashSet::new();
+        let mut entries = std::collections::HashSet::new();
+        for &row in &survivors {
+            if let Some((entry, snapshot)) = set.traits(row).source {
+                if !set.string(entry).is_empty() {
+                    entries.insert(entry);
+                }
+                if let Some(snapshot) = snapshot.filter(|s| !set.string(*s).is_empty()) {
+                    snapshots.insert(snapshot);
+                }
+            }
+        }
+        work.snapshot_ids_looked_up = snapshots.len();
+        work.entry_ids_looked_up = entries.len();
+    }
     let sources = particles_store::source_facts(
         store,
         survivors.iter().map(|&row| {
@@ -318,6 +425,7 @@ fn rank_selection(
                 .map(|(entry, snapshot)| (set.string(entry), snapshot.map(|s| set.string(s))))
         }),
     )?;
+    timings.source_rows = lap();
     let premises = particles_store::premise_statuses(
         store,
         survivors
@@ -325,6 +433,7 @@ fn rank_selection(
             .flat_map(|&row| set.premises(row).iter().map(String::as_str)),
     )?;
 
+    timings.support_discounts = lap();
     let mut scored = Vec::with_capacity(survivors.len());
     let mut factors_of = HashMap::with_capacity(survivors.len());
     let mut source_of = HashMap::with_capacity(survivors.len());
@@ -340,7 +449,10 @@ fn rank_selection(
             None => stats.below_min_confidence += 1,
         }
     }
+    work.candidates_scored = scored.len();
+    timings.scoring = lap();
     particles_rank::sort_and_truncate(&mut scored, request.top_k as usize);
+    timings.sort = lap();
     let before_collapse = scored.len();
     let collapsed: Vec<Ranked> = particles_rank::collapse_co_evidential(
         scored,
@@ -349,6 +461,7 @@ fn rank_selection(
         |id| particles_store::co_evidential_edges(store, id),
     )?;
     stats.collapsed = before_collapse - collapsed.len();
+    timings.collapse = lap();
 
     // Only the hits become full particles, read by id in the same transaction.
     let ids: Vec<&str> = collapsed.iter().map(|r| set.id(r.row)).collect();
@@ -384,5 +497,7 @@ fn rank_selection(
         stats,
         as_of_excluded_undatable: 0,
         window_coverage: None,
+        timings,
+        work,
     })
 }

@@ -113,7 +113,7 @@ fn read_historical(
     subject_id: Option<&str>,
     asserted_by: Option<i64>,
 ) -> Result<(Vec<HistoricalRow>, usize)> {
-    let mut statement = store.connection().prepare(sql).map_err(query_error(name))?;
+    let mut statement = crate::profile::sql(|| store.connection().prepare(sql)).map_err(query_error(name))?;
     let mut rows = match subject_id {
         None => statement.query(params![min_confidence]),
         Some(subject) => statement.query(params![min_confidence, subject]),
@@ -121,7 +121,7 @@ fn read_historical(
     .map_err(query_error(name))?;
     let mut out = Vec::new();
     let mut skipped = 0;
-    while let Some(row) = rows.next().map_err(query_error(name))? {
+    while let Some(row) = crate::profile::sql(|| rows.next()).map_err(query_error(name))? {
         let row = ParticleRow::new(row)?;
         // As the reference: the assertion instant and the model are checked first,
         // and only rows that pass are hydrated (a row asserted after T may even be
@@ -145,7 +145,7 @@ fn read_historical(
         out.push(HistoricalRow {
             rowid: row.rowid(),
             retired_at: row.retired_at()?,
-            particle: row.to_particle()?,
+            particle: crate::profile::hydrate(|| row.to_particle())?,
             vector,
         });
     }

@@ -26,6 +26,7 @@ mod history;
 mod journal;
 mod loader;
 mod policy;
+mod profile;
 mod pyjson;
 mod row;
 mod sources;
@@ -49,11 +50,12 @@ pub use crate::{
         RowFilter, UncachedLoader, ID_CHUNK,
     },
     policy::load_policy_rows,
+    profile::{take_load_counters, LoadCounters},
     pyjson::{dumps as python_json_dumps, dumps_vector as python_json_vector},
     sources::{
         claim_coverage_counts, co_evidential_edges, expand_tags, particle_ids_for_tags,
         premise_statuses, source_facts, subject_is_known, subject_particle_ids, tag_is_known,
     },
-    store::Store,
+    store::{create_store, Store},
     writer::{content_hash, WriteTransaction, Writer},
 };

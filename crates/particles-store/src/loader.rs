@@ -138,10 +138,10 @@ pub fn read_candidates<P: rusqlite::Params>(
     filter: RowFilter,
     set: &mut CandidateSet,
 ) -> Result<usize> {
-    let mut statement = store.connection().prepare(sql).map_err(query_error(name))?;
-    let mut rows = statement.query(params).map_err(query_error(name))?;
+    let mut statement = crate::profile::sql(|| store.connection().prepare(sql)).map_err(query_error(name))?;
+    let mut rows = crate::profile::sql(|| statement.query(params)).map_err(query_error(name))?;
     let mut skipped = 0;
-    while let Some(row) = rows.next().map_err(query_error(name))? {
+    while let Some(row) = crate::profile::sql(|| rows.next()).map_err(query_error(name))? {
         let row = ParticleRow::new(row)?;
         if filter == RowFilter::CurrentModelOnly && !row.has_current_model()? {
             skipped += 1;
@@ -150,11 +150,12 @@ pub fn read_candidates<P: rusqlite::Params>(
         let Some(text) = row.embedding_json()? else {
             continue;
         };
+        crate::profile::decoded(text.len());
         let vector = decode_embedding(text).map_err(|e| Error::BadEmbedding {
             id: row.id().to_owned(),
             reason: e.0,
         })?;
-        let particle = row.to_particle()?;
+        let particle = crate::profile::hydrate(|| row.to_particle())?;
         set.push(
             row.rowid(),
             &particle,

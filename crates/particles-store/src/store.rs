@@ -126,3 +126,43 @@ impl Store {
         Ok(value)
     }
 }
+
+/// The schema of a new store: every table and index of the reference's store
+/// format.
+const SCHEMA: &str = include_str!("schema.sql");
+
+/// Creates a new, empty store at `path` in the reference's schema, with the change
+/// journal installed, and returns it open for writing.
+///
+/// # Errors
+///
+/// [`Error::Open`] when the file exists already or cannot be created,
+/// [`Error::Query`] when the schema cannot be written (the file is removed again).
+pub fn create_store(path: &Path) -> Result<crate::Writer> {
+    if path.exists() {
+        return Err(Error::Open {
+            path: path.to_owned(),
+            source: rusqlite::Error::InvalidPath(path.to_owned()),
+        });
+    }
+    let open_error = |source| Error::Open {
+        path: path.to_owned(),
+        source,
+    };
+    let mut connection = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(open_error)?;
+    let created = connection
+        .execute_batch(&format!("BEGIN; {SCHEMA} COMMIT;"))
+        .map_err(query_error("create schema"))
+        .and_then(|()| crate::install_journal(&mut connection).map(|_| ()));
+    if let Err(error) = created {
+        drop(connection);
+        // Nothing of value is in a half-created file; leave no debris behind.
+        let _ = std::fs::remove_file(path);
+        return Err(error);
+    }
+    crate::Writer::from_connection(connection, path.to_owned())
+}
