@@ -4,6 +4,7 @@
 //! usage errors to exit code 2 and everything else to 1, and treats a closed pipe
 //! as success.
 
+mod bench;
 mod output;
 mod query;
 mod serve;
@@ -31,6 +32,8 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Store maintenance (the only verbs that write a store).
     Store(store_cmd::StoreArgs),
+    /// Benchmarks, side by side with the reference.
+    Benchmark(bench::BenchmarkArgs),
 }
 
 /// An error in how the command was called (exit code 2), as opposed to an error
@@ -47,11 +50,13 @@ impl std::fmt::Display for UsageError {
 impl std::error::Error for UsageError {}
 
 fn main() -> ExitCode {
+    bench::mark_process_start();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Query(args) => query::run(*args),
         Command::Serve(args) => serve::run(&args),
         Command::Store(args) => store_cmd::run(args),
+        Command::Benchmark(args) => bench::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

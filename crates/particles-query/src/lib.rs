@@ -260,10 +260,17 @@ fn run_in_snapshot(
     if let Some(window) = request.window {
         // World time selects across statuses; believed-at-T filters within it.
         let mut window_loader = WindowLoader::new(window, request.as_of);
-        let selection =
-            window_loader.load(store, request.min_confidence, request.subject_id.as_deref())?;
+        let selection = timed_load(&mut window_loader, store, request, timings)?;
         let now = request.as_of.unwrap_or(input.now);
-        let mut outcome = rank_selection(store, &selection, &policies, query.as_ref(), input, now, *timings)?;
+        let mut outcome = rank_selection(
+            store,
+            &selection,
+            &policies,
+            query.as_ref(),
+            input,
+            now,
+            *timings,
+        )?;
         outcome.as_of_excluded_undatable = window_loader.as_of_excluded_undatable();
         outcome.window_coverage = Some(window_loader.coverage());
         for hit in &mut outcome.hits {
@@ -275,14 +282,29 @@ fn run_in_snapshot(
     match request.as_of {
         None => {
             let selection = timed_load(loader, store, request, timings)?;
-            rank_selection(store, &selection, &policies, query.as_ref(), input, input.now, *timings)
+            rank_selection(
+                store,
+                &selection,
+                &policies,
+                query.as_ref(),
+                input,
+                input.now,
+                *timings,
+            )
         }
         Some(as_of) => {
             // Believed at T: its own loader, and decay and the recency window move to T.
             let mut as_of_loader = AsOfLoader::new(as_of);
             let selection = timed_load(&mut as_of_loader, store, request, timings)?;
-            let mut outcome =
-                rank_selection(store, &selection, &policies, query.as_ref(), input, as_of, *timings)?;
+            let mut outcome = rank_selection(
+                store,
+                &selection,
+                &policies,
+                query.as_ref(),
+                input,
+                as_of,
+                *timings,
+            )?;
             outcome.as_of_excluded_undatable = as_of_loader.excluded_undatable();
             for hit in &mut outcome.hits {
                 hit.as_of_note = as_of_loader.notes().get(&hit.particle.id).cloned();

@@ -100,7 +100,28 @@ impl Writer {
             .connection
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .map_err(query_error("begin write transaction"))?;
-        Ok(WriteTransaction { transaction })
+        // Which edge tables exist is looked up once, not per row.
+        let mut tables = Vec::new();
+        for table in [
+            "particle_subjects",
+            "particle_tag_edges",
+            "particle_provenance_edges",
+        ] {
+            let present: bool = transaction
+                .query_row(
+                    "SELECT EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1)",
+                    [table],
+                    |row| row.get(0),
+                )
+                .map_err(query_error("table probe"))?;
+            if present {
+                tables.push(table);
+            }
+        }
+        Ok(WriteTransaction {
+            transaction,
+            tables,
+        })
     }
 }
 
@@ -108,6 +129,8 @@ impl Writer {
 /// every write back.
 pub struct WriteTransaction<'c> {
     transaction: Transaction<'c>,
+    /// The edge tables this store has.
+    tables: Vec<&'static str>,
 }
 
 /// The column values of one particle row.
@@ -325,7 +348,10 @@ impl WriteTransaction<'_> {
             crate::loader::placeholders(WRITE_COLUMNS.len())
         );
         self.transaction
-            .execute(&sql, rusqlite::params_from_iter(row.values.iter()))
+            .prepare_cached(&sql)
+            .and_then(|mut statement| {
+                statement.execute(rusqlite::params_from_iter(row.values.iter()))
+            })
             .map_err(query_error("insert particle"))?;
         self.write_edges(particle)
     }
@@ -453,6 +479,19 @@ impl WriteTransaction<'_> {
         Ok(changed > 0)
     }
 
+    /// Runs one parameterised statement in the transaction (cached), for the rows of
+    /// other tables a writer of synthetic or imported stores fills.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Query`].
+    pub fn execute<P: rusqlite::Params>(&self, sql: &str, params: P) -> Result<usize> {
+        self.transaction
+            .prepare_cached(sql)
+            .and_then(|mut statement| statement.execute(params))
+            .map_err(query_error("write statement"))
+    }
+
     /// Runs raw SQL in the transaction (tests use it to shape stores).
     ///
     /// # Errors
@@ -483,13 +522,7 @@ impl WriteTransaction<'_> {
     }
 
     fn has_table(&self, table: &str) -> Result<bool> {
-        self.transaction
-            .query_row(
-                "SELECT EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1)",
-                [table],
-                |row| row.get(0),
-            )
-            .map_err(query_error("table probe"))
+        Ok(self.tables.contains(&table))
     }
 
     fn clear_edges(&self, id: &str) -> Result<()> {
@@ -512,10 +545,8 @@ impl WriteTransaction<'_> {
                 .filter(|s| seen.insert(s.as_str()))
             {
                 self.transaction
-                    .execute(
-                        "INSERT OR IGNORE INTO particle_subjects (particle_id, subject_id) VALUES (?1, ?2)",
-                        params![particle.id, subject],
-                    )
+                    .prepare_cached("INSERT OR IGNORE INTO particle_subjects (particle_id, subject_id) VALUES (?1, ?2)")
+                    .and_then(|mut statement| statement.execute(params![particle.id, subject]))
                     .map_err(query_error("link subject"))?;
             }
         }
@@ -532,11 +563,13 @@ impl WriteTransaction<'_> {
         if self.has_table("particle_provenance_edges")? {
             for r in &particle.provenance {
                 self.transaction
-                    .execute(
+                    .prepare_cached(
                         "INSERT OR IGNORE INTO particle_provenance_edges (particle_id, corpus_entry_id, snapshot_id, chunk_hash) \
                          VALUES (?1, ?2, ?3, ?4)",
-                        params![particle.id, r.corpus_entry_id, r.snapshot_id, r.chunk_hash],
                     )
+                    .and_then(|mut statement| {
+                        statement.execute(params![particle.id, r.corpus_entry_id, r.snapshot_id, r.chunk_hash])
+                    })
                     .map_err(query_error("write provenance edge"))?;
             }
         }

@@ -1,0 +1,235 @@
+//! One benchmark cell, run in its own process: the reference harness's cell
+//! protocol (cold: one question in a fresh process; warm: an untimed warm-up, then
+//! timed questions with a budget) over particles-rs, writing a result file in the
+//! reference's `CellResult` schema so its `report` reads our cells too.
+
+use std::{
+    path::{Path, PathBuf},
+    time::Instant,
+};
+
+use anyhow::{Context, Result};
+use particles_cache::CandidateCache;
+use particles_model::{QueryRequest, Timestamp};
+use particles_query::{run_query_with, QueryInput, QueryOutcome};
+use particles_store::{CandidateLoader, Store};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::{environment::Environment, questions::Questions};
+
+/// What the orchestrator hands a cell (the reference's `CellSpec` fields).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct CellSpec {
+    pub(crate) cell_id: String,
+    pub(crate) size: u64,
+    pub(crate) seed: u64,
+    pub(crate) mode: String,
+    pub(crate) variant: String,
+    pub(crate) store_path: PathBuf,
+    pub(crate) result_path: PathBuf,
+    pub(crate) encoder: bool,
+    pub(crate) question_offset: usize,
+    pub(crate) questions: usize,
+    pub(crate) budget_seconds: f64,
+    pub(crate) min_questions: usize,
+    pub(crate) top_k: u32,
+    /// The question vectors file (our addition).
+    #[serde(default)]
+    pub(crate) questions_path: Option<PathBuf>,
+}
+
+/// The stages, in the reference's order.
+pub(crate) const STAGES: [&str; 12] = [
+    "setup",
+    "embed",
+    "sql_fetch",
+    "decode",
+    "hydrate",
+    "filters",
+    "source_rows",
+    "support_discounts",
+    "scoring",
+    "sort",
+    "collapse",
+    "other",
+];
+
+fn sample_json(index: usize, subject: Option<&str>, total: f64, outcome: &QueryOutcome) -> Value {
+    let t = outcome.timings;
+    let staged = [
+        t.setup,
+        t.embed,
+        t.sql_fetch,
+        t.decode,
+        t.hydrate,
+        t.filters,
+        t.source_rows,
+        t.support_discounts,
+        t.scoring,
+        t.sort,
+        t.collapse,
+    ];
+    let other = (total - staged.iter().sum::<f64>()).max(0.0);
+    let mut stages = serde_json::Map::new();
+    for (name, value) in STAGES.iter().zip(staged.iter().chain([other].iter())) {
+        stages.insert((*name).to_owned(), json!(value));
+    }
+    let w = outcome.work;
+    json!({
+        "question_index": index,
+        "subject_id": subject,
+        "total_seconds": total,
+        "stages": stages,
+        "rows_read": w.rows_read,
+        "embedding_json_bytes": w.embedding_json_bytes,
+        "models_hydrated": w.models_hydrated,
+        "candidates_scored": w.candidates_scored,
+        "snapshot_ids_looked_up": w.snapshot_ids_looked_up,
+        "entry_ids_looked_up": w.entry_ids_looked_up,
+        "results": outcome.hits.len(),
+    })
+}
+
+/// Peak resident set of this process, from `/proc/self/status` (`VmHWM`).
+pub(crate) fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+fn now_iso() -> String {
+    crate::query::wall_clock()
+        .map(|t| t.to_string())
+        .unwrap_or_default()
+}
+
+/// Runs the cell described by the spec file and writes its result atomically.
+pub(crate) fn run(spec_path: &Path) -> Result<()> {
+    let spec: CellSpec = serde_json::from_str(
+        &std::fs::read_to_string(spec_path).context("cannot read the cell spec")?,
+    )?;
+    let started_at = now_iso();
+    let wall = Instant::now();
+    let mut environment = Environment::read();
+    let mut notes: Vec<String> = Vec::new();
+    if spec.encoder {
+        anyhow::bail!("this build has no question encoder: run the benchmark with --no-encoder");
+    }
+    let questions = Questions::load(
+        spec.questions_path.as_deref(),
+        spec.seed,
+        spec.question_offset + spec.questions + 1,
+    )?;
+    let manifest: Value = serde_json::from_str(
+        &std::fs::read_to_string(super::generator::manifest_path(&spec.store_path))
+            .context("the store has no manifest")?,
+    )?;
+    let subjects: Vec<String> = manifest["query_subjects"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|p| p[0].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    let subject = |i: usize| -> Option<String> {
+        (spec.variant == "subject" && !subjects.is_empty())
+            .then(|| subjects[i % subjects.len()].clone())
+    };
+    // Process start and store open are reported apart from the queries.
+    let open_started = Instant::now();
+    let store = Store::open_read_only(&spec.store_path)?;
+    let open_seconds = open_started.elapsed().as_secs_f64();
+    let mut cache = CandidateCache::new();
+    let now = Timestamp::parse("2026-06-01T00:00:00Z").expect("a fixed instant parses");
+    let ask = |index: usize, loader: &mut dyn CandidateLoader| -> Result<(f64, QueryOutcome)> {
+        let request = QueryRequest {
+            question: Some(questions.text(index).to_owned()),
+            top_k: spec.top_k,
+            subject_id: subject(index),
+            ..QueryRequest::default()
+        };
+        let request = particles_model::validate(request, |_| "benchmark request".into())?;
+        let started = Instant::now();
+        let outcome = run_query_with(
+            &store,
+            loader,
+            &QueryInput::new(&request, Some(questions.vector(index)), now),
+        )?;
+        Ok((started.elapsed().as_secs_f64(), outcome))
+    };
+    let mut samples = Vec::new();
+    let mut warmup_seconds = None;
+    if spec.mode == "cold" {
+        // A fresh process: the unfiltered query builds the cache it would keep.
+        let index = spec.question_offset;
+        let (total, outcome) = ask(index, &mut cache)?;
+        samples.push(sample_json(
+            index,
+            subject(index).as_deref(),
+            total,
+            &outcome,
+        ));
+    } else {
+        let warmup_index = spec.question_offset + spec.questions;
+        let (seconds, _) = ask(warmup_index, &mut cache)?;
+        warmup_seconds = Some(seconds);
+        let loop_started = Instant::now();
+        for n in 0..spec.questions {
+            let spent = loop_started.elapsed().as_secs_f64();
+            let mean = if n == 0 { 0.0 } else { spent / n as f64 };
+            let budget_stop = spec.budget_seconds > 0.0
+                && n + 1 >= spec.min_questions
+                && spent + mean > spec.budget_seconds;
+            let index = spec.question_offset + n;
+            let (total, outcome) = ask(index, &mut cache)?;
+            samples.push(sample_json(
+                index,
+                subject(index).as_deref(),
+                total,
+                &outcome,
+            ));
+            if budget_stop && n + 1 < spec.questions {
+                notes.push(format!(
+                    "stopped after {} of {} questions: the next would have passed the {} s budget",
+                    n + 1,
+                    spec.questions,
+                    spec.budget_seconds
+                ));
+                break;
+            }
+        }
+    }
+    environment.finish();
+    let result = json!({
+        "spec": spec,
+        "status": "ok",
+        "started_at": started_at,
+        "finished_at": now_iso(),
+        "wall_seconds": wall.elapsed().as_secs_f64(),
+        "import_seconds": super::process_start_seconds(),
+        "encoder_load_seconds": Value::Null,
+        "warmup_seconds": warmup_seconds,
+        "samples": samples,
+        "cosine_reference": Value::Null,
+        "peak_rss_bytes": peak_rss_bytes(),
+        "sampled_peak_rss_bytes": Value::Null,
+        "environment": environment,
+        "error": Value::Null,
+        "notes": notes,
+        "engine": "particles-rs",
+        "store_open_seconds": open_seconds,
+        "cache_heap_bytes": cache.heap_bytes(),
+    });
+    write_atomically(&spec.result_path, &result)
+}
+
+/// Writes JSON to a temporary file and renames it into place.
+pub(crate) fn write_atomically(path: &Path, value: &Value) -> Result<()> {
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, serde_json::to_string_pretty(value)?)?;
+    std::fs::rename(&tmp, path)?;
+    Ok(())
+}

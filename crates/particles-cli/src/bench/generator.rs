@@ -1,0 +1,702 @@
+//! Seeded synthetic stores in the reference's schema and shape.
+//!
+//! Scoring cost does not depend on the text, so rows carry random unit vectors and
+//! filler prose; what matches the reference generator is the *shape*: the counts
+//! per size, subjects per row (Zipf 0.8 over the subject pool), corpus fan-out, the
+//! non-ACTIVE share, property and claim shares, confidences, the embedding JSON
+//! format (float32 widened and written as Python's `repr`), co-evidential pairs
+//! within 5,000-row chunks, the change journal filled by the triggers. The rows are
+//! written through the store writer, so column formats are the production ones.
+//!
+//! Rows are not the reference's (its NumPy streams cannot be replayed outside
+//! Python); side-by-side runs use the reference generator's own store files.
+
+use std::{
+    collections::HashSet,
+    path::{Path, PathBuf},
+    time::Instant,
+};
+
+use anyhow::{Context, Result};
+use particles_model::{
+    AssertionModality, CalibrationSource, CanonicalForm, ClaimTerm, Confidence, ExtractorRef,
+    Particle, ParticleType, ProvenanceRef, ProvenanceRefType, Status, StatusReason,
+    StructuredClaim, TermKind, Timestamp, UncertaintyNature, ValidKind, EMBEDDING_DIM,
+};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// This generator's version; a new shape gets a new file name.
+pub(crate) const GENERATOR_VERSION: &str = "rs1";
+const CHUNK: usize = 5000;
+/// 2023-01-01T00:00:00Z, the start of the asserted-at span.
+const EPOCH_MICROS: i64 = 1_672_531_200_000_000;
+const SPAN_DAYS: f64 = 1095.0;
+
+/// Filler vocabulary (54 words, as many as the reference's list).
+const WORDS: [&str; 54] = [
+    "archive", "belief", "cache", "claim", "client", "config", "corpus", "decision", "default",
+    "deploy", "digest", "document", "engine", "export", "extract", "field", "filter", "graph",
+    "index", "ingest", "journal", "lens", "ledger", "memory", "model", "network", "operator",
+    "owner", "particle", "pipeline", "policy", "project", "query", "ranking", "record", "release",
+    "review", "runtime", "schema", "session", "snapshot", "source", "store", "subject", "suite",
+    "table", "token", "trust", "update", "vector", "version", "window", "worker", "world",
+];
+
+/// A small, fast, seedable generator (SplitMix64 seeding a xoshiro256**).
+pub(crate) struct Rng {
+    state: [u64; 4],
+    spare_normal: Option<f64>,
+}
+
+impl Rng {
+    pub(crate) fn new(seed: u64) -> Rng {
+        let mut x = seed;
+        let mut next = || {
+            x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = x;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        };
+        Rng {
+            state: [next(), next(), next(), next()],
+            spare_normal: None,
+        }
+    }
+
+    fn next_u64(&mut self) -> u64 {
+        let s = &mut self.state;
+        let result = s[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
+        let t = s[1] << 17;
+        s[2] ^= s[0];
+        s[3] ^= s[1];
+        s[1] ^= s[2];
+        s[0] ^= s[3];
+        s[2] ^= t;
+        s[3] = s[3].rotate_left(45);
+        result
+    }
+
+    /// Uniform in `[0, 1)`.
+    pub(crate) fn random(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Uniform integer in `[low, high)`.
+    pub(crate) fn integers(&mut self, low: u64, high: u64) -> u64 {
+        low + (self.random() * (high - low) as f64) as u64
+    }
+
+    fn uniform(&mut self, low: f64, high: f64) -> f64 {
+        low + (high - low) * self.random()
+    }
+
+    /// A standard normal draw (Box-Muller, pairs cached).
+    pub(crate) fn normal(&mut self) -> f64 {
+        if let Some(z) = self.spare_normal.take() {
+            return z;
+        }
+        let u1 = 1.0 - self.random();
+        let u2 = self.random();
+        let radius = (-2.0 * u1.ln()).sqrt();
+        let angle = std::f64::consts::TAU * u2;
+        self.spare_normal = Some(radius * angle.sin());
+        radius * angle.cos()
+    }
+
+    fn uuid(&mut self) -> String {
+        let mut bytes = [0u8; 16];
+        bytes[..8].copy_from_slice(&self.next_u64().to_le_bytes());
+        bytes[8..].copy_from_slice(&self.next_u64().to_le_bytes());
+        bytes[6] = (bytes[6] & 0x0f) | 0x40;
+        bytes[8] = (bytes[8] & 0x3f) | 0x80;
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        format!(
+            "{}-{}-{}-{}-{}",
+            &hex[..8],
+            &hex[8..12],
+            &hex[12..16],
+            &hex[16..20],
+            &hex[20..]
+        )
+    }
+
+    /// A random unit vector in f32 (normalised in f32).
+    pub(crate) fn unit_vector(&mut self) -> Vec<f32> {
+        let mut values: Vec<f32> = (0..EMBEDDING_DIM).map(|_| self.normal() as f32).collect();
+        let norm = values.iter().map(|v| v * v).sum::<f32>().sqrt();
+        values.iter_mut().for_each(|v| *v /= norm);
+        values
+    }
+}
+
+/// Python's `round` (half to even) of `x` to an integer.
+fn round_half_even(x: f64) -> u64 {
+    let floor = x.floor();
+    let diff = x - floor;
+    let rounded = if (diff - 0.5).abs() < f64::EPSILON {
+        if floor as u64 % 2 == 0 {
+            floor
+        } else {
+            floor + 1.0
+        }
+    } else {
+        x.round()
+    };
+    rounded.max(0.0) as u64
+}
+
+/// The row counts of a store of `size` ACTIVE beliefs.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Counts {
+    pub(crate) active: u64,
+    pub(crate) inactive: u64,
+    pub(crate) subjects: u64,
+    pub(crate) entries: u64,
+    pub(crate) snapshots: u64,
+    pub(crate) relations: u64,
+}
+
+pub(crate) fn plan_counts(size: u64) -> Counts {
+    let entries = round_half_even(size as f64 / 82.0).max(1);
+    Counts {
+        active: size,
+        inactive: round_half_even(size as f64 * 0.204),
+        subjects: round_half_even(size as f64 * 0.2584).max(1),
+        entries,
+        snapshots: round_half_even(size as f64 / 32.0).max(entries),
+        relations: round_half_even(size as f64 * 0.0129),
+    }
+}
+
+/// The manifest beside a store, in the reference's `StoreManifest` shape (plus the
+/// generator's name).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct StoreManifest {
+    pub(crate) seed: u64,
+    pub(crate) size: u64,
+    pub(crate) generator_version: String,
+    pub(crate) active: u64,
+    pub(crate) inactive: u64,
+    pub(crate) subjects: u64,
+    pub(crate) subject_links: u64,
+    pub(crate) corpus_entries: u64,
+    pub(crate) snapshots: u64,
+    pub(crate) relations: u64,
+    pub(crate) embedding_json_bytes: u64,
+    pub(crate) db_bytes: u64,
+    pub(crate) build_seconds: f64,
+    pub(crate) embedding_model_id: String,
+    pub(crate) fingerprint: String,
+    pub(crate) query_subjects: Vec<(String, u64)>,
+}
+
+/// The file name of a generated store.
+pub(crate) fn store_file_name(seed: u64, size: u64) -> String {
+    format!("qlat-s{seed}-n{size}-{GENERATOR_VERSION}.db")
+}
+
+fn timestamp(micros: i64) -> Timestamp {
+    Timestamp::from_utc_micros(micros).expect("generated instants lie within years 1..=9999")
+}
+
+fn sentence(rng: &mut Rng) -> String {
+    let target = (103.0 + 30.0 * rng.normal()).clamp(30.0, 240.0) as usize;
+    let mut words = Vec::new();
+    let mut length = 0;
+    while length < target {
+        let word = WORDS[rng.integers(0, WORDS.len() as u64) as usize];
+        length += word.len() + 1;
+        words.push(word);
+    }
+    let mut text = words.join(" ");
+    if let Some(first) = text.get(..1) {
+        let upper = first.to_uppercase();
+        text.replace_range(..1, &upper);
+    }
+    text.push('.');
+    text
+}
+
+const SUBJECT_COUNT_WEIGHTS: [f64; 7] = [0.051, 0.683, 0.218, 0.036, 0.0076, 0.0027, 0.0022];
+
+/// Builds the `(seed, size)` store at `path` (through a `.building` file renamed
+/// into place) and writes its manifest beside it. `progress` gets `(rows done,
+/// rows total)` after each chunk.
+pub(crate) fn build_store(
+    path: &Path,
+    seed: u64,
+    size: u64,
+    mut progress: impl FnMut(u64, u64),
+) -> Result<StoreManifest> {
+    let started = Instant::now();
+    let building = path.with_extension("building");
+    let _ = std::fs::remove_file(&building);
+    let counts = plan_counts(size);
+    let mut rng = Rng::new(seed ^ size.rotate_left(32) ^ 0x5151);
+    let mut writer = particles_store::create_store(&building)
+        .with_context(|| format!("cannot create {}", building.display()))?;
+    writer
+        .connection_mut()
+        .execute_batch("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;")
+        .context("cannot set build pragmas")?;
+
+    let entries: Vec<String> = (0..counts.entries).map(|_| rng.uuid()).collect();
+    let snapshots: Vec<String> = (0..counts.snapshots).map(|_| rng.uuid()).collect();
+    let snapshot_entry: Vec<usize> = (0..counts.snapshots as usize)
+        .map(|j| {
+            if j < entries.len() {
+                j
+            } else {
+                rng.integers(0, counts.entries) as usize
+            }
+        })
+        .collect();
+    let subjects: Vec<String> = (0..counts.subjects).map(|_| rng.uuid()).collect();
+    let subject_cdf: Vec<f64> = {
+        let weights: Vec<f64> = (1..=subjects.len())
+            .map(|r| 1.0 / (r as f64).powf(0.8))
+            .collect();
+        let total: f64 = weights.iter().sum();
+        let mut running = 0.0;
+        let mut cdf: Vec<f64> = weights
+            .iter()
+            .map(|w| {
+                running += w / total;
+                running
+            })
+            .collect();
+        if let Some(last) = cdf.last_mut() {
+            *last = 1.0;
+        }
+        cdf
+    };
+    // The sampled ACTIVE positions whose first subject the subject variant asks about.
+    let sample_count = size.min(256) as usize;
+    let mut sample: Vec<u64> = Vec::with_capacity(sample_count);
+    let mut seen_positions = HashSet::new();
+    while sample.len() < sample_count {
+        let position = rng.integers(0, size);
+        if seen_positions.insert(position) {
+            sample.push(position);
+        }
+    }
+    let sample_order: std::collections::HashMap<u64, usize> = sample
+        .iter()
+        .enumerate()
+        .map(|(order, &pos)| (pos, order))
+        .collect();
+    let mut sampled: Vec<Option<usize>> = vec![None; sample_count];
+
+    let created_text = timestamp(EPOCH_MICROS).to_store_text();
+    let tx = writer.transaction()?;
+    for (i, entry) in entries.iter().enumerate() {
+        tx.execute(
+            "INSERT INTO corpus_entries (entry_id, uri_r, source_type, mutability, fetch_policy, created_at, deposited_by, tags_json) \
+             VALUES (?1, ?2, ?3, 'STABLE', 'NEVER', ?4, 'query-latency-generator', '[]')",
+            rusqlite::params![entry, format!("file:///synthetic/source-{i}.md"), if i % 4 == 0 { "LOCAL_MARKDOWN" } else { "CONVERSATION" }, created_text],
+        )?;
+    }
+    for (j, snapshot) in snapshots.iter().enumerate() {
+        let published = (rng.random() < 0.79).then(|| {
+            timestamp(EPOCH_MICROS + (rng.uniform(0.0, SPAN_DAYS) * 86_400e6) as i64)
+                .to_store_text()
+        });
+        let hash = format!("{:x}", Sha256::digest(snapshot.as_bytes()));
+        tx.execute(
+            "INSERT INTO snapshots (snapshot_id, entry_id, captured_at, content_hash, warc_record_type, extraction_status, \
+             content_published_at, extraction_attempts, resume_whole) VALUES (?1, ?2, ?3, ?4, 'RESPONSE', 'COMPLETE', ?5, 1, 0)",
+            rusqlite::params![snapshot, entries[snapshot_entry[j]], created_text, hash, published],
+        )?;
+    }
+    tx.commit()?;
+
+    let total = counts.active + counts.inactive;
+    let mut remaining_active = counts.active;
+    let mut active_seen: u64 = 0;
+    let mut relation_budget = counts.relations;
+    let mut relations_written = 0;
+    let mut fingerprint = Sha256::new();
+    let mut subject_links: u64 = 0;
+    let mut linked_active: HashSet<usize> = HashSet::new();
+    let mut active_subject_rows: std::collections::HashMap<usize, u64> =
+        std::collections::HashMap::new();
+    let mut done: u64 = 0;
+    while done < total {
+        let n = CHUNK.min((total - done) as usize);
+        let tx = writer.transaction()?;
+        let mut chunk_active_ids: Vec<String> = Vec::new();
+        for i in 0..n {
+            let vector = rng.unit_vector();
+            let left = total - (done + i as u64);
+            let active = rng.random() < remaining_active as f64 / left as f64;
+            if active {
+                remaining_active -= 1;
+            }
+            let (particle, subject_indices) = random_particle(
+                &mut rng,
+                &entries,
+                &snapshots,
+                &snapshot_entry,
+                &subjects,
+                &subject_cdf,
+                active,
+            );
+            if active {
+                for &index in &subject_indices {
+                    linked_active.insert(index);
+                    *active_subject_rows.entry(index).or_default() += 1;
+                }
+                if let Some(&order) = sample_order.get(&active_seen) {
+                    sampled[order] = subject_indices.first().copied();
+                }
+                active_seen += 1;
+                chunk_active_ids.push(particle.id.clone());
+            }
+            subject_links += particle.subject_ids.len() as u64;
+            fingerprint.update(particle.id.as_bytes());
+            let retired = particle.status != Status::Active;
+            let id = particle.id.clone();
+            let asserted = particle.asserted_at.to_store_text();
+            let valid =
+                particles_model::validate(particle, |p| format!("generated particle {}", p.id))?;
+            tx.insert(&valid, Some(&vector))?;
+            if retired {
+                tx.execute(
+                    "UPDATE particles SET retired_at = ?2 WHERE id = ?1",
+                    rusqlite::params![id, asserted],
+                )?;
+            }
+        }
+        // Co-evidential pairs among this chunk's ACTIVE rows.
+        let want = relation_budget.min(round_half_even(chunk_active_ids.len() as f64 * 0.0129));
+        let mut pairs = HashSet::new();
+        for _ in 0..want {
+            if chunk_active_ids.len() < 2 {
+                break;
+            }
+            let a = rng.integers(0, chunk_active_ids.len() as u64) as usize;
+            let mut b = rng.integers(0, chunk_active_ids.len() as u64 - 1) as usize;
+            if b >= a {
+                b += 1;
+            }
+            let (first, second) = (a.min(b), a.max(b));
+            if pairs.insert((first, second)) {
+                tx.execute(
+                    "INSERT INTO particle_relations (particle_a, particle_b, relation_type, created_by, created_at, confidence) \
+                     VALUES (?1, ?2, 'CO_EVIDENTIAL', 'query-latency-generator', ?3, 1.0)",
+                    rusqlite::params![chunk_active_ids[first], chunk_active_ids[second], created_text],
+                )?;
+                relations_written += 1;
+            }
+        }
+        relation_budget -= want;
+        tx.commit()?;
+        done += n as u64;
+        progress(done, total);
+    }
+    let tx = writer.transaction()?;
+    let mut linked: Vec<usize> = linked_active.iter().copied().collect();
+    linked.sort_unstable();
+    for index in &linked {
+        tx.execute(
+            "INSERT INTO subjects (id, canonical_name, aliases_json, external_ids_json, created_at, asserted_by) \
+             VALUES (?1, ?2, '[]', '[]', ?3, 'query-latency-generator')",
+            rusqlite::params![subjects[*index], format!("subject {index}"), created_text],
+        )?;
+    }
+    tx.commit()?;
+    let embedding_bytes: i64 = writer.connection_mut().query_row(
+        "SELECT coalesce(sum(length(embedding_json)), 0) FROM particles WHERE status = 'ACTIVE'",
+        [],
+        |row| row.get(0),
+    )?;
+    let embedding_bytes = embedding_bytes.max(0) as u64;
+    drop(writer);
+    std::fs::rename(&building, path)
+        .with_context(|| format!("cannot move the built store to {}", path.display()))?;
+    let query_subjects: Vec<(String, u64)> = sampled
+        .into_iter()
+        .flatten()
+        .take(64)
+        .map(|index| {
+            (
+                subjects[index].clone(),
+                active_subject_rows.get(&index).copied().unwrap_or(0),
+            )
+        })
+        .collect();
+    let manifest = StoreManifest {
+        seed,
+        size,
+        generator_version: GENERATOR_VERSION.to_owned(),
+        active: counts.active,
+        inactive: counts.inactive,
+        subjects: linked.len() as u64,
+        subject_links,
+        corpus_entries: counts.entries,
+        snapshots: counts.snapshots,
+        relations: relations_written,
+        embedding_json_bytes: embedding_bytes,
+        db_bytes: std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
+        build_seconds: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+        embedding_model_id: particles_model::EMBEDDING_MODEL_ID.to_owned(),
+        fingerprint: format!("{:x}", fingerprint.finalize()),
+        query_subjects,
+    };
+    std::fs::write(
+        manifest_path(path),
+        serde_json::to_string_pretty(&manifest)?,
+    )?;
+    Ok(manifest)
+}
+
+/// The manifest beside a store file.
+pub(crate) fn manifest_path(store: &Path) -> PathBuf {
+    store.with_extension("manifest.json")
+}
+
+/// The SHA-256 of every particle id in rowid order: a store's identity.
+pub(crate) fn fingerprint(store: &Path) -> Result<String> {
+    let connection =
+        rusqlite::Connection::open_with_flags(store, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    let mut statement = connection.prepare("SELECT id FROM particles ORDER BY rowid")?;
+    let mut rows = statement.query([])?;
+    let mut hasher = Sha256::new();
+    while let Some(row) = rows.next()? {
+        let id: String = row.get(0)?;
+        hasher.update(id.as_bytes());
+    }
+    Ok(format!("{:x}", hasher.finalize()))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn random_particle(
+    rng: &mut Rng,
+    entries: &[String],
+    snapshots: &[String],
+    snapshot_entry: &[usize],
+    subjects: &[String],
+    subject_cdf: &[f64],
+    active: bool,
+) -> (Particle, Vec<usize>) {
+    let roll = rng.random();
+    let total: f64 = SUBJECT_COUNT_WEIGHTS.iter().sum();
+    let mut acc = 0.0;
+    let mut k = SUBJECT_COUNT_WEIGHTS.len() - 1;
+    for (count, weight) in SUBJECT_COUNT_WEIGHTS.iter().enumerate() {
+        acc += weight / total;
+        if roll < acc {
+            k = count;
+            break;
+        }
+    }
+    let mut subject_indices: Vec<usize> = Vec::new();
+    for _ in 0..k {
+        let u = rng.random();
+        let index = subject_cdf
+            .partition_point(|&c| c <= u)
+            .min(subjects.len() - 1);
+        if !subject_indices.contains(&index) {
+            subject_indices.push(index);
+        }
+    }
+    let subject_ids: Vec<String> = subject_indices
+        .iter()
+        .map(|&i| subjects[i].clone())
+        .collect();
+    let snapshot = rng.integers(0, snapshots.len() as u64) as usize;
+    let asserted_at =
+        timestamp(EPOCH_MICROS + (rng.uniform(0.0, SPAN_DAYS * 86_400.0) * 1e6) as i64);
+    let mut properties = None;
+    let mut valid_from = None;
+    let mut valid_kind = None;
+    let roll = rng.random();
+    let word = |rng: &mut Rng| WORDS[rng.integers(0, WORDS.len() as u64) as usize].to_owned();
+    if roll < 0.145 {
+        let gated = serde_json::json!([word(rng), word(rng)]);
+        properties = Some(serde_json::Map::from_iter([(
+            "extraction:gated_subjects".to_owned(),
+            gated,
+        )]));
+    } else if roll < 0.164 {
+        properties = Some(serde_json::Map::from_iter([(
+            "extraction:scope".to_owned(),
+            serde_json::json!("DOCUMENT_META"),
+        )]));
+    } else if roll < 0.179 {
+        properties = Some(serde_json::Map::from_iter([(
+            "extraction:polarity".to_owned(),
+            serde_json::json!("HYPOTHETICAL"),
+        )]));
+    } else if roll < 0.216 {
+        let year = rng.integers(1990, 2026);
+        properties = Some(serde_json::Map::from_iter([
+            (
+                "extraction:valid_from_basis".to_owned(),
+                serde_json::json!("coarse"),
+            ),
+            (
+                "extraction:valid_from_cue".to_owned(),
+                serde_json::json!(format!("in {year}")),
+            ),
+            (
+                "extraction:valid_from_granularity".to_owned(),
+                serde_json::json!("year"),
+            ),
+        ]));
+        valid_from = Timestamp::parse(&format!("{year}-01-01T00:00:00")).ok();
+        valid_kind = Some(ValidKind::State);
+    }
+    let (status, status_reason) = if active {
+        (Status::Active, None)
+    } else {
+        let roll = rng.random();
+        if roll < 0.79 {
+            (
+                Status::ProvenanceStale,
+                Some(StatusReason::RetractedDependency),
+            )
+        } else if roll < 0.935 {
+            (Status::Superseded, Some(StatusReason::DuplicateMerged))
+        } else {
+            (Status::Retracted, Some(StatusReason::SourceRetracted))
+        }
+    };
+    let structured_claim = (!subject_ids.is_empty() && rng.random() < 0.367).then(|| {
+        let words: Vec<String> = (0..6).map(|_| word(rng)).collect();
+        StructuredClaim {
+            subject: ClaimTerm {
+                kind: TermKind::Token,
+                value: words[0].clone(),
+                datatype: None,
+                language: None,
+            },
+            predicate: ClaimTerm {
+                kind: TermKind::Token,
+                value: words[1..4].join(" "),
+                datatype: None,
+                language: None,
+            },
+            object: ClaimTerm {
+                kind: TermKind::Literal,
+                value: words[4..6].join(" "),
+                datatype: None,
+                language: None,
+            },
+            subject_id: subject_ids.first().cloned(),
+            structurizer_id: "content-structurizer".into(),
+            structurizer_version: "1.0.0".into(),
+            generated_at: asserted_at,
+        }
+    });
+    let modality_roll = rng.random();
+    let assertion_modality = if modality_roll < 0.029 {
+        AssertionModality::Constitutive
+    } else if modality_roll < 0.032 {
+        AssertionModality::Evaluative
+    } else {
+        AssertionModality::Falsifiable
+    };
+    let id = rng.uuid();
+    let content = sentence(rng);
+    let confidence = (rng.uniform(0.55, 0.98) * 100.0).round() / 100.0;
+    let uncertainty_nature = if rng.random() < 0.005 {
+        UncertaintyNature::Aleatory
+    } else {
+        UncertaintyNature::Epistemic
+    };
+    let version = format!("0.{}.0", rng.integers(12, 19));
+    let particle = Particle {
+        id,
+        content,
+        confidence: Confidence {
+            value: confidence,
+            variance: None,
+            calibration_source: CalibrationSource::ExtractorDirect,
+            calibration_method: None,
+            calibration_ref: None,
+        },
+        uncertainty_nature,
+        provenance: vec![ProvenanceRef {
+            ref_type: ProvenanceRefType::Source,
+            corpus_entry_id: entries[snapshot_entry[snapshot]].clone(),
+            snapshot_id: Some(snapshots[snapshot].clone()),
+            location: None,
+            chunk_hash: None,
+        }],
+        asserted_by: "general-extractor".into(),
+        asserted_at,
+        status,
+        status_reason,
+        schema_version: particles_model::SCHEMA_VERSION.into(),
+        particle_type: ParticleType::Claim,
+        assertion_modality,
+        uncertainty_kind: None,
+        valid_until: None,
+        valid_from,
+        valid_kind,
+        supersedes: None,
+        basis: None,
+        extractor_ref: Some(ExtractorRef {
+            name: "general-extractor".into(),
+            version,
+        }),
+        extraction_provider_model: None,
+        sequence_context: None,
+        subject_ids,
+        tags: None,
+        context_fingerprint: None,
+        properties,
+        contributors: None,
+        structured_claim,
+        canonical_form: CanonicalForm::Prose,
+        contested: None,
+    };
+    (particle, subject_indices)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_follow_the_reference_plan() {
+        let c = plan_counts(10_000);
+        assert_eq!(
+            (c.inactive, c.subjects, c.entries, c.snapshots, c.relations),
+            (2040, 2584, 122, 312, 129)
+        );
+        let c = plan_counts(2_000);
+        assert_eq!(
+            (c.inactive, c.subjects, c.entries, c.snapshots, c.relations),
+            (408, 517, 24, 62, 26)
+        );
+    }
+
+    #[test]
+    fn a_small_store_has_the_shape_and_a_stable_fingerprint() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join(store_file_name(7, 600));
+        let manifest = build_store(&a, 7, 600, |_, _| {}).unwrap();
+        assert_eq!(manifest.fingerprint, fingerprint(&a).unwrap());
+        let store = particles_store::Store::open_read_only(&a).unwrap();
+        let active: i64 = store
+            .connection()
+            .query_row(
+                "SELECT count(*) FROM particles WHERE status = 'ACTIVE'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(active, 600);
+        assert!(particles_store::journal_installed(&store).unwrap());
+        let b = dir.path().join("again.db");
+        assert_eq!(
+            build_store(&b, 7, 600, |_, _| {}).unwrap().fingerprint,
+            manifest.fingerprint
+        );
+        assert!(!manifest.query_subjects.is_empty());
+    }
+}

@@ -1,0 +1,569 @@
+//! The report: Markdown tables like the reference's page (per engine), the ratio
+//! table of a side-by-side run, and plots (latency against store size, log-log,
+//! both engines; the stage split) as SVG.
+
+use std::{
+    collections::BTreeMap,
+    fmt::Write as _,
+    path::{Path, PathBuf},
+};
+
+use anyhow::{Context, Result};
+use serde_json::Value;
+
+use super::{cell::STAGES, runner::size_label};
+
+/// One `(size, mode, variant)` row of one engine.
+#[derive(Debug, Clone, Default)]
+struct Row {
+    size: u64,
+    mode: String,
+    variant: String,
+    status: String,
+    n: usize,
+    p50: Option<f64>,
+    p95: Option<f64>,
+    rows_read_p50: Option<f64>,
+    bytes_p50: Option<f64>,
+    peak_rss: Option<u64>,
+    stage_p50: BTreeMap<&'static str, f64>,
+    stage_share: BTreeMap<&'static str, f64>,
+    warmup: Option<f64>,
+    notes: Vec<String>,
+}
+
+/// NumPy's default percentile (linear interpolation).
+fn percentile(values: &[f64], q: f64) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let position = q / 100.0 * (sorted.len() - 1) as f64;
+    let low = position.floor() as usize;
+    let high = position.ceil() as usize;
+    Some(sorted[low] + (sorted[high] - sorted[low]) * (position - low as f64))
+}
+
+fn load_cells(dir: &Path) -> Result<Vec<Value>> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("no cells in {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    paths.sort();
+    paths
+        .iter()
+        .map(|p| Ok(serde_json::from_str(&std::fs::read_to_string(p)?)?))
+        .collect()
+}
+
+fn rows_of(cells: &[Value]) -> Vec<Row> {
+    let mut groups: BTreeMap<(String, String, u64), Vec<&Value>> = BTreeMap::new();
+    for cell in cells {
+        let spec = &cell["spec"];
+        let key = (
+            spec["mode"].as_str().unwrap_or_default().to_owned(),
+            spec["variant"].as_str().unwrap_or_default().to_owned(),
+            spec["size"].as_u64().unwrap_or(0),
+        );
+        groups.entry(key).or_default().push(cell);
+    }
+    groups
+        .into_iter()
+        .map(|((mode, variant, size), cells)| {
+            let ok: Vec<&&Value> = cells.iter().filter(|c| c["status"] == "ok").collect();
+            let samples: Vec<&Value> = ok
+                .iter()
+                .flat_map(|c| c["samples"].as_array().into_iter().flatten())
+                .collect();
+            let totals: Vec<f64> = samples
+                .iter()
+                .filter_map(|s| s["total_seconds"].as_f64())
+                .collect();
+            let field = |name: &str| -> Vec<f64> {
+                samples.iter().filter_map(|s| s[name].as_f64()).collect()
+            };
+            let sum_total: f64 = totals.iter().sum();
+            let mut stage_p50 = BTreeMap::new();
+            let mut stage_share = BTreeMap::new();
+            for stage in STAGES {
+                let values: Vec<f64> = samples
+                    .iter()
+                    .filter_map(|s| s["stages"][stage].as_f64())
+                    .collect();
+                stage_p50.insert(stage, percentile(&values, 50.0).unwrap_or(0.0));
+                let sum: f64 = values.iter().sum();
+                stage_share.insert(
+                    stage,
+                    if sum_total > 0.0 {
+                        sum / sum_total
+                    } else {
+                        0.0
+                    },
+                );
+            }
+            let status = cells
+                .iter()
+                .find(|c| c["status"] != "ok")
+                .and_then(|c| c["status"].as_str())
+                .unwrap_or("ok")
+                .to_owned();
+            let mut notes: Vec<String> = cells
+                .iter()
+                .flat_map(|c| {
+                    c["notes"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|n| n.as_str().map(str::to_owned))
+                })
+                .collect();
+            for cell in cells.iter().filter(|c| c["status"] != "ok") {
+                let first = cell["error"]
+                    .as_str()
+                    .and_then(|e| e.lines().next())
+                    .unwrap_or("");
+                notes.push(format!(
+                    "{}: {}: {first}",
+                    cell["spec"]["cell_id"].as_str().unwrap_or("?"),
+                    cell["status"].as_str().unwrap_or("?")
+                ));
+            }
+            Row {
+                size,
+                mode,
+                variant,
+                status,
+                n: totals.len(),
+                p50: percentile(&totals, 50.0),
+                p95: percentile(&totals, 95.0),
+                rows_read_p50: percentile(&field("rows_read"), 50.0),
+                bytes_p50: percentile(&field("embedding_json_bytes"), 50.0),
+                peak_rss: cells
+                    .iter()
+                    .flat_map(|c| {
+                        [
+                            c["peak_rss_bytes"].as_u64(),
+                            c["sampled_peak_rss_bytes"].as_u64(),
+                        ]
+                    })
+                    .flatten()
+                    .max(),
+                stage_p50,
+                stage_share,
+                warmup: ok.iter().find_map(|c| c["warmup_seconds"].as_f64()),
+                notes,
+            }
+        })
+        .collect()
+}
+
+fn seconds(value: Option<f64>) -> String {
+    match value {
+        None => "—".into(),
+        Some(s) if s < 0.01 => format!("{:.1} ms", s * 1e3),
+        Some(s) if s < 1.0 => format!("{:.0} ms", s * 1e3),
+        Some(s) => format!("{s:.2} s"),
+    }
+}
+
+fn bytes(value: Option<f64>) -> String {
+    match value {
+        None => "—".into(),
+        Some(b) if b >= (1u64 << 30) as f64 => format!("{:.2} GiB", b / (1u64 << 30) as f64),
+        Some(b) => format!("{:.0} MiB", b / (1u64 << 20) as f64),
+    }
+}
+
+fn thousands(value: Option<f64>) -> String {
+    let Some(value) = value else {
+        return "—".into();
+    };
+    let digits = format!("{:.0}", value);
+    let mut out = String::new();
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// Least-squares slope of `ln p50` on `ln N`.
+fn slope(points: &[(f64, f64)]) -> Option<f64> {
+    let points: Vec<(f64, f64)> = points
+        .iter()
+        .filter(|(x, y)| *x > 0.0 && *y > 0.0)
+        .map(|(x, y)| (x.ln(), y.ln()))
+        .collect();
+    if points.len() < 2 {
+        return None;
+    }
+    let n = points.len() as f64;
+    let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    (sxx > 0.0).then(|| sxy / sxx)
+}
+
+const GROUPS: [(&str, &str); 4] = [
+    ("cold", "unfiltered"),
+    ("cold", "subject"),
+    ("warm", "unfiltered"),
+    ("warm", "subject"),
+];
+
+fn engine_tables(out: &mut String, rows: &[Row]) {
+    for (mode, variant) in GROUPS {
+        let group: Vec<&Row> = rows
+            .iter()
+            .filter(|r| r.mode == mode && r.variant == variant)
+            .collect();
+        if group.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "#### {mode}, {variant}\n");
+        let _ = writeln!(out, "| Store | n | p50 | p95 (closed-loop) | warm-up | rows read (p50) | embedding JSON decoded (p50) | peak RSS | status |");
+        let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|");
+        for r in &group {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                size_label(r.size),
+                r.n,
+                seconds(r.p50),
+                seconds(r.p95),
+                seconds(r.warmup),
+                thousands(r.rows_read_p50),
+                bytes(r.bytes_p50),
+                bytes(r.peak_rss.map(|b| b as f64)),
+                r.status
+            );
+        }
+        let _ = writeln!(out, "\n| Store | {} |", STAGES.join(" | "));
+        let _ = writeln!(out, "|---|{}", "---|".repeat(STAGES.len()));
+        for r in group.iter().filter(|r| r.n > 0) {
+            let cells: Vec<String> = STAGES
+                .iter()
+                .map(|s| {
+                    format!(
+                        "{} ({:.0}%)",
+                        seconds(r.stage_p50.get(s).copied()),
+                        100.0 * r.stage_share.get(s).copied().unwrap_or(0.0)
+                    )
+                })
+                .collect();
+            let _ = writeln!(out, "| {} | {} |", size_label(r.size), cells.join(" | "));
+        }
+        let notes: Vec<&String> = group.iter().flat_map(|r| &r.notes).collect();
+        for note in notes {
+            let _ = writeln!(out, "\n> {note}");
+        }
+        let _ = writeln!(out);
+    }
+    let _ = writeln!(out, "#### Scaling (derived)\n\n| Mode, variant | sizes | slope of log p50 on log N | µs per row read (p50 / rows read) |\n|---|---|---|---|");
+    for (mode, variant) in GROUPS {
+        let group: Vec<&Row> = rows
+            .iter()
+            .filter(|r| r.mode == mode && r.variant == variant && r.p50.is_some())
+            .collect();
+        if group.is_empty() {
+            continue;
+        }
+        let points: Vec<(f64, f64)> = group
+            .iter()
+            .map(|r| (r.size as f64, r.p50.unwrap_or(0.0)))
+            .collect();
+        let per_row: Vec<String> = group
+            .iter()
+            .filter_map(|r| {
+                Some(format!(
+                    "{}: {:.2}",
+                    size_label(r.size),
+                    r.p50? / r.rows_read_p50.filter(|v| *v > 0.0)? * 1e6
+                ))
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "| {mode}, {variant} | {} | {} | {} |",
+            group
+                .iter()
+                .map(|r| size_label(r.size))
+                .collect::<Vec<_>>()
+                .join(", "),
+            slope(&points).map_or("—".into(), |s| format!("{s:.2}")),
+            per_row.join("; ")
+        );
+    }
+    let _ = writeln!(out);
+}
+
+fn ratio_table(out: &mut String, ours: &[Row], theirs: &[Row]) {
+    let _ = writeln!(
+        out,
+        "### Side by side (ratios derived from the measured p50s)\n"
+    );
+    let _ = writeln!(out, "| Cell | Store | reference p50 | particles-rs p50 | speed-up | reference peak RSS | particles-rs peak RSS |");
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|");
+    for (mode, variant) in GROUPS {
+        for r in ours
+            .iter()
+            .filter(|r| r.mode == mode && r.variant == variant)
+        {
+            let Some(t) = theirs
+                .iter()
+                .find(|t| t.mode == r.mode && t.variant == r.variant && t.size == r.size)
+            else {
+                continue;
+            };
+            let ratio = match (t.p50, r.p50) {
+                (Some(a), Some(b)) if b > 0.0 => format!("{:.0}x", a / b),
+                _ => "—".into(),
+            };
+            let _ = writeln!(
+                out,
+                "| {mode}, {variant} | {} | {} | {} | {ratio} | {} | {} |",
+                size_label(r.size),
+                seconds(t.p50),
+                seconds(r.p50),
+                bytes(t.peak_rss.map(|b| b as f64)),
+                bytes(r.peak_rss.map(|b| b as f64))
+            );
+        }
+    }
+    let _ = writeln!(out);
+}
+
+/// A log-log plot of p50 against store size, one line per engine and cell kind.
+fn latency_svg(series: &[(String, Vec<(f64, f64)>)]) -> String {
+    let (w, h, left, bottom, top, right) = (760.0, 440.0, 70.0, 50.0, 20.0, 200.0);
+    let points: Vec<(f64, f64)> = series
+        .iter()
+        .flat_map(|(_, p)| p.iter().copied())
+        .filter(|(x, y)| *x > 0.0 && *y > 0.0)
+        .collect();
+    if points.is_empty() {
+        return String::from("<svg xmlns=\"http://www.w3.org/2000/svg\"/>");
+    }
+    let (x0, x1) = points.iter().fold((f64::MAX, f64::MIN), |(a, b), p| {
+        (a.min(p.0.log10()), b.max(p.0.log10()))
+    });
+    let (y0, y1) = points.iter().fold((f64::MAX, f64::MIN), |(a, b), p| {
+        (a.min(p.1.log10()), b.max(p.1.log10()))
+    });
+    let (x0, x1) = (x0.floor(), x1.ceil().max(x0.floor() + 1.0));
+    let (y0, y1) = (y0.floor(), y1.ceil().max(y0.floor() + 1.0));
+    let px = |x: f64| left + (x.log10() - x0) / (x1 - x0) * (w - left - right);
+    let py = |y: f64| h - bottom - (y.log10() - y0) / (y1 - y0) * (h - bottom - top);
+    let colors = [
+        "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+    ];
+    let mut svg = format!("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n");
+    for decade in (x0 as i32)..=(x1 as i32) {
+        let x = px(10f64.powi(decade));
+        let _ = writeln!(svg, "<line x1=\"{x}\" y1=\"{top}\" x2=\"{x}\" y2=\"{}\" stroke=\"#ddd\"/><text x=\"{x}\" y=\"{}\" text-anchor=\"middle\">{}</text>", h - bottom, h - bottom + 18.0, size_label(10u64.pow(decade.max(0) as u32)));
+    }
+    for decade in (y0 as i32)..=(y1 as i32) {
+        let y = py(10f64.powi(decade));
+        let _ = writeln!(svg, "<line x1=\"{left}\" y1=\"{y}\" x2=\"{}\" y2=\"{y}\" stroke=\"#ddd\"/><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", w - right, left - 6.0, y + 4.0, seconds(Some(10f64.powi(decade))));
+    }
+    let _ = writeln!(
+        svg,
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">beliefs in the store (log)</text>",
+        (left + w - right) / 2.0,
+        h - 10.0
+    );
+    let _ = writeln!(svg, "<text x=\"16\" y=\"{}\" transform=\"rotate(-90 16 {})\" text-anchor=\"middle\">p50 query latency (log)</text>", h / 2.0, h / 2.0);
+    for (i, (name, points)) in series.iter().enumerate() {
+        let color = colors[i % colors.len()];
+        let dash = if name.starts_with("reference") {
+            " stroke-dasharray=\"6 4\""
+        } else {
+            ""
+        };
+        let path: Vec<String> = points
+            .iter()
+            .filter(|(x, y)| *x > 0.0 && *y > 0.0)
+            .map(|(x, y)| format!("{:.1},{:.1}", px(*x), py(*y)))
+            .collect();
+        let _ = writeln!(
+            svg,
+            "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"2\"{dash} points=\"{}\"/>",
+            path.join(" ")
+        );
+        for (x, y) in points.iter().filter(|(x, y)| *x > 0.0 && *y > 0.0) {
+            let _ = writeln!(
+                svg,
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{color}\"/>",
+                px(*x),
+                py(*y)
+            );
+        }
+        let ly = top + 18.0 * i as f64 + 10.0;
+        let _ = writeln!(svg, "<line x1=\"{}\" y1=\"{ly}\" x2=\"{}\" y2=\"{ly}\" stroke=\"{color}\" stroke-width=\"2\"{dash}/><text x=\"{}\" y=\"{}\">{name}</text>", w - right + 10.0, w - right + 34.0, w - right + 40.0, ly + 4.0);
+    }
+    svg.push_str("</svg>\n");
+    svg
+}
+
+/// Stacked bars of the stage split (p50 shares) per store size, for one engine's
+/// rows of one cell kind.
+fn stages_svg(title: &str, rows: &[&Row]) -> String {
+    let (w, h, left, bottom, top) = (760.0, 60.0 + 34.0 * rows.len() as f64, 60.0, 70.0, 30.0);
+    let colors = [
+        "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
+        "#9c755f", "#bab0ac", "#86bcb6", "#d37295",
+    ];
+    let mut svg = format!("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"{left}\" y=\"18\">{title}: share of total time per stage</text>\n", h + bottom);
+    for (i, row) in rows.iter().enumerate() {
+        let y = top + 34.0 * i as f64;
+        let _ = writeln!(
+            svg,
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
+            left - 6.0,
+            y + 16.0,
+            size_label(row.size)
+        );
+        let mut x = left;
+        for (j, stage) in STAGES.iter().enumerate() {
+            let share = row.stage_share.get(stage).copied().unwrap_or(0.0);
+            let width = share * (w - left - 20.0);
+            if width > 0.0 {
+                let _ = writeln!(svg, "<rect x=\"{x:.1}\" y=\"{y}\" width=\"{width:.1}\" height=\"24\" fill=\"{}\"><title>{stage} {:.0}%</title></rect>", colors[j], share * 100.0);
+            }
+            x += width;
+        }
+    }
+    for (j, stage) in STAGES.iter().enumerate() {
+        let x = left + (j % 6) as f64 * 115.0;
+        let y = h + 10.0 + (j / 6) as f64 * 20.0;
+        let _ = writeln!(svg, "<rect x=\"{x}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{stage}</text>", y - 10.0, colors[j], x + 16.0, y);
+    }
+    svg.push_str("</svg>\n");
+    svg
+}
+
+/// Renders the report of a work directory into `export_dir` (the Markdown page,
+/// the plots, and the cells per size).
+pub(crate) fn run(work_dir: &Path, export_dir: &Path) -> Result<PathBuf> {
+    std::fs::create_dir_all(export_dir)?;
+    let side_by_side = work_dir.join("rust/cells").is_dir();
+    let ours_dir = if side_by_side {
+        work_dir.join("rust/cells")
+    } else {
+        work_dir.join("cells")
+    };
+    let ours_cells = load_cells(&ours_dir)?;
+    let ours = rows_of(&ours_cells);
+    let theirs = if side_by_side && work_dir.join("reference/cells").is_dir() {
+        rows_of(&load_cells(&work_dir.join("reference/cells"))?)
+    } else {
+        Vec::new()
+    };
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# Query latency: particles-rs{}\n",
+        if theirs.is_empty() {
+            ""
+        } else {
+            " and the reference, side by side"
+        }
+    );
+    let _ = writeln!(out, "Every latency below is **measured** (closed loop: one question at a time, so p95 is a closed-loop p95, not a tail SLO); ratios and slopes are **derived** from them. Cold = a fresh process, one question; warm = one process, an untimed warm-up, then timed questions. top_k 40.\n");
+    if let Some(environment) = ours_cells
+        .iter()
+        .find_map(|c| c.get("environment").filter(|e| !e.is_null()))
+    {
+        let _ = writeln!(out, "Reproduction tuple (particles-rs cells): git `{}`, {}, SQLite {}, {} ({} cores, {} memory), load average before {} / after {}.\n",
+            environment["git_sha"].as_str().unwrap_or("?"),
+            environment["rustc"].as_str().unwrap_or("rustc ?"),
+            environment["sqlite"].as_str().unwrap_or("?"),
+            environment["cpu"].as_str().unwrap_or("?"),
+            environment["cpu_count"],
+            bytes(environment["memory_bytes"].as_f64()),
+            environment["load_average_before"],
+            environment["load_average_after"]);
+    }
+    if !theirs.is_empty() {
+        ratio_table(&mut out, &ours, &theirs);
+    }
+    let _ = writeln!(out, "### particles-rs\n");
+    engine_tables(&mut out, &ours);
+    if !theirs.is_empty() {
+        let _ = writeln!(
+            out,
+            "### The reference (linkedparticles 1.214.1, its own harness, same store files)\n"
+        );
+        engine_tables(&mut out, &theirs);
+    }
+    let mut series = Vec::new();
+    for (engine, rows) in [("particles-rs", &ours), ("reference", &theirs)] {
+        for (mode, variant) in GROUPS {
+            let points: Vec<(f64, f64)> = rows
+                .iter()
+                .filter(|r| r.mode == mode && r.variant == variant)
+                .filter_map(|r| Some((r.size as f64, r.p50?)))
+                .collect();
+            if !points.is_empty() {
+                series.push((format!("{engine} {mode} {variant}"), points));
+            }
+        }
+    }
+    std::fs::write(export_dir.join("latency-vs-size.svg"), latency_svg(&series))?;
+    let mut plots = vec!["latency-vs-size.svg".to_owned()];
+    for (mode, variant) in [("cold", "unfiltered"), ("warm", "unfiltered")] {
+        let rows: Vec<&Row> = ours
+            .iter()
+            .filter(|r| r.mode == mode && r.variant == variant && r.n > 0)
+            .collect();
+        if !rows.is_empty() {
+            let name = format!("stages-{mode}-{variant}.svg");
+            std::fs::write(
+                export_dir.join(&name),
+                stages_svg(&format!("particles-rs, {mode} {variant}"), &rows),
+            )?;
+            plots.push(name);
+        }
+    }
+    let _ = writeln!(out, "### Plots\n");
+    for plot in &plots {
+        let _ = writeln!(out, "![{plot}]({plot})\n");
+    }
+    let mut by_size: BTreeMap<u64, Vec<&Value>> = BTreeMap::new();
+    for cell in &ours_cells {
+        by_size
+            .entry(cell["spec"]["size"].as_u64().unwrap_or(0))
+            .or_default()
+            .push(cell);
+    }
+    for (size, cells) in by_size {
+        std::fs::write(
+            export_dir.join(format!("query-latency-{}.json", size_label(size))),
+            serde_json::to_string_pretty(&cells)?,
+        )?;
+    }
+    let page = export_dir.join("query-latency.md");
+    std::fs::write(&page, out)?;
+    Ok(page)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_interpolate_like_numpy() {
+        assert_eq!(percentile(&[1.0, 2.0, 3.0, 4.0], 50.0), Some(2.5));
+        assert_eq!(percentile(&[1.0, 2.0, 3.0, 4.0, 5.0], 95.0), Some(4.8));
+        assert_eq!(percentile(&[], 50.0), None);
+        assert_eq!(
+            slope(&[(10.0, 1.0), (100.0, 10.0)]).map(|s| (s * 1e9).round() / 1e9),
+            Some(1.0)
+        );
+    }
+}
