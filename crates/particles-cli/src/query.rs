@@ -28,6 +28,11 @@ pub(crate) struct QueryArgs {
     #[arg(value_name = "QUESTION")]
     question: Option<String>,
 
+    /// The encoder's model directory (default: PARTICLES_MODEL_DIR, else the user
+    /// cache; `cargo xtask fetch-model` fills it).
+    #[arg(long, value_name = "DIR")]
+    model_dir: Option<PathBuf>,
+
     /// A JSON array of 384 floats: the query vector (skips any encoder).
     #[arg(long, value_name = "FILE", conflicts_with = "no_embedding")]
     vector_file: Option<PathBuf>,
@@ -367,16 +372,17 @@ pub(crate) fn run(args: QueryArgs) -> Result<()> {
     let vector = match (&args.vector_file, args.no_embedding) {
         (Some(path), _) => VectorSource::Given(read_vector_file(path)?),
         (None, true) => VectorSource::None,
-        (None, false) => {
-            return Err(UsageError(
-                "no query vector: this build has no question encoder yet.\n  \
-                 Pass --vector-file FILE (a JSON array of 384 floats, e.g. the reference's \
-                 embedding of the question)\n  or --no-embedding to rank by effective \
-                 confidence alone."
-                    .into(),
-            )
-            .into())
-        }
+        (None, false) => match &args.question {
+            Some(question) => VectorSource::Given(crate::encode::encode_question(question, args.model_dir.as_deref())?),
+            None => {
+                return Err(UsageError(
+                    "no question and no query vector: give a QUESTION to encode, --vector-file FILE \
+                     (a JSON array of 384 floats), or --no-embedding to rank by effective confidence alone."
+                        .into(),
+                )
+                .into())
+            }
+        },
     };
     let params = QueryParams {
         question: args.question.clone(),

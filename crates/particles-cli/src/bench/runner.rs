@@ -467,6 +467,12 @@ pub(crate) fn run(args: &RunArgs) -> Result<()> {
         work.join("run.json"),
         serde_json::to_string_pretty(&super::environment::Environment::read())?,
     )?;
+    // The command line, so the report can say how to reproduce it.
+    let command: Vec<String> = std::env::args().skip(1).collect();
+    std::fs::write(
+        work.join("run-command.json"),
+        serde_json::to_string(&command)?,
+    )?;
     let python = reference_python(args);
     if args.side_by_side && !python.exists() {
         bail!("--side-by-side needs the reference: {} does not exist (run `cargo xtask reference`, or give --reference-venv)", python.display());

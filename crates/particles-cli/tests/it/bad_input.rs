@@ -179,9 +179,18 @@ fn vector_files_of_the_wrong_shape() {
 }
 
 #[test]
-fn neither_vector_nor_no_embedding_explains_both() {
-    let run = query(&fixture("coins-a.db"), &["how are coins graded?"]);
-    assert_error(&run, 2, &["--vector-file", "--no-embedding"]);
+fn no_question_and_no_vector_explains_the_options() {
+    let run = query(&fixture("coins-a.db"), &[]);
+    assert_error(&run, 2, &["QUESTION", "--vector-file", "--no-embedding"]);
+}
+
+#[test]
+fn a_missing_model_names_the_fetch_command() {
+    let run = query(
+        &fixture("coins-a.db"),
+        &["how are coins graded?", "--model-dir", "/nonexistent/model"],
+    );
+    assert_error(&run, 1, &["/nonexistent/model", "cargo xtask fetch-model"]);
 }
 
 #[test]

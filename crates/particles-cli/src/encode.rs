@@ -1,0 +1,56 @@
+//! The question encoder as the CLI uses it (behind the `encoder` feature), and the
+//! `embed` verb.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use clap::Args;
+
+/// Encodes `text` with the model in `model_dir` (or the default location).
+#[cfg(feature = "encoder")]
+pub(crate) fn encode_question(text: &str, model_dir: Option<&Path>) -> Result<Vec<f32>> {
+    let encoder = particles_embed::Encoder::load(&particles_embed::model_dir(model_dir))?;
+    Ok(encoder.encode(text))
+}
+
+/// Without the encoder feature there is nothing to encode with.
+#[cfg(not(feature = "encoder"))]
+pub(crate) fn encode_question(_text: &str, _model_dir: Option<&Path>) -> Result<Vec<f32>> {
+    Err(crate::UsageError(
+        "this build has no question encoder (built without the `encoder` feature).\n  \
+         Pass --vector-file FILE (a JSON array of 384 floats) or --no-embedding."
+            .into(),
+    )
+    .into())
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct EmbedArgs {
+    /// The texts to embed; each gets one output line.
+    #[arg(required = true, value_name = "TEXT")]
+    texts: Vec<String>,
+    /// The encoder's model directory (default: PARTICLES_MODEL_DIR, else the user
+    /// cache); `cargo xtask fetch-model` fills it.
+    #[arg(long, value_name = "DIR")]
+    model_dir: Option<PathBuf>,
+}
+
+/// Prints, for each text, its vector as a JSON array of floats on one line.
+pub(crate) fn run(args: &EmbedArgs) -> Result<()> {
+    use std::io::Write;
+    #[cfg(feature = "encoder")]
+    let encoder =
+        particles_embed::Encoder::load(&particles_embed::model_dir(args.model_dir.as_deref()))?;
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    for text in &args.texts {
+        #[cfg(feature = "encoder")]
+        let vector = encoder.encode(text);
+        #[cfg(not(feature = "encoder"))]
+        let vector = encode_question(text, args.model_dir.as_deref())?;
+        let values: Vec<f64> = vector.iter().map(|v| f64::from(*v)).collect();
+        serde_json::to_writer(&mut out, &values)?;
+        writeln!(out)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,3 @@
+//! Integration tests of the encoder: parity with sentence-transformers.
+
+mod parity;
