@@ -1,5 +1,7 @@
 //! `cargo xtask`: the project's chores, in Rust so they run wherever cargo does.
 //!
+//! - `demo [QUESTION]`: fetch the model if needed, import `examples/coins.jsonl` once
+//!   into `target/demo/coins.db`, and answer QUESTION (the README's first command).
 //! - `reference`: install the reference engine (linkedparticles 1.214.1, without
 //!   torch) into `.reference/venv`, idempotently. The equivalence tests use it.
 //! - `test`: `reference` and `fetch-model`, then `cargo test --workspace` (the
@@ -26,7 +28,7 @@ use std::{
 use anyhow::{bail, Context, Result};
 
 const USAGE: &str =
-    "usage: cargo xtask <reference | test | ci | equivalence [--seeds N] | fetch-model [--model-dir DIR] | bench [run|report] [FLAGS]>";
+    "usage: cargo xtask <demo [QUESTION] | reference | test | ci | equivalence [--seeds N] | fetch-model [--model-dir DIR] | bench [run|report] [FLAGS]>";
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -69,6 +71,51 @@ fn main() -> Result<()> {
                 None => None,
             };
             fetch_model::fetch(dir)
+        }
+        Some("demo") => {
+            // The README's first command: fetch the model if needed, import the demo
+            // beliefs once, answer a question in text.
+            fetch_model::fetch(None)?;
+            let store = root.join("target/demo/coins.db");
+            if !store.exists() {
+                std::fs::create_dir_all(store.parent().context("store dir")?)?;
+                cargo(
+                    &[
+                        "run",
+                        "--release",
+                        "--quiet",
+                        "-p",
+                        "particles-cli",
+                        "--",
+                        "import",
+                        "--store",
+                        &store.display().to_string(),
+                        "examples/coins.jsonl",
+                    ],
+                    &[],
+                )?;
+            }
+            let question = args
+                .get(1)
+                .cloned()
+                .unwrap_or_else(|| "how are old coins graded?".to_owned());
+            cargo(
+                &[
+                    "run",
+                    "--release",
+                    "--quiet",
+                    "-p",
+                    "particles-cli",
+                    "--",
+                    "query",
+                    "--store",
+                    &store.display().to_string(),
+                    &question,
+                    "--top-k",
+                    "10",
+                ],
+                &[],
+            )
         }
         Some("bench") => {
             // `cargo xtask bench [run|report] [flags]`: the release binary's

@@ -6,6 +6,7 @@
 
 mod bench;
 mod encode;
+mod import;
 mod output;
 mod query;
 mod serve;
@@ -37,6 +38,9 @@ enum Command {
     Benchmark(bench::BenchmarkArgs),
     /// Print the embedding of each text as a JSON array, one line per text.
     Embed(encode::EmbedArgs),
+    /// Import beliefs from a JSON Lines file into a store (created when missing).
+    /// This WRITES the store.
+    Import(import::ImportArgs),
 }
 
 /// An error in how the command was called (exit code 2), as opposed to an error
@@ -61,6 +65,7 @@ fn main() -> ExitCode {
         Command::Store(args) => store_cmd::run(args),
         Command::Benchmark(args) => bench::run(args),
         Command::Embed(args) => encode::run(&args),
+        Command::Import(args) => import::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -340,7 +340,7 @@ fn ratio_table(out: &mut String, ours: &[Row], theirs: &[Row]) {
 
 /// A log-log plot of p50 against store size, one line per engine and cell kind.
 fn latency_svg(series: &[(String, Vec<(f64, f64)>)]) -> String {
-    let (w, h, left, bottom, top, right) = (760.0, 440.0, 70.0, 50.0, 20.0, 200.0);
+    let (w, h, left, bottom, top, right) = (820.0, 440.0, 70.0, 50.0, 20.0, 250.0);
     let points: Vec<(f64, f64)> = series
         .iter()
         .flat_map(|(_, p)| p.iter().copied())
@@ -379,7 +379,12 @@ fn latency_svg(series: &[(String, Vec<(f64, f64)>)]) -> String {
     );
     let _ = writeln!(svg, "<text x=\"16\" y=\"{}\" transform=\"rotate(-90 16 {})\" text-anchor=\"middle\">p50 query latency (log)</text>", h / 2.0, h / 2.0);
     for (i, (name, points)) in series.iter().enumerate() {
-        let color = colors[i % colors.len()];
+        // One colour per cell kind; the reference's lines are dashed.
+        let kind = GROUPS
+            .iter()
+            .position(|(mode, variant)| name.ends_with(&format!("{mode} {variant}")))
+            .unwrap_or(i);
+        let color = colors[kind % colors.len()];
         let dash = if name.starts_with("reference") {
             " stroke-dasharray=\"6 4\""
         } else {
