@@ -80,10 +80,10 @@ pub(crate) struct RunArgs {
     /// Seconds a warm cell may spend on its questions (0 = no budget).
     #[arg(long, default_value_t = 2400.0)]
     pub(crate) warm_budget: f64,
-    /// Encode each question (needs the encoder; this build has none).
+    /// Encode each question in the cell (the default; its load is reported apart).
     #[arg(long, overrides_with = "no_encoder")]
     pub(crate) encoder: bool,
-    /// Use fixed question vectors instead of an encoder.
+    /// Use the fixed question vectors instead of encoding (required side by side).
     #[arg(long, overrides_with = "encoder")]
     pub(crate) no_encoder: bool,
     /// Which variants: unfiltered and/or subject (repeatable).
@@ -105,6 +105,13 @@ pub(crate) struct RunArgs {
     /// The reference venv (default: .reference/venv).
     #[arg(long, value_name = "PATH")]
     pub(crate) reference_venv: Option<PathBuf>,
+}
+
+impl RunArgs {
+    /// Whether cells encode their questions (the reference's default).
+    pub(crate) fn encoder(&self) -> bool {
+        !self.no_encoder
+    }
 }
 
 #[derive(Debug, Args)]

@@ -457,8 +457,11 @@ fn check_ranking(
 const ORACLE: &str = include_str!("../../../../tests/reference/oracle.py");
 
 pub(crate) fn run(args: &RunArgs) -> Result<()> {
-    if args.encoder {
-        bail!("this build has no question encoder yet: run with --no-encoder");
+    if args.encoder() && args.side_by_side {
+        bail!(
+            "--side-by-side needs --no-encoder: the reference venv leaves out its encoder (torch), \
+             so both engines are timed on the same fixed question vectors"
+        );
     }
     let sizes = parse_sizes(&args.sizes).map_err(|e| anyhow::anyhow!("--sizes: {e}"))?;
     let work = args.work_dir.clone();
@@ -657,7 +660,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<()> {
                 variant: variant.clone(),
                 store_path: std::fs::canonicalize(&store)?,
                 result_path: std::path::absolute(&path)?,
-                encoder: false,
+                encoder: args.encoder(),
                 question_offset: cell.question_offset,
                 questions: cell.questions,
                 budget_seconds: cell.budget_seconds,
