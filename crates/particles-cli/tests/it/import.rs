@@ -41,7 +41,7 @@ fn imported_store_ranks_alike_in_the_reference() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    assert!(String::from_utf8_lossy(&output.stdout).contains("imported 116 belief(s)"));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("imported 212 belief(s)"));
 
     let question = "how are old coins graded?";
     let embedded = particles_rs(&["embed", question]);
