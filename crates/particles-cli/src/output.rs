@@ -63,6 +63,7 @@ pub(crate) fn outcome_json(
             "filtered_out": outcome.stats.filtered_out,
             "below_min_confidence": outcome.stats.below_min_confidence,
             "collapsed": outcome.stats.collapsed,
+            "pruned": outcome.stats.pruned,
         },
     })
 }

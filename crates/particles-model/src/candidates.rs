@@ -146,6 +146,9 @@ pub struct CandidateSet {
     confidence: Vec<f64>,
     model_current: Vec<bool>,
     traits: Vec<RowTraits>,
+    /// Each row's vector norm, `sqrt(einsum_dot(v, v))` in f32: query-independent,
+    /// so computed once when the row is added.
+    norms: Vec<f32>,
     /// Start of each row's vector in `vectors`; row `i` spans
     /// `offsets[i]..offsets[i + 1]`.
     offsets: Vec<usize>,
@@ -214,6 +217,7 @@ impl CandidateSet {
         self.confidence.push(particle.confidence.value);
         self.model_current.push(model == EMBEDDING_MODEL_ID);
         self.traits.push(traits);
+        self.norms.push(crate::einsum_dot(vector, vector).sqrt());
         self.vectors.extend_from_slice(vector);
         self.offsets.push(self.vectors.len());
     }
@@ -251,6 +255,11 @@ impl CandidateSet {
     /// The row's vector.
     pub fn vector(&self, row: usize) -> &[f32] {
         &self.vectors[self.offsets[row]..self.offsets[row + 1]]
+    }
+
+    /// The row's vector norm (einsum order, f32 square root).
+    pub fn norm(&self, row: usize) -> f32 {
+        self.norms[row]
     }
 
     /// The row's traits.
@@ -298,6 +307,7 @@ impl CandidateSet {
             + self.confidence.capacity() * 8
             + self.model_current.capacity()
             + self.traits.capacity() * std::mem::size_of::<RowTraits>()
+            + self.norms.capacity() * 4
             + strings
             + premises
     }
@@ -327,6 +337,7 @@ impl CandidateSet {
             out.confidence.push(self.confidence[row]);
             out.model_current.push(self.model_current[row]);
             out.traits.push(self.traits[row]);
+            out.norms.push(self.norms[row]);
             out.vectors.extend_from_slice(self.vector(row));
             out.offsets.push(out.vectors.len());
             if let Some(premises) = self.premises.get(&self.ids[row]) {
@@ -363,6 +374,7 @@ impl CandidateSet {
             out.confidence.push(added.confidence[row]);
             out.model_current.push(added.model_current[row]);
             out.traits.push(traits);
+            out.norms.push(added.norms[row]);
             out.vectors.extend_from_slice(added.vector(row));
             out.offsets.push(out.vectors.len());
             if let Some(premises) = added.premises.get(&added.ids[row]) {

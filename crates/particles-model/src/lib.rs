@@ -19,6 +19,7 @@
 #![warn(clippy::unwrap_used)]
 
 pub mod candidates;
+mod einsum;
 mod enums;
 mod particle;
 pub mod policy;
@@ -27,6 +28,7 @@ mod timestamp;
 
 pub use crate::{
     candidates::{CandidateSet, FilterFlag, RowTraits, Selection},
+    einsum::{einsum_dot, einsum_dot_portable},
     enums::{
         AssertionModality, CalibrationSource, CanonicalForm, ParticleType, ProvenanceRefType,
         Status, StatusReason, TermKind, UncertaintyNature, UnknownVariant, ValidKind,

@@ -77,6 +77,9 @@ pub struct QueryInput<'a> {
     pub now: Timestamp,
     /// The BLAS kernel whose rounding the query norm reproduces.
     pub norm_kernel: NormKernel,
+    /// Score every candidate instead of stopping at the bound (the oracle of the
+    /// pruned path in tests).
+    pub exhaustive: bool,
 }
 
 impl<'a> QueryInput<'a> {
@@ -91,6 +94,7 @@ impl<'a> QueryInput<'a> {
             vector,
             now,
             norm_kernel: NormKernel::detect(),
+            exhaustive: false,
         }
     }
 }
@@ -141,6 +145,9 @@ pub struct QueryStats {
     pub below_min_confidence: usize,
     /// Hits dropped by the co-evidential collapse.
     pub collapsed: usize,
+    /// Candidates never fully scored because their score bound could not reach the
+    /// top k (their source facts were not even read).
+    pub pruned: usize,
     /// The claim filters' counts, when the request has claim filters.
     pub claims: Option<ClaimStats>,
 }
@@ -423,11 +430,59 @@ fn rank_selection(
     };
     let survivors = filter_candidates(store, set, &selection.rows, request, now, &mut stats)?;
     timings.filters = lap();
-    {
-        let mut snapshots = std::collections::HashSet::new();
-        let mut entries = std::collections::HashSet::new();
-        for &row in &survivors {
-            if let Some((entry, snapshot)) = set.traits(row).source {
+
+    // Score fully only what can reach the top k. Similarities come from one scan;
+    // a bound that needs no source lookup orders the candidates; they are scored
+    // in that order, in batches, until the next bound is below the k-th score
+    // found. The survivors' loader positions break ties exactly as before.
+    let started = Instant::now();
+    let similarities: Option<Vec<f64>> = match query {
+        Some(query) => Some(
+            survivors
+                .iter()
+                .map(|&row| particles_rank::similarity(set, row, query))
+                .collect::<particles_rank::Result<_>>()?,
+        ),
+        None => None,
+    };
+    let at_most_one = policies.factors_at_most_one();
+    let bounds: Vec<f64> = survivors
+        .iter()
+        .enumerate()
+        .map(|(i, &row)| {
+            particles_rank::score_bound(set, row, similarities.as_ref().map(|s| s[i]), at_most_one)
+        })
+        .collect();
+    let mut order: Vec<usize> = (0..survivors.len()).collect();
+    // NaN bounds first: they must always be scored.
+    order.sort_by(|&a, &b| match (bounds[a].is_nan(), bounds[b].is_nan()) {
+        (true, false) => std::cmp::Ordering::Less,
+        (false, true) => std::cmp::Ordering::Greater,
+        _ => bounds[b]
+            .partial_cmp(&bounds[a])
+            .unwrap_or(std::cmp::Ordering::Equal),
+    });
+    let mut scoring = started.elapsed().as_secs_f64();
+    let top_k = request.top_k as usize;
+    let batch = top_k.max(64);
+    // (survivor position, ranked, factors, source)
+    let mut scored: Vec<(usize, Ranked, Factors, SourceFacts)> = Vec::new();
+    let mut best: Vec<f64> = Vec::with_capacity(top_k + 1);
+    let mut snapshots = std::collections::HashSet::new();
+    let mut entries = std::collections::HashSet::new();
+    let mut next = 0;
+    while next < order.len() {
+        if !input.exhaustive && best.len() == top_k {
+            let kth = best[top_k - 1];
+            if bounds[order[next]] < kth {
+                break;
+            }
+        }
+        let chunk = &order[next..(next + batch).min(order.len())];
+        next += chunk.len();
+        let lookup = Instant::now();
+        for &position in chunk {
+            if let Some((entry, snapshot)) = set.traits(survivors[position]).source {
                 if !set.string(entry).is_empty() {
                     entries.insert(entry);
                 }
@@ -436,43 +491,68 @@ fn rank_selection(
                 }
             }
         }
-        work.snapshot_ids_looked_up = snapshots.len();
-        work.entry_ids_looked_up = entries.len();
-    }
-    let sources = particles_store::source_facts(
-        store,
-        survivors.iter().map(|&row| {
-            set.traits(row)
-                .source
-                .map(|(entry, snapshot)| (set.string(entry), snapshot.map(|s| set.string(s))))
-        }),
-    )?;
-    timings.source_rows = lap();
-    let premises = particles_store::premise_statuses(
-        store,
-        survivors
-            .iter()
-            .flat_map(|&row| set.premises(row).iter().map(String::as_str)),
-    )?;
-
-    timings.support_discounts = lap();
-    let mut scored = Vec::with_capacity(survivors.len());
-    let mut factors_of = HashMap::with_capacity(survivors.len());
-    let mut source_of = HashMap::with_capacity(survivors.len());
-    for (&row, source) in survivors.iter().zip(sources) {
-        let discount = particles_rank::stale_support_discount(set, row, &premises);
-        let factors = particles_rank::factors(set, row, &source, discount, policies, now)?;
-        match particles_rank::score_candidate(set, row, &factors, query, request.min_confidence)? {
-            Some(ranked) => {
-                scored.push(ranked);
-                factors_of.insert(row, factors);
-                source_of.insert(row, source);
+        let sources = particles_store::source_facts(
+            store,
+            chunk.iter().map(|&position| {
+                set.traits(survivors[position])
+                    .source
+                    .map(|(entry, snapshot)| (set.string(entry), snapshot.map(|s| set.string(s))))
+            }),
+        )?;
+        timings.source_rows += lookup.elapsed().as_secs_f64();
+        let lookup = Instant::now();
+        let premises = particles_store::premise_statuses(
+            store,
+            chunk
+                .iter()
+                .flat_map(|&position| set.premises(survivors[position]).iter().map(String::as_str)),
+        )?;
+        timings.support_discounts += lookup.elapsed().as_secs_f64();
+        let scoring_started = Instant::now();
+        for (&position, source) in chunk.iter().zip(sources) {
+            let row = survivors[position];
+            let discount = particles_rank::stale_support_discount(set, row, &premises);
+            let factors = particles_rank::factors(set, row, &source, discount, policies, now)?;
+            let similarity = similarities.as_ref().map(|s| s[position]);
+            work.candidates_scored += 1;
+            match particles_rank::score_with_similarity(
+                set,
+                row,
+                &factors,
+                similarity,
+                request.min_confidence,
+            ) {
+                Some(ranked) => {
+                    // Keep the k best scores, descending, for the stopping rule.
+                    let at = best.partition_point(|s| *s >= ranked.score);
+                    if at < top_k {
+                        best.insert(at, ranked.score);
+                        best.truncate(top_k);
+                    }
+                    scored.push((position, ranked, factors, source));
+                }
+                None => stats.below_min_confidence += 1,
             }
-            None => stats.below_min_confidence += 1,
         }
+        scoring += scoring_started.elapsed().as_secs_f64();
     }
-    work.candidates_scored = scored.len();
-    timings.scoring = lap();
+    stats.pruned = order.len() - next;
+    work.snapshot_ids_looked_up = snapshots.len();
+    work.entry_ids_looked_up = entries.len();
+    // Back to loader order, so the stable sort breaks ties as the reference does.
+    scored.sort_by_key(|(position, ..)| *position);
+    let mut factors_of = HashMap::with_capacity(scored.len());
+    let mut source_of = HashMap::with_capacity(scored.len());
+    let mut scored: Vec<Ranked> = scored
+        .into_iter()
+        .map(|(_, ranked, factors, source)| {
+            factors_of.insert(ranked.row, factors);
+            source_of.insert(ranked.row, source);
+            ranked
+        })
+        .collect();
+    timings.scoring = scoring;
+    lap();
     particles_rank::sort_and_truncate(&mut scored, request.top_k as usize);
     timings.sort = lap();
     let before_collapse = scored.len();

@@ -46,7 +46,7 @@ pub use crate::{
         effective_confidence, py_max, py_min, rank_score, CONFIDENCE_WEIGHT, NARRATIVE_RANK_WEIGHT,
         SIMILARITY_WEIGHT, STALE_SUPPORT_DISCOUNT,
     },
-    similarity::{dot_einsum, sdot_openblas, NormKernel, QueryVector},
+    similarity::{sdot_openblas, NormKernel, QueryVector},
 };
 
 /// One scored candidate.
@@ -153,7 +153,7 @@ pub fn score_candidate(
                     found: vector.len(),
                 });
             }
-            query.cosine(vector)
+            query.cosine_with_norm(vector, set.norm(row))
         }
     };
     Ok(Some(Ranked {
@@ -162,6 +162,79 @@ pub fn score_candidate(
         effective_confidence: effective,
         score: rank_score(set.traits(row).narrative, similarity, effective),
     }))
+}
+
+/// The similarity of candidate `row` with the query (its cosine; the caller uses
+/// the effective confidence when there is no query vector).
+///
+/// # Errors
+///
+/// [`Error::DimensionMismatch`] when the vector's dimension differs from the query's.
+pub fn similarity(set: &CandidateSet, row: usize, query: &QueryVector) -> Result<f64> {
+    let vector = set.vector(row);
+    if vector.len() != query.len() {
+        return Err(Error::DimensionMismatch {
+            id: set.id(row).to_owned(),
+            expected: query.len(),
+            found: vector.len(),
+        });
+    }
+    Ok(query.cosine_with_norm(vector, set.norm(row)))
+}
+
+/// Scores candidate `row` with its similarity already computed (`None`: no query
+/// vector, the similarity is the effective confidence), or `None` when its effective
+/// confidence is below `min_confidence`.
+pub fn score_with_similarity(
+    set: &CandidateSet,
+    row: usize,
+    factors: &Factors,
+    similarity: Option<f64>,
+    min_confidence: f64,
+) -> Option<Ranked> {
+    let effective = effective_confidence(
+        set.confidence(row),
+        factors.extractor_weight,
+        factors.source_trust,
+        factors.decay,
+        factors.discount,
+    );
+    if effective < min_confidence {
+        return None;
+    }
+    let similarity = similarity.unwrap_or(effective);
+    Some(Ranked {
+        row,
+        similarity,
+        effective_confidence: effective,
+        score: rank_score(set.traits(row).narrative, similarity, effective),
+    })
+}
+
+/// An upper bound of candidate `row`'s rank score that needs no source lookup.
+///
+/// Effective confidence is `min(1, max(0, v·w·r·d))·discount`; when every factor is at
+/// most 1 (`factors_at_most_one`), it is at most the stored confidence `v`, else at
+/// most 1. Rounding is monotonic, so the score computed the same way from that bound
+/// (and from the similarity, or the bound itself without a query vector) is never
+/// below the candidate's true score: a candidate whose bound is below the k-th best
+/// score found so far cannot enter the top k.
+pub fn score_bound(
+    set: &CandidateSet,
+    row: usize,
+    similarity: Option<f64>,
+    factors_at_most_one: bool,
+) -> f64 {
+    let confidence_bound = if factors_at_most_one {
+        set.confidence(row).clamp(0.0, 1.0)
+    } else {
+        1.0
+    };
+    rank_score(
+        set.traits(row).narrative,
+        similarity.unwrap_or(confidence_bound),
+        confidence_bound,
+    )
 }
 
 /// Sorts by score descending, keeping the loader's order among equal scores (a stable

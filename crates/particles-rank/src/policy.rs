@@ -60,6 +60,11 @@ pub struct TrustPolicy {
 }
 
 impl TrustPolicy {
+    /// Whether every asserted statement rank is at most 1 (they are used unclamped).
+    pub fn statement_ranks_at_most_one(&self) -> bool {
+        self.statements.values().all(|r| *r <= 1.0)
+    }
+
     /// The trust rank of a source, or `None` when no rule speaks (the caller then
     /// uses 1.0).
     ///
@@ -221,6 +226,14 @@ impl Policies {
             trust: compose_trust(rows, &lenses),
             decay: compose_decay(&lenses),
         })
+    }
+
+    /// Whether every factor of effective confidence is at most 1: extractor weights
+    /// and asserted trust ranks (URL ranks are clamped, decay never exceeds 1, the
+    /// discount is at most 1). Then effective confidence never exceeds the stored
+    /// confidence, which is what score bounds rely on.
+    pub fn factors_at_most_one(&self) -> bool {
+        self.weights.values().all(|w| *w <= 1.0) && self.trust.statement_ranks_at_most_one()
     }
 
     /// The trust weight of an extractor: its registered (lens-capped) weight, 1.0

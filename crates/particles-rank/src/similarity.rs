@@ -5,8 +5,11 @@
 //! (SSE, four lanes, separate multiply and add: [`dot_einsum`]); the query norm comes
 //! from OpenBLAS `sdot`, whose kernel (and therefore whose rounding) depends on the
 //! CPU ([`NormKernel`]). Both reductions are reproduced operation for operation, so
-//! `sim` agrees to the last bit. Rust never contracts `a * b + c` into an FMA unless
+//! `sim` agrees to the last bit. (The einsum reduction itself is
+//! `particles_model::einsum_dot`, shared with the candidate sets' stored norms.) Rust never contracts `a * b + c` into an FMA unless
 //! asked, which the einsum path relies on; the BLAS path asks explicitly.
+
+use particles_model::einsum_dot;
 
 /// The OpenBLAS `sdot` kernel whose rounding the query norm reproduces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,41 +43,6 @@ impl NormKernel {
         }
         NormKernel::Haswell
     }
-}
-
-/// The dot product in NumPy `einsum`'s reduction order for contiguous f32 (x86-64,
-/// SSE baseline): four lanes; blocks of 16 visited as sub-blocks 3, 2, 1, 0; a
-/// zero-padded tail four at a time; lanes summed as `(l0 + l1) + (l2 + l3)`.
-///
-/// Slices of unequal length are read up to the shorter one.
-pub fn dot_einsum(a: &[f32], b: &[f32]) -> f32 {
-    let n = a.len().min(b.len());
-    let (a, b) = (&a[..n], &b[..n]);
-    let mut acc = [0.0f32; 4];
-    let mut i = 0;
-    while n - i >= 16 {
-        for block in [3usize, 2, 1, 0] {
-            let base = i + 4 * block;
-            for lane in 0..4 {
-                acc[lane] += a[base + lane] * b[base + lane];
-            }
-        }
-        i += 16;
-    }
-    while i < n {
-        for lane in 0..4 {
-            // The padded lanes add +0.0, which turns an accumulated -0.0 into +0.0
-            // exactly as the vector load of zeros does.
-            let product = if i + lane < n {
-                a[i + lane] * b[i + lane]
-            } else {
-                0.0
-            };
-            acc[lane] += product;
-        }
-        i += 4;
-    }
-    (acc[0] + acc[1]) + (acc[2] + acc[3])
 }
 
 /// `sdot(x, x)` as the OpenBLAS kernel computes it.
@@ -186,8 +154,13 @@ impl QueryVector {
     /// throughout, `1e-10` added to the norm product, clamped to `0..=1` (NaN stays
     /// NaN), widened to f64.
     pub fn cosine(&self, candidate: &[f32]) -> f64 {
-        let dot = dot_einsum(candidate, &self.values);
-        let candidate_norm = dot_einsum(candidate, candidate).sqrt();
+        self.cosine_with_norm(candidate, einsum_dot(candidate, candidate).sqrt())
+    }
+
+    /// [`QueryVector::cosine`] with the candidate's norm given (it does not depend
+    /// on the question, so a candidate set computes it once per row).
+    pub fn cosine_with_norm(&self, candidate: &[f32], candidate_norm: f32) -> f64 {
+        let dot = einsum_dot(candidate, &self.values);
         let denominator = candidate_norm * self.norm + 1e-10f32;
         let raw = dot / denominator;
         // NumPy's clip keeps NaN and -0.0, as `clamp` does.
@@ -198,13 +171,6 @@ impl QueryVector {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn einsum_order_differs_from_naive_and_is_exact_on_small_cases() {
-        let a: Vec<f32> = (0..5).map(|i| i as f32 * 0.5).collect();
-        // 0*0 + .5*.5 + 1*1 + 1.5*1.5 + 2*2, exactly representable.
-        assert_eq!(dot_einsum(&a, &a), 7.5);
-    }
 
     #[test]
     fn zero_vector_has_zero_similarity() {

@@ -165,7 +165,7 @@ fn rank(
     request: &Request,
     subjects: &[String],
 ) -> String {
-    rank_at(store, loader, request, subjects, None)
+    rank_at(store, loader, request, subjects, None, false)
 }
 
 /// The ranking, optionally through the as-of route at `as_of`.
@@ -175,6 +175,7 @@ fn rank_at(
     request: &Request,
     subjects: &[String],
     as_of: Option<Timestamp>,
+    exhaustive: bool,
 ) -> String {
     let vector = request.vector.map(unit_vector);
     let query = QueryRequest {
@@ -190,6 +191,7 @@ fn rank_at(
         vector: vector.as_deref(),
         now: Timestamp::parse("2026-06-01T00:00:00Z").unwrap(),
         norm_kernel: NormKernel::SkylakeX,
+        exhaustive,
     };
     let outcome = run_query_with(store, loader, &input).unwrap();
     format!(
@@ -250,13 +252,19 @@ proptest! {
                 let mut rebuilt = CandidateCache::new();
                 rebuilt.clear();
                 prop_assert_eq!(&rank(&store, &mut rebuilt, request, &subjects), &uncached, "rebuilt cache");
+                // Pruning by score bound changes nothing: every candidate scored.
+                prop_assert_eq!(
+                    &rank_at(&store, &mut UncachedLoader, request, &subjects, None, true),
+                    &uncached,
+                    "pruned vs exhaustive"
+                );
                 // Believed at an instant after every write: the ACTIVE set. (With a
                 // subject the as-of loader keeps link order, so only ties may differ;
                 // compare unfiltered rankings exactly.)
                 if request.subject.is_none() {
                     let after_every_write = Timestamp::parse("2026-06-01T00:00:00Z").unwrap();
                     prop_assert_eq!(
-                        &rank_at(&store, &mut UncachedLoader, request, &subjects, Some(after_every_write)),
+                        &rank_at(&store, &mut UncachedLoader, request, &subjects, Some(after_every_write), false),
                         &uncached,
                         "as-of after every write"
                     );

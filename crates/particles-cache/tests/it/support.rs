@@ -112,6 +112,7 @@ fn run(
         vector,
         now: Timestamp::parse("2026-06-01T00:00:00Z").unwrap(),
         norm_kernel: NormKernel::SkylakeX,
+        exhaustive: false,
     };
     run_query_with(store, loader, &input).unwrap()
 }

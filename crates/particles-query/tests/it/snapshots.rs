@@ -32,6 +32,7 @@ fn ranking(store: &str, vector_file: Option<&str>, request: QueryRequest) -> Str
         now,
         // Fixed, so the snapshot does not depend on the CPU it runs on.
         norm_kernel: NormKernel::SkylakeX,
+        exhaustive: false,
     };
     let outcome = run_query(&store, &input).unwrap();
     let mut out = String::new();
@@ -55,12 +56,13 @@ fn ranking(store: &str, vector_file: Option<&str>, request: QueryRequest) -> Str
     let stats = outcome.stats;
     writeln!(
         out,
-        "candidates={} skipped_other_model={} filtered_out={} below_min={} collapsed={}",
+        "candidates={} skipped_other_model={} filtered_out={} below_min={} collapsed={} pruned={}",
         stats.candidates,
         stats.skipped_other_model,
         stats.filtered_out,
         stats.below_min_confidence,
-        stats.collapsed
+        stats.collapsed,
+        stats.pruned
     )
     .unwrap();
     out
