@@ -374,6 +374,51 @@ fn filter_candidates(
     Ok(survivors)
 }
 
+/// Below this many candidates the scan runs on one thread: spawning costs more
+/// than it saves.
+const PARALLEL_SCAN_MIN: usize = 16_384;
+
+/// The cosine of every candidate with the query, in candidate order: one pass over
+/// the contiguous vectors, split across the available cores for large sets (each
+/// value is computed independently, so the split cannot change a bit).
+fn similarities_of(
+    set: &particles_model::CandidateSet,
+    rows: &[usize],
+    query: &QueryVector,
+) -> Result<Vec<f64>> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(8);
+    let scan = |rows: &[usize]| -> particles_rank::Result<Vec<f64>> {
+        rows.iter()
+            .map(|&row| particles_rank::similarity(set, row, query))
+            .collect()
+    };
+    if threads < 2 || rows.len() < PARALLEL_SCAN_MIN {
+        return Ok(scan(rows)?);
+    }
+    let chunk = rows.len().div_ceil(threads);
+    let parts: Vec<particles_rank::Result<Vec<f64>>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = rows
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || scan(part)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|handle| {
+                handle
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    });
+    let mut out = Vec::with_capacity(rows.len());
+    for part in parts {
+        out.extend(part?);
+    }
+    Ok(out)
+}
+
 /// Runs a loader, splitting its time into SQL, hydration and the rest.
 fn timed_load(
     loader: &mut dyn CandidateLoader,
@@ -437,12 +482,7 @@ fn rank_selection(
     // found. The survivors' loader positions break ties exactly as before.
     let started = Instant::now();
     let similarities: Option<Vec<f64>> = match query {
-        Some(query) => Some(
-            survivors
-                .iter()
-                .map(|&row| particles_rank::similarity(set, row, query))
-                .collect::<particles_rank::Result<_>>()?,
-        ),
+        Some(query) => Some(similarities_of(set, &survivors, query)?),
         None => None,
     };
     let at_most_one = policies.factors_at_most_one();
