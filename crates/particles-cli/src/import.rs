@@ -76,11 +76,9 @@ struct Line {
     co_evidential_with: Vec<String>,
 }
 
-/// A deterministic UUID-shaped id from a namespace and a name.
-fn derived_id(namespace: &str, name: &str) -> String {
-    let digest = Sha256::digest(format!("particles-rs:{namespace}:{name}").as_bytes());
-    let mut bytes: [u8; 16] = digest[..16].try_into().expect("a sha256 has 32 bytes");
-    bytes[6] = (bytes[6] & 0x0f) | 0x50;
+/// A UUID's text from 16 bytes, with the version and variant bits set.
+pub(crate) fn uuid_text(mut bytes: [u8; 16], version: u8) -> String {
+    bytes[6] = (bytes[6] & 0x0f) | (version << 4);
     bytes[8] = (bytes[8] & 0x3f) | 0x80;
     let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
     format!(
@@ -91,6 +89,13 @@ fn derived_id(namespace: &str, name: &str) -> String {
         &hex[16..20],
         &hex[20..]
     )
+}
+
+/// A deterministic UUID-shaped id from a namespace and a name.
+fn derived_id(namespace: &str, name: &str) -> String {
+    let digest = Sha256::digest(format!("particles-rs:{namespace}:{name}").as_bytes());
+    let bytes: [u8; 16] = digest[..16].try_into().expect("a sha256 has 32 bytes");
+    uuid_text(bytes, 5)
 }
 
 /// A belief's source: the corpus entry (one per URL) and the snapshot.

@@ -114,6 +114,27 @@ impl RetirementIndex {
         })
     }
 
+    /// The note of a particle retired at `retired_at` (UTC microseconds), with its
+    /// successor when one supersedes it.
+    pub(crate) fn note(
+        &self,
+        particle: &Particle,
+        retired_at: i64,
+        basis: RetirementBasis,
+    ) -> AsOfNote {
+        AsOfNote {
+            status: particle.status,
+            status_reason: particle.status_reason,
+            retired_at: Timestamp::from_utc_micros(retired_at)
+                .map_or(particle.asserted_at, Timestamp::with_utc_offset),
+            basis,
+            successor: self.successors.get(&particle.id).map(|s| Successor {
+                asserted_at: utc(s.asserted_at),
+                ..s.clone()
+            }),
+        }
+    }
+
     /// Never believed: born retired, an INCONSISTENCY record or a pending conflict
     /// loser.
     pub(crate) fn never_believed(&self, particle: &Particle) -> bool {
@@ -184,17 +205,7 @@ pub(crate) fn evaluate(
     if retired_at <= as_of {
         return Visibility::Hidden;
     }
-    Visibility::Visible(Some(AsOfNote {
-        status: particle.status,
-        status_reason: particle.status_reason,
-        retired_at: Timestamp::from_utc_micros(retired_at)
-            .map_or(particle.asserted_at, Timestamp::with_utc_offset),
-        basis,
-        successor: index.successors.get(&particle.id).map(|s| Successor {
-            asserted_at: utc(s.asserted_at),
-            ..s.clone()
-        }),
-    }))
+    Visibility::Visible(Some(index.note(particle, retired_at, basis)))
 }
 
 /// The as-of loader: candidates of every status believed at `as_of`, with a note

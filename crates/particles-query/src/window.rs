@@ -16,7 +16,7 @@ use particles_model::{
 };
 use particles_store::{CandidateLoader, Store};
 
-use crate::as_of::{evaluate as evaluate_as_of, AsOfNote, RetirementIndex, Successor, Visibility};
+use crate::as_of::{evaluate as evaluate_as_of, AsOfNote, RetirementIndex, Visibility};
 
 const BASIS_KEY: &str = "extraction:valid_from_basis";
 const GRANULARITY_KEY: &str = "extraction:valid_from_granularity";
@@ -290,18 +290,9 @@ impl WindowView {
                 return (Verdict::Undatable, false);
             };
             let successor = self.index.successors.get(&particle.id);
-            let retired_at_ts = Timestamp::from_utc_micros(retired_at)
-                .map_or(valid_from, Timestamp::with_utc_offset);
-            retired = Some(AsOfNote {
-                status: particle.status,
-                status_reason: particle.status_reason,
-                retired_at: retired_at_ts,
-                basis: basis_of_retirement,
-                successor: successor.map(|s| Successor {
-                    asserted_at: utc(s.asserted_at),
-                    ..s.clone()
-                }),
-            });
+            let note = self.index.note(particle, retired_at, basis_of_retirement);
+            let retired_at_ts = note.retired_at;
+            retired = Some(note);
             if particle.valid_kind == Some(ValidKind::State) {
                 let candidates = [
                     particle

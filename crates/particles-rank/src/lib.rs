@@ -132,36 +132,14 @@ pub fn score_candidate(
     query: Option<&QueryVector>,
     min_confidence: f64,
 ) -> Result<Option<Ranked>> {
-    let effective = effective_confidence(
-        set.confidence(row),
-        factors.extractor_weight,
-        factors.source_trust,
-        factors.decay,
-        factors.discount,
-    );
-    if effective < min_confidence {
-        return Ok(None);
-    }
-    let similarity = match query {
-        None => effective,
-        Some(query) => {
-            let vector = set.vector(row);
-            if vector.len() != query.len() {
-                return Err(Error::DimensionMismatch {
-                    id: set.id(row).to_owned(),
-                    expected: query.len(),
-                    found: vector.len(),
-                });
-            }
-            query.cosine_with_norm(vector, set.norm(row))
-        }
-    };
-    Ok(Some(Ranked {
+    let similarity = query.map(|query| similarity(set, row, query)).transpose()?;
+    Ok(score_with_similarity(
+        set,
         row,
+        factors,
         similarity,
-        effective_confidence: effective,
-        score: rank_score(set.traits(row).narrative, similarity, effective),
-    }))
+        min_confidence,
+    ))
 }
 
 /// The similarity of candidate `row` with the query (its cosine; the caller uses
