@@ -535,20 +535,24 @@ pub(crate) fn run(work_dir: &Path, export_dir: &Path) -> Result<PathBuf> {
             plots.push(name);
         }
     }
-    if let Some(command) = std::fs::read_to_string(work_dir.join("run-command.json"))
+    let commands: Vec<Vec<String>> = std::fs::read_to_string(work_dir.join("run-commands.json"))
         .ok()
-        .and_then(|t| serde_json::from_str::<Vec<String>>(&t).ok())
-    {
-        let flags: Vec<&str> = command
-            .iter()
-            .map(String::as_str)
-            .skip_while(|a| *a != "run")
-            .skip(1)
-            .collect();
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default();
+    if !commands.is_empty() {
+        let _ = writeln!(out, "### Reproduce\n\n```sh\ncargo xtask reference   # the reference venv, for side-by-side runs");
+        for command in &commands {
+            let flags: Vec<&str> = command
+                .iter()
+                .map(String::as_str)
+                .skip_while(|a| *a != "run")
+                .skip(1)
+                .collect();
+            let _ = writeln!(out, "cargo xtask bench {}", flags.join(" "));
+        }
         let _ = writeln!(
             out,
-            "### Reproduce\n\n```sh\ncargo xtask reference   # the reference venv, for side-by-side runs\ncargo xtask bench {}\ncargo xtask bench report --work-dir {} --export-dir docs/benchmarks\n```\n",
-            flags.join(" "),
+            "cargo xtask bench report --work-dir {} --export-dir docs/benchmarks\n```\n",
             work_dir.display()
         );
     }

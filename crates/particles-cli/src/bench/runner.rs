@@ -470,12 +470,18 @@ pub(crate) fn run(args: &RunArgs) -> Result<()> {
         work.join("run.json"),
         serde_json::to_string_pretty(&super::environment::Environment::read())?,
     )?;
-    // The command line, so the report can say how to reproduce it.
+    // Every distinct command line run in this work directory, so the report can say
+    // how to reproduce its cells.
     let command: Vec<String> = std::env::args().skip(1).collect();
-    std::fs::write(
-        work.join("run-command.json"),
-        serde_json::to_string(&command)?,
-    )?;
+    let commands_path = work.join("run-commands.json");
+    let mut commands: Vec<Vec<String>> = std::fs::read_to_string(&commands_path)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default();
+    if !commands.contains(&command) {
+        commands.push(command);
+    }
+    std::fs::write(&commands_path, serde_json::to_string(&commands)?)?;
     let python = reference_python(args);
     if args.side_by_side && !python.exists() {
         bail!("--side-by-side needs the reference: {} does not exist (run `cargo xtask reference`, or give --reference-venv)", python.display());
