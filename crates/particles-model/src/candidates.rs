@@ -11,9 +11,13 @@
 //! allocates nothing per candidate. Hits are materialised as full particles only at
 //! the end, by id.
 
-use std::collections::{HashMap, HashSet};
+use std::{
+    collections::{HashMap, HashSet},
+    sync::OnceLock,
+};
 
 use crate::{
+    column::{Column, StrColumn},
     AssertionModality, Particle, ParticleType, StructuredClaim, UncertaintyNature,
     EMBEDDING_MODEL_ID,
 };
@@ -119,50 +123,227 @@ pub struct RowTraits {
     pub source_key: u32,
 }
 
-/// Interned strings.
+/// [`RowTraits`] packed as plain data, for a column that can live in a memory map.
+///
+/// Flag bits: 0 narrative, 1 derived, 2 stance, 3 has a source ref, 4-5 the
+/// document-meta verdict, 6-7 the polarity verdict (0 keep, 1 exclude, 2 raises),
+/// 8-15 the uncertainty nature and 16-23 the assertion modality (indexes into their
+/// `ALL` lists). `NONE` marks an absent interned string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+pub struct PackedTraits {
+    asserted_at_micros: i64,
+    flags: u32,
+    extractor: u32,
+    entry: u32,
+    snapshot: u32,
+    source_key: u32,
+    reserved: u32,
+}
+
+impl PackedTraits {
+    const NONE: u32 = u32::MAX;
+
+    fn pack(t: &RowTraits) -> PackedTraits {
+        let verdict = |flag: FilterFlag| match flag {
+            FilterFlag::Keep => 0u32,
+            FilterFlag::Exclude => 1,
+            FilterFlag::Unhashable(_) => 2,
+        };
+        let index = |found: Option<usize>| found.unwrap_or(0) as u32;
+        let flags = u32::from(t.narrative)
+            | u32::from(t.derived) << 1
+            | u32::from(t.stance) << 2
+            | u32::from(t.source.is_some()) << 3
+            | verdict(t.document_meta) << 4
+            | verdict(t.non_asserted) << 6
+            | index(
+                UncertaintyNature::ALL
+                    .iter()
+                    .position(|&n| n == t.uncertainty_nature),
+            ) << 8
+            | index(
+                AssertionModality::ALL
+                    .iter()
+                    .position(|&m| m == t.assertion_modality),
+            ) << 16;
+        let (entry, snapshot) = t.source.unwrap_or((Self::NONE, None));
+        PackedTraits {
+            asserted_at_micros: t.asserted_at_micros,
+            flags,
+            extractor: t.extractor.unwrap_or(Self::NONE),
+            entry,
+            snapshot: snapshot.unwrap_or(Self::NONE),
+            source_key: t.source_key,
+            reserved: 0,
+        }
+    }
+
+    fn unpack(self) -> RowTraits {
+        let verdict = |bits: u32, key: &'static str| match bits & 3 {
+            0 => FilterFlag::Keep,
+            1 => FilterFlag::Exclude,
+            _ => FilterFlag::Unhashable(key),
+        };
+        let some = |at: u32| (at != Self::NONE).then_some(at);
+        let nature = ((self.flags >> 8) & 0xff) as usize;
+        let modality = ((self.flags >> 16) & 0xff) as usize;
+        RowTraits {
+            narrative: self.flags & 1 != 0,
+            derived: self.flags & 2 != 0,
+            stance: self.flags & 4 != 0,
+            document_meta: verdict(self.flags >> 4, keys::SCOPE_ACTION),
+            non_asserted: verdict(self.flags >> 6, keys::POLARITY),
+            uncertainty_nature: UncertaintyNature::ALL
+                .get(nature)
+                .copied()
+                .unwrap_or(UncertaintyNature::ALL[0]),
+            assertion_modality: AssertionModality::ALL
+                .get(modality)
+                .copied()
+                .unwrap_or(AssertionModality::ALL[0]),
+            asserted_at_micros: self.asserted_at_micros,
+            extractor: some(self.extractor),
+            source: (self.flags & 8 != 0).then(|| (self.entry, some(self.snapshot))),
+            source_key: self.source_key,
+        }
+    }
+
+    /// Whether every field is one `pack` can produce, with string indexes below
+    /// `strings`.
+    fn is_valid(&self, strings: usize) -> bool {
+        let index_ok = |at: u32| (at as usize) < strings;
+        let optional_ok = |at: u32| at == Self::NONE || index_ok(at);
+        let has_source = self.flags & 8 != 0;
+        self.flags >> 24 == 0
+            && (self.flags >> 4) & 3 != 3
+            && (self.flags >> 6) & 3 != 3
+            && ((self.flags >> 8) & 0xff) < UncertaintyNature::ALL.len() as u32
+            && ((self.flags >> 16) & 0xff) < AssertionModality::ALL.len() as u32
+            && optional_ok(self.extractor)
+            && if has_source {
+                index_ok(self.entry) && optional_ok(self.snapshot)
+            } else {
+                self.entry == Self::NONE && self.snapshot == Self::NONE
+            }
+            && index_ok(self.source_key)
+            && self.reserved == 0
+    }
+}
+
+/// Interned strings; the lookup index is built on first use, so a set read from a
+/// sidecar pays for it only when it is extended.
 #[derive(Debug, Clone, Default)]
 struct Interner {
-    index: HashMap<String, u32>,
-    strings: Vec<String>,
+    strings: StrColumn,
+    index: Option<HashMap<String, u32>>,
 }
 
 impl Interner {
     fn intern(&mut self, text: &str) -> u32 {
-        if let Some(&at) = self.index.get(text) {
+        let strings = &self.strings;
+        let index = self.index.get_or_insert_with(|| {
+            (0..strings.len())
+                .map(|at| (strings.get(at).to_owned(), at as u32))
+                .collect()
+        });
+        if let Some(&at) = index.get(text) {
             return at;
         }
         let at = u32::try_from(self.strings.len()).expect("fewer than 2^32 distinct strings");
-        self.strings.push(text.to_owned());
-        self.index.insert(text.to_owned(), at);
+        self.strings.push(text);
+        index.insert(text.to_owned(), at);
         at
     }
 }
 
+/// Structured claims by particle id: parsed at build, or kept as JSON (from a
+/// sidecar) and parsed on first use, since only claim filters read them.
+#[derive(Debug, Clone, Default)]
+struct Claims {
+    parsed: OnceLock<HashMap<String, StructuredClaim>>,
+    json: Option<Column<u8>>,
+}
+
+impl Claims {
+    fn map(&self) -> &HashMap<String, StructuredClaim> {
+        self.parsed.get_or_init(|| {
+            // The section's checksum was verified when the sidecar was opened.
+            self.json
+                .as_ref()
+                .and_then(|json| serde_json::from_slice(json).ok())
+                .unwrap_or_default()
+        })
+    }
+
+    fn map_mut(&mut self) -> &mut HashMap<String, StructuredClaim> {
+        self.map();
+        self.json = None;
+        self.parsed.get_mut().expect("initialised by map() above")
+    }
+}
+
 /// Candidates in columns. Row `i` of every column is the same particle.
+///
+/// Columns are owned when a loader fills the set, or views of a memory-mapped
+/// sidecar ([`CandidateSet::from_columns`]); either way the scan reads slices.
 #[derive(Debug, Clone, Default)]
 pub struct CandidateSet {
-    ids: Vec<String>,
-    rowids: Vec<i64>,
-    confidence: Vec<f64>,
-    model_current: Vec<bool>,
-    traits: Vec<RowTraits>,
+    ids: StrColumn,
+    rowids: Column<i64>,
+    confidence: Column<f64>,
+    model_current: Column<u8>,
+    traits: Column<PackedTraits>,
     /// Each row's vector norm, `sqrt(einsum_dot(v, v))` in f32: query-independent,
     /// so computed once when the row is added.
-    norms: Vec<f32>,
+    norms: Column<f32>,
     /// Start of each row's vector in `vectors`; row `i` spans
     /// `offsets[i]..offsets[i + 1]`.
-    offsets: Vec<usize>,
-    vectors: Vec<f32>,
+    offsets: Column<u64>,
+    vectors: Column<f32>,
     premises: HashMap<String, Vec<String>>,
-    claims: HashMap<String, StructuredClaim>,
+    claims: Claims,
     strings: Interner,
 }
+
+/// Every column of a set, for writing it out ([`CandidateSet::columns`]) or viewing
+/// one read back ([`CandidateSet::from_columns`]).
+#[derive(Debug, Clone, Default)]
+pub struct CandidateColumns {
+    /// Particle ids.
+    pub ids: StrColumn,
+    /// Rowids.
+    pub rowids: Column<i64>,
+    /// Confidence values.
+    pub confidence: Column<f64>,
+    /// 1 when the vector is of the current model, else 0.
+    pub model_current: Column<u8>,
+    /// Packed traits.
+    pub traits: Column<PackedTraits>,
+    /// Vector norms.
+    pub norms: Column<f32>,
+    /// Vector start offsets, one more than rows.
+    pub offsets: Column<u64>,
+    /// The vectors back to back.
+    pub vectors: Column<f32>,
+    /// Interned strings.
+    pub strings: StrColumn,
+    /// Premise ids of derived rows, by particle id.
+    pub premises: HashMap<String, Vec<String>>,
+    /// Structured claims, a JSON object by particle id.
+    pub claims_json: Column<u8>,
+}
+
+/// Why columns do not form a candidate set.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("inconsistent candidate columns: {0}")]
+pub struct ColumnsError(pub &'static str);
 
 impl CandidateSet {
     /// An empty set.
     pub fn new() -> CandidateSet {
         CandidateSet {
-            offsets: vec![0],
+            offsets: vec![0].into(),
             ..CandidateSet::default()
         }
     }
@@ -204,7 +385,9 @@ impl CandidateSet {
             source_key: self.strings.intern(particle.source_key()),
         };
         if let Some(claim) = &particle.structured_claim {
-            self.claims.insert(particle.id.clone(), claim.clone());
+            self.claims
+                .map_mut()
+                .insert(particle.id.clone(), claim.clone());
         }
         if traits.derived {
             self.premises.insert(
@@ -212,14 +395,15 @@ impl CandidateSet {
                 particle.premise_ids().map(str::to_owned).collect(),
             );
         }
-        self.ids.push(particle.id.clone());
+        self.ids.push(&particle.id);
         self.rowids.push(rowid);
         self.confidence.push(particle.confidence.value);
-        self.model_current.push(model == EMBEDDING_MODEL_ID);
-        self.traits.push(traits);
+        self.model_current
+            .push(u8::from(model == EMBEDDING_MODEL_ID));
+        self.traits.push(PackedTraits::pack(&traits));
         self.norms.push(crate::einsum_dot(vector, vector).sqrt());
-        self.vectors.extend_from_slice(vector);
-        self.offsets.push(self.vectors.len());
+        self.vectors.to_mut().extend_from_slice(vector);
+        self.offsets.push(self.vectors.len() as u64);
     }
 
     /// The number of candidates.
@@ -234,7 +418,7 @@ impl CandidateSet {
 
     /// The particle id of row `row`.
     pub fn id(&self, row: usize) -> &str {
-        &self.ids[row]
+        self.ids.get(row)
     }
 
     /// The row's rowid.
@@ -249,12 +433,12 @@ impl CandidateSet {
 
     /// Whether the row's vector is of the current embedding model.
     pub fn model_current(&self, row: usize) -> bool {
-        self.model_current[row]
+        self.model_current[row] != 0
     }
 
     /// The row's vector.
     pub fn vector(&self, row: usize) -> &[f32] {
-        &self.vectors[self.offsets[row]..self.offsets[row + 1]]
+        &self.vectors[self.offsets[row] as usize..self.offsets[row + 1] as usize]
     }
 
     /// The row's vector norm (einsum order, f32 square root).
@@ -263,53 +447,130 @@ impl CandidateSet {
     }
 
     /// The row's traits.
-    pub fn traits(&self, row: usize) -> &RowTraits {
-        &self.traits[row]
+    pub fn traits(&self, row: usize) -> RowTraits {
+        self.traits[row].unpack()
     }
 
     /// An interned string.
     pub fn string(&self, at: u32) -> &str {
-        &self.strings.strings[at as usize]
+        self.strings.strings.get(at as usize)
     }
 
     /// The premise ids of a derived row, in provenance order.
     pub fn premises(&self, row: usize) -> &[String] {
-        self.premises.get(&self.ids[row]).map_or(&[], Vec::as_slice)
+        self.premises.get(self.id(row)).map_or(&[], Vec::as_slice)
     }
 
     /// The row's structured claim, if any.
     pub fn structured_claim(&self, row: usize) -> Option<&StructuredClaim> {
-        self.claims.get(&self.ids[row])
+        self.claims.map().get(self.id(row))
     }
 
     /// The row of a particle id, by linear scan (for tests and small sets).
     pub fn position(&self, id: &str) -> Option<usize> {
-        self.ids.iter().position(|x| x == id)
+        (0..self.len()).find(|&row| self.id(row) == id)
     }
 
-    /// Heap bytes held, approximately: vectors, columns, ids and interned strings.
+    /// Heap bytes held, approximately: owned columns, premises and claims. Columns
+    /// viewed from a memory map count nothing (the page cache holds them).
     pub fn heap_bytes(&self) -> usize {
-        let strings: usize = self.ids.iter().map(|s| s.capacity() + 24).sum::<usize>()
-            + self
-                .strings
-                .strings
-                .iter()
-                .map(|s| 2 * s.capacity() + 56)
-                .sum::<usize>();
         let premises: usize = self
             .premises
             .iter()
             .map(|(k, v)| k.capacity() + v.iter().map(|p| p.capacity() + 24).sum::<usize>() + 48)
             .sum();
-        self.vectors.capacity() * 4
-            + self.offsets.capacity() * 8
-            + self.rowids.capacity() * 8
-            + self.confidence.capacity() * 8
-            + self.model_current.capacity()
-            + self.traits.capacity() * std::mem::size_of::<RowTraits>()
-            + self.norms.capacity() * 4
-            + strings
+        let claims = self.claims.parsed.get().map_or(0, |m| m.len() * 512)
+            + self.claims.json.as_ref().map_or(0, |j| j.heap_bytes());
+        self.ids.heap_bytes()
+            + self.vectors.heap_bytes()
+            + self.offsets.heap_bytes()
+            + self.rowids.heap_bytes()
+            + self.confidence.heap_bytes()
+            + self.model_current.heap_bytes()
+            + self.traits.heap_bytes()
+            + self.norms.heap_bytes()
+            + self.strings.strings.heap_bytes()
+            + self.strings.index.as_ref().map_or(0, |i| i.len() * 64)
             + premises
+            + claims
+    }
+
+    /// Every column (views; the claims are serialised to JSON here).
+    pub fn columns(&self) -> CandidateColumns {
+        CandidateColumns {
+            ids: self.ids.clone(),
+            rowids: self.rowids.clone(),
+            confidence: self.confidence.clone(),
+            model_current: self.model_current.clone(),
+            traits: self.traits.clone(),
+            norms: self.norms.clone(),
+            offsets: self.offsets.clone(),
+            vectors: self.vectors.clone(),
+            strings: self.strings.strings.clone(),
+            premises: self.premises.clone(),
+            claims_json: serde_json::to_vec(self.claims.map())
+                .unwrap_or_default()
+                .into(),
+        }
+    }
+
+    /// A set of the given columns, after checking that they agree: equal lengths,
+    /// rising offsets that end at the vector count, packed traits that decode and
+    /// point at existing strings.
+    ///
+    /// # Errors
+    ///
+    /// [`ColumnsError`] naming the first inconsistency.
+    pub fn from_columns(columns: CandidateColumns) -> Result<CandidateSet, ColumnsError> {
+        let rows = columns.ids.len();
+        if [
+            columns.rowids.len(),
+            columns.confidence.len(),
+            columns.model_current.len(),
+            columns.traits.len(),
+            columns.norms.len(),
+        ]
+        .iter()
+        .any(|&n| n != rows)
+        {
+            return Err(ColumnsError("the per-row columns differ in length"));
+        }
+        if columns.offsets.len() != rows + 1 || columns.offsets.first() != Some(&0) {
+            return Err(ColumnsError("the vector offsets do not match the rows"));
+        }
+        if columns.offsets.windows(2).any(|w| w[0] > w[1])
+            || columns.offsets.last().copied() != Some(columns.vectors.len() as u64)
+        {
+            return Err(ColumnsError(
+                "the vector offsets do not rise to the vector count",
+            ));
+        }
+        let strings = columns.strings.len();
+        if !columns.traits.iter().all(|t| t.is_valid(strings)) {
+            return Err(ColumnsError("a packed trait is out of range"));
+        }
+        if columns.model_current.iter().any(|&m| m > 1) {
+            return Err(ColumnsError("a model flag is neither 0 nor 1"));
+        }
+        Ok(CandidateSet {
+            ids: columns.ids,
+            rowids: columns.rowids,
+            confidence: columns.confidence,
+            model_current: columns.model_current,
+            traits: columns.traits,
+            norms: columns.norms,
+            offsets: columns.offsets,
+            vectors: columns.vectors,
+            premises: columns.premises,
+            claims: Claims {
+                parsed: OnceLock::new(),
+                json: Some(columns.claims_json),
+            },
+            strings: Interner {
+                strings: columns.strings,
+                index: None,
+            },
+        })
     }
 
     /// Sorts rows by `(confidence, rowid)` ascending: the loader's order, which every
@@ -327,25 +588,47 @@ impl CandidateSet {
         *self = self.select(&order);
     }
 
+    /// Appends row `row` of `from`, whose interned strings are `from`'s.
+    fn push_row_of(&mut self, from: &CandidateSet, row: usize, same_strings: bool) {
+        let mut traits = from.traits[row];
+        if !same_strings {
+            let mut reintern = |at: u32| {
+                if at == PackedTraits::NONE {
+                    at
+                } else {
+                    self.strings.intern(from.string(at))
+                }
+            };
+            traits.extractor = reintern(traits.extractor);
+            traits.entry = reintern(traits.entry);
+            traits.snapshot = reintern(traits.snapshot);
+            traits.source_key = reintern(traits.source_key);
+        }
+        let id = from.id(row);
+        self.ids.push(id);
+        self.rowids.push(from.rowids[row]);
+        self.confidence.push(from.confidence[row]);
+        self.model_current.push(from.model_current[row]);
+        self.traits.push(traits);
+        self.norms.push(from.norms[row]);
+        self.vectors.to_mut().extend_from_slice(from.vector(row));
+        self.offsets.push(self.vectors.len() as u64);
+        if let Some(premises) = from.premises.get(id) {
+            self.premises.insert(id.to_owned(), premises.clone());
+        }
+        if let Some(claim) = from.claims.map().get(id) {
+            self.claims.map_mut().insert(id.to_owned(), claim.clone());
+        }
+    }
+
     /// A new set of the given rows, in the given order.
     pub fn select(&self, rows: &[usize]) -> CandidateSet {
         let mut out = CandidateSet::new();
         out.strings = self.strings.clone();
+        let dims = rows.first().map_or(0, |&r| self.vector(r).len());
+        out.vectors.to_mut().reserve(rows.len() * dims);
         for &row in rows {
-            out.ids.push(self.ids[row].clone());
-            out.rowids.push(self.rowids[row]);
-            out.confidence.push(self.confidence[row]);
-            out.model_current.push(self.model_current[row]);
-            out.traits.push(self.traits[row]);
-            out.norms.push(self.norms[row]);
-            out.vectors.extend_from_slice(self.vector(row));
-            out.offsets.push(out.vectors.len());
-            if let Some(premises) = self.premises.get(&self.ids[row]) {
-                out.premises.insert(self.ids[row].clone(), premises.clone());
-            }
-            if let Some(claim) = self.claims.get(&self.ids[row]) {
-                out.claims.insert(self.ids[row].clone(), claim.clone());
-            }
+            out.push_row_of(self, row, true);
         }
         out
     }
@@ -355,32 +638,11 @@ impl CandidateSet {
     /// cache.
     pub fn replaced(&self, ids: &HashSet<String>, added: &CandidateSet) -> CandidateSet {
         let keep: Vec<usize> = (0..self.len())
-            .filter(|&row| !ids.contains(&self.ids[row]))
+            .filter(|&row| !ids.contains(self.id(row)))
             .collect();
         let mut out = self.select(&keep);
         for row in 0..added.len() {
-            let traits = *added.traits(row);
-            let mut reintern = |at: u32| out.strings.intern(added.string(at));
-            let traits = RowTraits {
-                extractor: traits.extractor.map(&mut reintern),
-                source: traits
-                    .source
-                    .map(|(e, s)| (reintern(e), s.map(&mut reintern))),
-                source_key: reintern(traits.source_key),
-                ..traits
-            };
-            out.ids.push(added.ids[row].clone());
-            out.rowids.push(added.rowids[row]);
-            out.confidence.push(added.confidence[row]);
-            out.model_current.push(added.model_current[row]);
-            out.traits.push(traits);
-            out.norms.push(added.norms[row]);
-            out.vectors.extend_from_slice(added.vector(row));
-            out.offsets.push(out.vectors.len());
-            if let Some(premises) = added.premises.get(&added.ids[row]) {
-                out.premises
-                    .insert(added.ids[row].clone(), premises.clone());
-            }
+            out.push_row_of(added, row, false);
         }
         out.sort_by_order_key();
         out

@@ -19,6 +19,7 @@
 #![warn(clippy::unwrap_used)]
 
 pub mod candidates;
+pub mod column;
 mod einsum;
 mod enums;
 mod particle;
@@ -27,7 +28,10 @@ mod request;
 mod timestamp;
 
 pub use crate::{
-    candidates::{CandidateSet, FilterFlag, RowTraits, Selection},
+    candidates::{
+        CandidateColumns, CandidateSet, ColumnsError, FilterFlag, PackedTraits, RowTraits,
+        Selection,
+    },
     einsum::{einsum_dot, einsum_dot_portable},
     enums::{
         AssertionModality, CalibrationSource, CanonicalForm, ParticleType, ProvenanceRefType,
