@@ -15,16 +15,53 @@
 //!
 //! States are immutable and shared (`Arc`); a refresh builds a new one and swaps it
 //! in, so the replaced one is freed as soon as no query holds it.
+//!
+//! With a [`SidecarConfig`], a cache with no state first tries the store's sidecar
+//! (see [`sidecar`]): a state written to disk by an earlier process, memory-mapped,
+//! then brought up to date by the same protocol. Rebuilds (and, if asked, deltas)
+//! mark the state for [`CandidateCache::persist`], which writes it back.
 #![warn(missing_docs)]
 #![warn(clippy::unwrap_used)]
 
-use std::{collections::HashSet, sync::Arc};
+pub mod sidecar;
 
-use particles_model::{CandidateSet, Selection};
-use particles_store::{
-    particle_columns, read_candidates, CandidateLoader, JournalHead, Result, RowFilter, Store,
-    ID_CHUNK,
+use std::{
+    collections::HashSet,
+    path::{Path, PathBuf},
+    sync::Arc,
 };
+
+use particles_model::{column::Column, CandidateSet, Selection};
+use particles_store::{
+    particle_columns, read_candidates, read_candidates_parallel, CandidateLoader, JournalHead,
+    Result, RowFilter, Store, ID_CHUNK,
+};
+
+pub use sidecar::{sidecar_path, verify as verify_sidecar, SidecarError, VerifyReport};
+
+/// When the cache writes its sidecar (on [`CandidateCache::persist`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SidecarWrite {
+    /// Read a sidecar, never write one (a read-only directory, or a reader that
+    /// should not leave files behind).
+    Never,
+    /// After a rebuild: a long-lived process, whose deltas stay in memory.
+    OnRebuild,
+    /// After a rebuild or a delta: one-shot processes, so the next one reuses it.
+    OnChange,
+}
+
+/// Where a cache keeps its sidecar, and when it writes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SidecarConfig {
+    /// The sidecar file ([`sidecar_path`] gives the default place).
+    pub path: PathBuf,
+    /// When to write it.
+    pub write: SidecarWrite,
+}
+
+/// A build's progress: rows read and the ACTIVE row count.
+pub type BuildProgress = Box<dyn FnMut(usize, usize) + Send>;
 
 /// The fewest changed ids a delta may re-read, whatever the cache size.
 pub const DELTA_FLOOR: usize = 1000;
@@ -44,6 +81,8 @@ pub enum Route {
     Rebuild,
     /// A subject-filtered call that would have needed a rebuild: read uncached.
     SubjectUncached,
+    /// Opened from the sidecar, which was at the store's head: no row read.
+    Sidecar,
 }
 
 /// Counters over the cache's life.
@@ -57,23 +96,27 @@ pub struct CacheStats {
     pub reuses: u64,
     /// Calls read uncached.
     pub uncached: u64,
+    /// States opened from a sidecar.
+    pub sidecar_loads: u64,
+    /// Sidecars written.
+    pub sidecar_writes: u64,
 }
 
 struct CacheState {
     head: JournalHead,
     set: Arc<CandidateSet>,
     /// Rows sorted by particle id, for subject lookups.
-    by_id: Vec<u32>,
+    by_id: Column<u32>,
 }
 
 impl CacheState {
     fn new(head: JournalHead, set: CandidateSet) -> CacheState {
         let mut by_id: Vec<u32> = (0..set.len() as u32).collect();
-        by_id.sort_by(|&a, &b| set.id(a as usize).cmp(set.id(b as usize)));
+        by_id.sort_unstable_by(|&a, &b| set.id(a as usize).cmp(set.id(b as usize)));
         CacheState {
             head,
             set: Arc::new(set),
-            by_id,
+            by_id: by_id.into(),
         }
     }
 
@@ -92,12 +135,87 @@ pub struct CandidateCache {
     state: Option<CacheState>,
     last_route: Option<Route>,
     stats: CacheStats,
+    sidecar: Option<SidecarConfig>,
+    /// The sidecar was looked for already (found or not).
+    sidecar_tried: bool,
+    /// The state differs from the sidecar and the write policy wants it written.
+    dirty: bool,
+    notes: Vec<String>,
+    progress: Option<BuildProgress>,
 }
 
 impl CandidateCache {
     /// An empty cache; the first unfiltered query builds it.
     pub fn new() -> CandidateCache {
         CandidateCache::default()
+    }
+
+    /// An empty cache that starts from (and keeps) a sidecar.
+    pub fn with_sidecar(config: SidecarConfig) -> CandidateCache {
+        CandidateCache {
+            sidecar: Some(config),
+            ..CandidateCache::default()
+        }
+    }
+
+    /// Reports a full build's progress to `progress(rows read, ACTIVE rows)`.
+    pub fn set_build_progress(&mut self, progress: BuildProgress) {
+        self.progress = Some(progress);
+    }
+
+    /// Notes about the sidecar since the last call (unusable file, failed write),
+    /// for the user; none of them stops a query.
+    pub fn take_notes(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notes)
+    }
+
+    /// Writes the sidecar if the state changed since it was read or written and the
+    /// policy asks for it. Returns whether a file was written. A failure (read-only
+    /// directory, full disk) leaves a note and the old file, never an error: the
+    /// answer did not depend on it.
+    pub fn persist(&mut self, store: &Path) -> bool {
+        let (Some(config), Some(state)) = (&self.sidecar, &self.state) else {
+            return false;
+        };
+        if !self.dirty || config.write == SidecarWrite::Never {
+            return false;
+        }
+        self.dirty = false;
+        match sidecar::write(&config.path, store, &state.head, &state.set, &state.by_id) {
+            Ok(()) => {
+                self.stats.sidecar_writes += 1;
+                true
+            }
+            Err(e) => {
+                self.notes.push(format!(
+                    "{e}; answering from the store instead (use --sidecar-dir for a writable place, or --no-sidecar)"
+                ));
+                false
+            }
+        }
+    }
+
+    /// Opens the sidecar into an empty cache, once.
+    fn open_sidecar(&mut self) {
+        if self.state.is_some() || self.sidecar_tried {
+            return;
+        }
+        self.sidecar_tried = true;
+        let Some(config) = &self.sidecar else {
+            return;
+        };
+        match sidecar::open(&config.path) {
+            Ok(Some(opened)) => {
+                self.state = Some(CacheState {
+                    head: opened.head,
+                    set: Arc::new(opened.set),
+                    by_id: opened.by_id,
+                });
+                self.stats.sidecar_loads += 1;
+            }
+            Ok(None) => {}
+            Err(e) => self.notes.push(format!("{e}; rebuilding it")),
+        }
     }
 
     /// How the last call was served.
@@ -119,7 +237,7 @@ impl CandidateCache {
     pub fn heap_bytes(&self) -> usize {
         self.state
             .as_ref()
-            .map_or(0, |s| s.set.heap_bytes() + s.by_id.capacity() * 4)
+            .map_or(0, |s| s.set.heap_bytes() + s.by_id.heap_bytes())
     }
 
     /// The journal head the state is valid at.
@@ -151,10 +269,20 @@ impl CandidateCache {
         head: JournalHead,
         subject_call: bool,
     ) -> Result<Option<Route>> {
+        let fresh_from_sidecar = if self.state.is_none() && !subject_call {
+            self.open_sidecar();
+            self.state.is_some()
+        } else {
+            false
+        };
         if let Some(state) = &self.state {
             if state.head == head {
                 self.stats.reuses += 1;
-                return Ok(Some(Route::Reuse));
+                return Ok(Some(if fresh_from_sidecar {
+                    Route::Sidecar
+                } else {
+                    Route::Reuse
+                }));
             }
             let token = particles_store::token_at(store, state.head.seq)?;
             if token.as_deref() == Some(state.head.token.as_slice()) {
@@ -165,6 +293,10 @@ impl CandidateCache {
                     let set = state.set.replaced(&changed, &added);
                     self.state = Some(CacheState::new(head, set));
                     self.stats.deltas += 1;
+                    self.dirty = self
+                        .sidecar
+                        .as_ref()
+                        .is_some_and(|c| c.write == SidecarWrite::OnChange);
                     return Ok(Some(Route::Delta(changed.len())));
                 }
             }
@@ -172,23 +304,52 @@ impl CandidateCache {
         if subject_call {
             return Ok(None);
         }
-        let mut set = CandidateSet::new();
-        read_candidates(
+        // Replace, so the old state is freed before the new one is built.
+        self.state = None;
+        let set = self.build(store)?;
+        self.state = Some(CacheState::new(head, set));
+        self.stats.rebuilds += 1;
+        self.dirty = self
+            .sidecar
+            .as_ref()
+            .is_some_and(|c| c.write != SidecarWrite::Never);
+        Ok(Some(Route::Rebuild))
+    }
+}
+
+impl CandidateCache {
+    /// Every ACTIVE row with an embedding, on two cores, in rowid order (`NOT
+    /// INDEXED`: walking the confidence index is several times slower on a large
+    /// store); `read_candidates_parallel` sorts by the order key.
+    fn build(&mut self, store: &Store) -> Result<CandidateSet> {
+        let total = store
+            .connection()
+            .query_row(
+                "SELECT count(*) FROM particles WHERE status = 'ACTIVE'",
+                [],
+                |row| row.get::<_, i64>(0),
+            )
+            .map_err(|source| particles_store::Error::Query {
+                query: "cache build count",
+                source,
+            })?;
+        let total = usize::try_from(total).unwrap_or(0);
+        let mut report = |seen: usize| {
+            if let Some(progress) = self.progress.as_mut() {
+                progress(seen, total);
+            }
+        };
+        read_candidates_parallel(
             store,
             "cache build",
             &format!(
-                "SELECT {} FROM particles WHERE status = 'ACTIVE' AND embedding_json IS NOT NULL \
-                 ORDER BY confidence_value ASC, particles.rowid ASC",
+                "SELECT {} FROM particles NOT INDEXED \
+                 WHERE status = 'ACTIVE' AND embedding_json IS NOT NULL",
                 particle_columns()
             ),
             [],
-            RowFilter::AnyModel,
-            &mut set,
-        )?;
-        // Replace, so the old state is freed before anything else is kept.
-        self.state = Some(CacheState::new(head, set));
-        self.stats.rebuilds += 1;
-        Ok(Some(Route::Rebuild))
+            &mut report,
+        )
     }
 }
 

@@ -10,6 +10,7 @@ mod import;
 mod output;
 mod query;
 mod serve;
+mod sidecar_cmd;
 mod store_cmd;
 
 use std::{io, process::ExitCode};
@@ -34,6 +35,9 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Store maintenance (the only verbs that write a store).
     Store(store_cmd::StoreArgs),
+    /// The sidecar: a derived file of decoded vectors beside the store (or in
+    /// --sidecar-dir) that lets a fresh process answer warm. Build, verify, locate.
+    Sidecar(sidecar_cmd::SidecarCmdArgs),
     /// Benchmarks, side by side with the reference.
     Benchmark(bench::BenchmarkArgs),
     /// Print the embedding of each text as a JSON array, one line per text.
@@ -63,6 +67,7 @@ fn main() -> ExitCode {
         Command::Query(args) => query::run(*args),
         Command::Serve(args) => serve::run(&args),
         Command::Store(args) => store_cmd::run(args),
+        Command::Sidecar(args) => sidecar_cmd::run(args),
         Command::Benchmark(args) => bench::run(args),
         Command::Embed(args) => encode::run(&args),
         Command::Import(args) => import::run(&args),

@@ -13,6 +13,7 @@ use particles_model::{
     MAX_TOP_K,
 };
 use particles_query::{run_query_with, QueryInput};
+use particles_cache::{CandidateCache, SidecarConfig, SidecarWrite};
 use particles_store::{CandidateLoader, Store, UncachedLoader};
 
 use crate::{output, UsageError};
@@ -130,6 +131,65 @@ pub(crate) struct QueryArgs {
     /// Print one JSON object with a `hits` array instead of a table.
     #[arg(long)]
     json: bool,
+
+    #[command(flatten)]
+    sidecar: SidecarArgs,
+}
+
+/// Where the sidecar lives, shared by the verbs that use one.
+#[derive(Debug, Args, Clone)]
+pub(crate) struct SidecarArgs {
+    /// The directory of the store's sidecar, a derived file of decoded vectors that
+    /// makes the next process start warm (default: PARTICLES_SIDECAR_DIR, else the
+    /// store's directory). The store itself is never written.
+    #[arg(long, value_name = "DIR", env = "PARTICLES_SIDECAR_DIR")]
+    pub(crate) sidecar_dir: Option<PathBuf>,
+
+    /// Neither read nor write a sidecar: decode the store's rows on every query.
+    #[arg(long, conflicts_with = "sidecar_dir")]
+    pub(crate) no_sidecar: bool,
+}
+
+impl SidecarArgs {
+    /// The cache this process queries through: with the store's sidecar, unless
+    /// `--no-sidecar`.
+    pub(crate) fn cache(&self, store: &std::path::Path, write: SidecarWrite) -> CandidateCache {
+        if self.no_sidecar {
+            return CandidateCache::new();
+        }
+        let mut cache = CandidateCache::with_sidecar(SidecarConfig {
+            path: particles_cache::sidecar_path(store, self.sidecar_dir.as_deref()),
+            write,
+        });
+        cache.set_build_progress(build_progress_bar());
+        cache
+    }
+}
+
+/// A progress bar for a cache build, drawn once the store is large enough for the
+/// build to take a noticeable time (and only on a terminal).
+fn build_progress_bar() -> particles_cache::BuildProgress {
+    let mut bar: Option<indicatif::ProgressBar> = None;
+    Box::new(move |seen, total| {
+        if total < 20_000 {
+            return;
+        }
+        let bar = bar.get_or_insert_with(|| {
+            let bar = indicatif::ProgressBar::new(total as u64);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{prefix} {wide_bar} {pos}/{len} rows ({per_sec}, {eta} left)",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            bar.set_prefix("building the sidecar:");
+            bar
+        });
+        bar.set_position(seen as u64);
+        if seen >= total {
+            bar.finish_and_clear();
+        }
+    })
 }
 
 fn parse_unit(text: &str) -> Result<f64, String> {
@@ -409,8 +469,16 @@ pub(crate) fn run(args: QueryArgs) -> Result<()> {
         now: args.now,
     };
     let store = Store::open_read_only(&args.store)?;
-    // A one-shot process reads uncached: a cache would be built, used once and dropped.
-    let answer = execute(&store, &mut UncachedLoader, params)?;
+    // A one-shot process queries through a cache that starts from the sidecar: a
+    // warm start when the sidecar is current, a delta or a build (written back after
+    // the answer is printed) otherwise. Subject calls never build; as-of and window
+    // queries use their own loaders.
+    let mut cache =
+        (!args.sidecar.no_sidecar).then(|| args.sidecar.cache(&args.store, SidecarWrite::OnChange));
+    let answer = match cache.as_mut() {
+        Some(cache) => execute(&store, cache, params)?,
+        None => execute(&store, &mut UncachedLoader, params)?,
+    };
 
     if answer.outcome.stats.skipped_other_model > 0 {
         eprintln!(
@@ -431,11 +499,24 @@ pub(crate) fn run(args: QueryArgs) -> Result<()> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     if args.json {
-        serde_json::to_writer(&mut out, &answer.json)?;
+        let mut json = answer.json;
+        json["cache"] = serde_json::json!({
+            "route": cache.as_ref().and_then(CandidateCache::last_route).map(|r| format!("{r:?}")),
+            "rows": cache.as_ref().and_then(CandidateCache::cached_rows),
+        });
+        serde_json::to_writer(&mut out, &json)?;
         writeln!(out)?;
     } else {
         output::write_table(&mut out, &answer.outcome, answer.now)?;
     }
     out.flush()?;
+    drop(out);
+    // After the answer: the next process starts from this state.
+    if let Some(cache) = cache.as_mut() {
+        cache.persist(&args.store);
+        for note in cache.take_notes() {
+            eprintln!("note: {note}");
+        }
+    }
     Ok(())
 }

@@ -28,6 +28,9 @@ pub(crate) struct ServeArgs {
     /// The store file. Opened read-only, once; the cache follows its writes.
     #[arg(long, value_name = "PATH")]
     store: PathBuf,
+
+    #[command(flatten)]
+    sidecar: crate::query::SidecarArgs,
 }
 
 /// One request line: the `query` options as fields.
@@ -68,7 +71,10 @@ struct Request {
 pub(crate) fn run(args: &ServeArgs) -> Result<()> {
     debug_assert!(args.stdio);
     let store = Store::open_read_only(&args.store)?;
-    let mut cache = CandidateCache::new();
+    // Start from the sidecar; write it after a rebuild (deltas stay in memory).
+    let mut cache = args
+        .sidecar
+        .cache(&args.store, particles_cache::SidecarWrite::OnRebuild);
     let stdin = std::io::stdin();
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
@@ -86,6 +92,10 @@ pub(crate) fn run(args: &ServeArgs) -> Result<()> {
         serde_json::to_writer(&mut out, &response)?;
         writeln!(out)?;
         out.flush()?;
+        cache.persist(&args.store);
+        for note in cache.take_notes() {
+            eprintln!("note: {note}");
+        }
     }
     Ok(())
 }

@@ -578,14 +578,37 @@ impl CandidateSet {
     pub fn sort_by_order_key(&mut self) {
         let mut order: Vec<usize> = (0..self.len()).collect();
         order.sort_by(|&a, &b| {
-            self.confidence[a]
-                .total_cmp(&self.confidence[b])
-                .then(self.rowids[a].cmp(&self.rowids[b]))
+            order_key_cmp(
+                (self.confidence[a], self.rowids[a]),
+                (self.confidence[b], self.rowids[b]),
+            )
         });
         if order.iter().enumerate().all(|(i, &row)| i == row) {
             return;
         }
         *self = self.select(&order);
+    }
+
+    /// The rows of several sets in one set, in `(confidence, rowid)` order; strings
+    /// are re-interned. Each vector is copied once.
+    pub fn merged_in_order(parts: &[CandidateSet]) -> CandidateSet {
+        let mut order: Vec<(u32, usize)> = parts
+            .iter()
+            .enumerate()
+            .flat_map(|(part, set)| (0..set.len()).map(move |row| (part as u32, row)))
+            .collect();
+        let key = |&(part, row): &(u32, usize)| {
+            let set = &parts[part as usize];
+            (set.confidence[row], set.rowids[row])
+        };
+        order.sort_by(|a, b| order_key_cmp(key(a), key(b)));
+        let mut out = CandidateSet::new();
+        let values: usize = parts.iter().map(|p| p.vectors.len()).sum();
+        out.vectors.to_mut().reserve_exact(values);
+        for (part, row) in order {
+            out.push_row_of(&parts[part as usize], row, false);
+        }
+        out
     }
 
     /// Appends row `row` of `from`, whose interned strings are `from`'s.
@@ -647,6 +670,14 @@ impl CandidateSet {
         out.sort_by_order_key();
         out
     }
+}
+
+/// SQLite's `ORDER BY confidence_value, rowid`: floats compare by value (so `-0.0`
+/// equals `0.0`; NaN cannot be stored), then rowids.
+fn order_key_cmp(a: (f64, i64), b: (f64, i64)) -> std::cmp::Ordering {
+    a.0.partial_cmp(&b.0)
+        .unwrap_or_else(|| a.0.total_cmp(&b.0))
+        .then(a.1.cmp(&b.1))
 }
 
 /// What a loader hands the ranking: a candidate set and the rows of it to rank, in

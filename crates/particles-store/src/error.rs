@@ -5,6 +5,9 @@ use std::path::PathBuf;
 /// Errors from opening or reading a particle store.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// A bug in particles-rs, not in the store; please report it.
+    #[error("internal error: {0}")]
+    Internal(&'static str),
     /// The path names no file. Check the `--store` path.
     #[error("no store at {}: the file does not exist", path.display())]
     NotFound {

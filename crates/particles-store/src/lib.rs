@@ -46,7 +46,8 @@ pub use crate::{
         JournalHead, JOURNAL_RETENTION, TRIGGER_NAMES,
     },
     loader::{
-        load_active, particle_columns, particles_by_ids, read_candidates, CandidateLoader,
+        load_active, particle_columns, particles_by_ids, read_candidates, read_candidates_parallel,
+        CandidateLoader,
         RowFilter, UncachedLoader, ID_CHUNK,
     },
     policy::load_policy_rows,

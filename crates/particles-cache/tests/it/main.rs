@@ -2,4 +2,5 @@
 
 mod equivalence;
 mod freshness;
+mod sidecar;
 mod support;

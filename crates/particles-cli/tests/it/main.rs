@@ -4,4 +4,5 @@ mod bad_input;
 mod import;
 mod reference;
 mod serve;
+mod sidecar;
 mod support;

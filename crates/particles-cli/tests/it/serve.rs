@@ -3,7 +3,7 @@
 
 use std::{
     io::Write,
-    process::{Command, Stdio},
+    process::Stdio,
 };
 
 use serde_json::Value;
@@ -25,7 +25,10 @@ fn answers_line_by_line_and_survives_bad_requests() {
         String::new(),
         format!(r#"{{"vector": {vector}, "top_k": 5, "now": "2026-06-01T00:00:00Z"}}"#),
     ];
-    let mut child = Command::new(env!("CARGO_BIN_EXE_particles-rs"))
+    // A sidecar directory of its own, so the first request builds.
+    let sidecars = tempfile::tempdir().unwrap();
+    let mut child = crate::support::particles_rs_command()
+        .env("PARTICLES_SIDECAR_DIR", sidecars.path())
         .args(["serve", "--stdio", "--store"])
         .arg(fixtures.join("coins-a.db"))
         .stdin(Stdio::piped())

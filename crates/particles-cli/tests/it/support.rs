@@ -14,9 +14,24 @@ pub fn workspace_root() -> PathBuf {
         .to_owned()
 }
 
+/// A directory for the sidecars of this test process, so that queries on the
+/// committed fixture stores write nothing beside them.
+pub fn sidecar_dir() -> &'static Path {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().expect("a temporary directory"))
+        .path()
+}
+
+/// The binary, with sidecars kept in [`sidecar_dir`].
+pub fn particles_rs_command() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_particles-rs"));
+    command.env("PARTICLES_SIDECAR_DIR", sidecar_dir());
+    command
+}
+
 /// Runs `particles-rs` with `args`.
 pub fn particles_rs(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_particles-rs"))
+    particles_rs_command()
         .args(args)
         .output()
         .expect("the particles-rs binary runs")

@@ -1,0 +1,159 @@
+//! The sidecar: a fresh cache starts from the file the previous one wrote, stays
+//! exact across writes made while no process ran, and never trusts a damaged file.
+
+use std::path::{Path, PathBuf};
+
+use particles_cache::{CandidateCache, Route, SidecarConfig, SidecarWrite};
+use particles_store::{Store, Writer};
+
+use crate::support::{assert_cache_exact, particle, unit_vector, working_copy};
+
+fn cache_at(path: &Path, write: SidecarWrite) -> CandidateCache {
+    CandidateCache::with_sidecar(SidecarConfig {
+        path: path.to_owned(),
+        write,
+    })
+}
+
+/// One "process": a new cache over the sidecar, one checked query, persist.
+fn one_shot(store_path: &Path, sidecar: &Path, step: &str) -> (Route, Vec<String>) {
+    let store = Store::open_read_only(store_path).unwrap();
+    let mut cache = cache_at(sidecar, SidecarWrite::OnChange);
+    let route = assert_cache_exact(&store, &mut cache, None, step);
+    cache.persist(store_path);
+    (route, cache.take_notes())
+}
+
+fn setup() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = working_copy(dir.path(), "coins-b.db");
+    let sidecar = particles_cache::sidecar_path(&store, None);
+    (dir, store, sidecar)
+}
+
+#[test]
+fn a_fresh_process_starts_from_the_sidecar_and_follows_writes() {
+    let (_dir, store, sidecar) = setup();
+    assert_eq!(sidecar.parent(), store.parent());
+    assert!(!sidecar.exists());
+
+    let (route, notes) = one_shot(&store, &sidecar, "first build");
+    assert_eq!((route, notes.len()), (Route::Rebuild, 0));
+    assert!(sidecar.exists(), "the build was written");
+    let report = particles_cache::verify_sidecar(&sidecar).unwrap();
+    assert!(report.rows > 50, "{report:?}");
+
+    assert_eq!(one_shot(&store, &sidecar, "warm start").0, Route::Sidecar);
+    let written = std::fs::metadata(&sidecar).unwrap().modified().unwrap();
+
+    // A write while no process runs: the next one opens the sidecar, re-reads the
+    // changed row, answers exactly, and (one-shot policy) rewrites the file.
+    let mut writer = Writer::open(&store).unwrap();
+    let tx = writer.transaction().unwrap();
+    tx.insert(&particle("sidecar-new", 0.9, &[]), Some(&unit_vector(3)))
+        .unwrap();
+    tx.commit().unwrap();
+    assert_eq!(one_shot(&store, &sidecar, "after insert").0, Route::Delta(1));
+    assert_ne!(
+        std::fs::metadata(&sidecar).unwrap().modified().unwrap(),
+        written
+    );
+    assert_eq!(
+        one_shot(&store, &sidecar, "after rewrite").0,
+        Route::Sidecar
+    );
+
+    // A long-lived process keeps deltas in memory and leaves the file alone.
+    let store_handle = Store::open_read_only(&store).unwrap();
+    let mut serve = cache_at(&sidecar, SidecarWrite::OnRebuild);
+    assert_eq!(
+        assert_cache_exact(&store_handle, &mut serve, None, "serve start"),
+        Route::Sidecar
+    );
+    let tx = writer.transaction().unwrap();
+    tx.insert(&particle("sidecar-new-2", 0.2, &[]), Some(&unit_vector(4)))
+        .unwrap();
+    tx.commit().unwrap();
+    assert_eq!(
+        assert_cache_exact(&store_handle, &mut serve, None, "serve delta"),
+        Route::Delta(1)
+    );
+    assert!(!serve.persist(&store), "deltas are not written by a server");
+}
+
+#[test]
+fn a_subject_call_in_a_fresh_process_does_not_open_the_sidecar() {
+    let (_dir, store, sidecar) = setup();
+    one_shot(&store, &sidecar, "build");
+    let handle = Store::open_read_only(&store).unwrap();
+    let subject: String = handle
+        .connection()
+        .query_row("SELECT subject_id FROM particle_subjects LIMIT 1", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    let mut cache = cache_at(&sidecar, SidecarWrite::OnChange);
+    // The helper's first request is unfiltered; ask with a subject only.
+    let selection =
+        particles_store::CandidateLoader::load(&mut cache, &handle, 0.0, Some(&subject)).unwrap();
+    assert_eq!(cache.last_route(), Some(Route::SubjectUncached));
+    assert_eq!(cache.stats().sidecar_loads, 0);
+    assert!(!selection.rows.is_empty());
+}
+
+#[test]
+fn a_damaged_or_foreign_sidecar_is_rebuilt_not_trusted() {
+    let (dir, store, sidecar) = setup();
+    one_shot(&store, &sidecar, "build");
+    let good = std::fs::read(&sidecar).unwrap();
+
+    let damage: Vec<(&str, Box<dyn Fn(&mut Vec<u8>)>)> = vec![
+        ("truncated", Box::new(|b: &mut Vec<u8>| b.truncate(b.len() / 2))),
+        ("header bit", Box::new(|b: &mut Vec<u8>| b[40] ^= 0x10)),
+        ("magic", Box::new(|b: &mut Vec<u8>| b[0] = b'X')),
+        (
+            "ids section",
+            Box::new(|b: &mut Vec<u8>| {
+                let at = b.len() - 200;
+                b[at] ^= 0x01;
+            }),
+        ),
+        ("empty", Box::new(|b: &mut Vec<u8>| b.clear())),
+    ];
+    for (what, tamper) in damage {
+        let mut bytes = good.clone();
+        tamper(&mut bytes);
+        std::fs::write(&sidecar, &bytes).unwrap();
+        let (route, notes) = one_shot(&store, &sidecar, what);
+        assert_eq!(route, Route::Rebuild, "{what}");
+        assert_eq!(notes.len(), 1, "{what}: {notes:?}");
+        assert!(notes[0].contains("unusable"), "{what}: {}", notes[0]);
+        assert_eq!(std::fs::read(&sidecar).unwrap().len(), good.len(), "{what}");
+        assert_eq!(one_shot(&store, &sidecar, what).0, Route::Sidecar, "{what}");
+    }
+
+    // Another store's sidecar: its head token is not in this store's journal.
+    let other = working_copy(dir.path(), "coins-a.db");
+    std::fs::copy(&sidecar, particles_cache::sidecar_path(&other, None)).unwrap();
+    let (route, _) = one_shot(
+        &other,
+        &particles_cache::sidecar_path(&other, None),
+        "foreign",
+    );
+    assert_eq!(route, Route::Rebuild);
+}
+
+#[test]
+fn an_unwritable_place_still_answers_with_a_note() {
+    let (dir, store, _) = setup();
+    // A path under a regular file cannot be created, even by root.
+    let blocker = dir.path().join("not-a-directory");
+    std::fs::write(&blocker, b"x").unwrap();
+    let sidecar = blocker.join("store.sidecar");
+    let (route, notes) = one_shot(&store, &sidecar, "unwritable");
+    assert_eq!(route, Route::Rebuild);
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(notes[0].contains("--no-sidecar"), "{}", notes[0]);
+    let (route, _) = one_shot(&store, &sidecar, "unwritable again");
+    assert_eq!(route, Route::Rebuild);
+}

@@ -1,0 +1,150 @@
+//! One-shot `query` processes and the sidecar: the first writes it beside the store,
+//! the next start from it, a Python write in between is seen, a damaged file is
+//! rebuilt with a note, and the answers equal `--no-sidecar` every time.
+
+use std::{io::Write, path::Path, process::Stdio};
+
+use serde_json::Value;
+
+use crate::support::{file_digest, particles_rs_command, reference_python, workspace_root};
+
+/// Runs a query on `store` with `extra` flags; the sidecar goes beside the store
+/// unless `extra` says otherwise. Returns (hits, route, stderr).
+fn query(store: &Path, extra: &[&str]) -> (Value, Value, String) {
+    let vector = workspace_root().join("tests/fixtures/stores/coins-a.question.json");
+    let output = particles_rs_command()
+        .env_remove("PARTICLES_SIDECAR_DIR")
+        .args(["query", "--json", "--top-k", "20", "--now", "2026-06-01T00:00:00Z"])
+        .arg("--store")
+        .arg(store)
+        .arg("--vector-file")
+        .arg(&vector)
+        .args(extra)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "query failed: {stderr}");
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    (json["hits"].clone(), json["cache"]["route"].clone(), stderr)
+}
+
+fn python_insert(store: &Path) {
+    let vector: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            workspace_root().join("tests/fixtures/stores/coins-a.question.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let ops = serde_json::json!([{
+        "op": "insert", "id": "python-written", "content": "Written by the reference.",
+        "confidence": 0.99, "vector": vector, "subject_ids": []
+    }]);
+    let mut child = std::process::Command::new(reference_python())
+        .arg(workspace_root().join("tests/reference/write_ops.py"))
+        .arg(store)
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(ops.to_string().as_bytes())
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn one_shot_queries_share_a_sidecar_and_stay_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("coins-a.db");
+    std::fs::copy(
+        workspace_root().join("tests/fixtures/stores/coins-a.db"),
+        &store,
+    )
+    .unwrap();
+    let sidecar = dir.path().join("coins-a.db.particles-rs.sidecar");
+
+    let (expected, route, _) = query(&store, &["--no-sidecar"]);
+    assert_eq!(route, Value::Null, "--no-sidecar reads uncached");
+    assert!(!sidecar.exists(), "--no-sidecar writes nothing");
+    let digest = file_digest(&store);
+
+    let (hits, route, stderr) = query(&store, &[]);
+    assert_eq!((hits, route.as_str()), (expected.clone(), Some("Rebuild")));
+    assert!(!stderr.contains("note:"), "{stderr}");
+    assert!(sidecar.exists());
+    let (hits, route, _) = query(&store, &[]);
+    assert_eq!((hits, route.as_str()), (expected.clone(), Some("Sidecar")));
+    assert_eq!(file_digest(&store), digest, "the store is never written");
+
+    // The reference writes while no Rust process runs.
+    python_insert(&store);
+    let (fresh, _, _) = query(&store, &["--no-sidecar"]);
+    assert_ne!(fresh, expected);
+    assert_eq!(fresh[0]["id"], "python-written");
+    let (hits, route, _) = query(&store, &[]);
+    assert_eq!((&hits, route.as_str()), (&fresh, Some("Delta(1)")));
+    let (hits, route, _) = query(&store, &[]);
+    assert_eq!((&hits, route.as_str()), (&fresh, Some("Sidecar")));
+
+    // A damaged sidecar is named, rebuilt, and the answer does not change.
+    let mut bytes = std::fs::read(&sidecar).unwrap();
+    bytes[30] ^= 0xff;
+    std::fs::write(&sidecar, bytes).unwrap();
+    let (hits, route, stderr) = query(&store, &[]);
+    assert_eq!((&hits, route.as_str()), (&fresh, Some("Rebuild")));
+    assert!(
+        stderr.contains("is unusable") && stderr.contains(&*sidecar.to_string_lossy()),
+        "{stderr}"
+    );
+
+    // --sidecar-dir puts it elsewhere.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let (hits, _, _) = query(
+        &store,
+        &["--sidecar-dir", elsewhere.path().to_str().unwrap()],
+    );
+    assert_eq!(hits, fresh);
+    assert!(elsewhere
+        .path()
+        .join("coins-a.db.particles-rs.sidecar")
+        .exists());
+}
+
+#[test]
+fn sidecar_verify_reports_and_refuses() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("coins-b.db");
+    std::fs::copy(
+        workspace_root().join("tests/fixtures/stores/coins-b.db"),
+        &store,
+    )
+    .unwrap();
+    query(&store, &[]);
+    let sidecar = dir.path().join("coins-b.db.particles-rs.sidecar");
+    let output = particles_rs_command()
+        .args(["sidecar", "verify", "--store"])
+        .arg(&store)
+        .env_remove("PARTICLES_SIDECAR_DIR")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert!(stdout.contains("vectors") && stdout.contains("ok"), "{stdout}");
+
+    // A flipped bit in a vector: opening does not hash vectors, verify does.
+    let mut bytes = std::fs::read(&sidecar).unwrap();
+    bytes[4096 + 5] ^= 0x40;
+    std::fs::write(&sidecar, bytes).unwrap();
+    let output = particles_rs_command()
+        .args(["sidecar", "verify", "--store"])
+        .arg(&store)
+        .env_remove("PARTICLES_SIDECAR_DIR")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("section vectors fails its checksum"), "{stderr}");
+}
