@@ -240,6 +240,11 @@ impl CandidateCache {
             .map_or(0, |s| s.set.heap_bytes() + s.by_id.heap_bytes())
     }
 
+    /// The cached candidates, if built or opened.
+    pub fn candidates(&self) -> Option<Arc<CandidateSet>> {
+        self.state.as_ref().map(|s| Arc::clone(&s.set))
+    }
+
     /// The journal head the state is valid at.
     pub fn head(&self) -> Option<&JournalHead> {
         self.state.as_ref().map(|s| &s.head)
@@ -339,17 +344,19 @@ impl CandidateCache {
                 progress(seen, total);
             }
         };
-        read_candidates_parallel(
-            store,
-            "cache build",
-            &format!(
-                "SELECT {} FROM particles NOT INDEXED \
-                 WHERE status = 'ACTIVE' AND embedding_json IS NOT NULL",
-                particle_columns()
-            ),
-            [],
-            &mut report,
-        )
+        store.with_mapped_scan(|store| {
+            read_candidates_parallel(
+                store,
+                "cache build",
+                &format!(
+                    "SELECT {} FROM particles NOT INDEXED \
+                     WHERE status = 'ACTIVE' AND embedding_json IS NOT NULL",
+                    particle_columns()
+                ),
+                [],
+                &mut report,
+            )
+        })
     }
 }
 

@@ -280,8 +280,12 @@ fn parse_header(path: &Path, bytes: &[u8]) -> Result<Header, SidecarError> {
     let mut sections = HashMap::new();
     for section in header["sections"].as_array().into_iter().flatten() {
         let name = section["name"].as_str().unwrap_or_default().to_owned();
-        let offset = section["offset"].as_u64().and_then(|v| usize::try_from(v).ok());
-        let len = section["len"].as_u64().and_then(|v| usize::try_from(v).ok());
+        let offset = section["offset"]
+            .as_u64()
+            .and_then(|v| usize::try_from(v).ok());
+        let len = section["len"]
+            .as_u64()
+            .and_then(|v| usize::try_from(v).ok());
         let sum = section["xxh3"]
             .as_str()
             .and_then(|s| u64::from_str_radix(s, 16).ok());

@@ -8,12 +8,12 @@ use std::{
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use particles_cache::{CandidateCache, SidecarConfig, SidecarWrite};
 use particles_model::{
     AssertionModality, QueryRequest, TimeWindow, Timestamp, UncertaintyNature, EMBEDDING_DIM,
     MAX_TOP_K,
 };
 use particles_query::{run_query_with, QueryInput};
-use particles_cache::{CandidateCache, SidecarConfig, SidecarWrite};
 use particles_store::{CandidateLoader, Store, UncachedLoader};
 
 use crate::{output, UsageError};

@@ -590,8 +590,9 @@ impl CandidateSet {
     }
 
     /// The rows of several sets in one set, in `(confidence, rowid)` order; strings
-    /// are re-interned. Each vector is copied once.
-    pub fn merged_in_order(parts: &[CandidateSet]) -> CandidateSet {
+    /// are re-interned once per part. Each vector is copied once; premises and
+    /// claims are moved.
+    pub fn merged_in_order(parts: Vec<CandidateSet>) -> CandidateSet {
         let mut order: Vec<(u32, usize)> = parts
             .iter()
             .enumerate()
@@ -603,32 +604,47 @@ impl CandidateSet {
         };
         order.sort_by(|a, b| order_key_cmp(key(a), key(b)));
         let mut out = CandidateSet::new();
+        let remaps: Vec<Vec<u32>> = parts
+            .iter()
+            .map(|part| {
+                (0..part.strings.strings.len())
+                    .map(|at| out.strings.intern(part.strings.strings.get(at)))
+                    .collect()
+            })
+            .collect();
         let values: usize = parts.iter().map(|p| p.vectors.len()).sum();
         out.vectors.to_mut().reserve_exact(values);
         for (part, row) in order {
-            out.push_row_of(&parts[part as usize], row, false);
+            out.push_columns_of(&parts[part as usize], row, Some(&remaps[part as usize]));
+        }
+        for part in parts {
+            out.premises.extend(part.premises);
+            part.claims.map();
+            if let Some(claims) = part.claims.parsed.into_inner() {
+                out.claims.map_mut().extend(claims);
+            }
         }
         out
     }
 
-    /// Appends row `row` of `from`, whose interned strings are `from`'s.
-    fn push_row_of(&mut self, from: &CandidateSet, row: usize, same_strings: bool) {
+    /// Appends row `row` of `from` without its premises and claims; `remap` maps
+    /// `from`'s interned strings to this set's (`None`: they are the same).
+    fn push_columns_of(&mut self, from: &CandidateSet, row: usize, remap: Option<&[u32]>) {
         let mut traits = from.traits[row];
-        if !same_strings {
-            let mut reintern = |at: u32| {
+        if let Some(remap) = remap {
+            let mapped = |at: u32| {
                 if at == PackedTraits::NONE {
                     at
                 } else {
-                    self.strings.intern(from.string(at))
+                    remap[at as usize]
                 }
             };
-            traits.extractor = reintern(traits.extractor);
-            traits.entry = reintern(traits.entry);
-            traits.snapshot = reintern(traits.snapshot);
-            traits.source_key = reintern(traits.source_key);
+            traits.extractor = mapped(traits.extractor);
+            traits.entry = mapped(traits.entry);
+            traits.snapshot = mapped(traits.snapshot);
+            traits.source_key = mapped(traits.source_key);
         }
-        let id = from.id(row);
-        self.ids.push(id);
+        self.ids.push(from.id(row));
         self.rowids.push(from.rowids[row]);
         self.confidence.push(from.confidence[row]);
         self.model_current.push(from.model_current[row]);
@@ -636,6 +652,12 @@ impl CandidateSet {
         self.norms.push(from.norms[row]);
         self.vectors.to_mut().extend_from_slice(from.vector(row));
         self.offsets.push(self.vectors.len() as u64);
+    }
+
+    /// Appends row `row` of `from` with its premises and claim.
+    fn push_row_of(&mut self, from: &CandidateSet, row: usize, remap: Option<&[u32]>) {
+        self.push_columns_of(from, row, remap);
+        let id = from.id(row);
         if let Some(premises) = from.premises.get(id) {
             self.premises.insert(id.to_owned(), premises.clone());
         }
@@ -651,7 +673,7 @@ impl CandidateSet {
         let dims = rows.first().map_or(0, |&r| self.vector(r).len());
         out.vectors.to_mut().reserve(rows.len() * dims);
         for &row in rows {
-            out.push_row_of(self, row, true);
+            out.push_row_of(self, row, None);
         }
         out
     }
@@ -664,8 +686,11 @@ impl CandidateSet {
             .filter(|&row| !ids.contains(self.id(row)))
             .collect();
         let mut out = self.select(&keep);
+        let remap: Vec<u32> = (0..added.strings.strings.len())
+            .map(|at| out.strings.intern(added.strings.strings.get(at)))
+            .collect();
         for row in 0..added.len() {
-            out.push_row_of(added, row, false);
+            out.push_row_of(added, row, Some(&remap));
         }
         out.sort_by_order_key();
         out

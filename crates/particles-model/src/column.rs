@@ -193,20 +193,12 @@ impl<T: Pod> fmt::Debug for Column<T> {
 }
 
 /// A run of strings: their bytes back to back and each one's end offset.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct StrColumn {
     bytes: Column<u8>,
     ends: Column<u64>,
 }
 
-impl Default for StrColumn {
-    fn default() -> Self {
-        StrColumn {
-            bytes: Column::default(),
-            ends: Column::default(),
-        }
-    }
-}
 
 impl StrColumn {
     /// A view over shared bytes, checked: the ends rise, stay within the bytes and

@@ -47,8 +47,7 @@ pub use crate::{
     },
     loader::{
         load_active, particle_columns, particles_by_ids, read_candidates, read_candidates_parallel,
-        CandidateLoader,
-        RowFilter, UncachedLoader, ID_CHUNK,
+        CandidateLoader, RowFilter, UncachedLoader, ID_CHUNK,
     },
     policy::load_policy_rows,
     profile::{take_load_counters, LoadCounters},

@@ -91,14 +91,16 @@ pub fn load_active(
     };
     let mut set = CandidateSet::new();
     let skipped = match subject_id {
-        None => read_candidates(
-            store,
-            name,
-            &sql,
-            params![min_confidence],
-            RowFilter::CurrentModelOnly,
-            &mut set,
-        )?,
+        None => store.with_mapped_scan(|store| {
+            read_candidates(
+                store,
+                name,
+                &sql,
+                params![min_confidence],
+                RowFilter::CurrentModelOnly,
+                &mut set,
+            )
+        })?,
         Some(subject) => read_candidates(
             store,
             name,
@@ -280,7 +282,7 @@ pub fn read_candidates_parallel<P: rusqlite::Params>(
             .join()
             .map_err(|_| Error::Internal("the embedding decoder thread panicked"))?;
         read?;
-        Ok(CandidateSet::merged_in_order(&[own, theirs?]))
+        Ok(CandidateSet::merged_in_order(vec![own, theirs?]))
     })
 }
 

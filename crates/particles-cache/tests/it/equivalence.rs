@@ -10,7 +10,7 @@
 
 use std::collections::HashSet;
 
-use particles_cache::CandidateCache;
+use particles_cache::{CandidateCache, SidecarConfig, SidecarWrite};
 use particles_model::{QueryRequest, Selection, Timestamp};
 use particles_query::{run_query_with, QueryInput};
 use particles_rank::NormKernel;
@@ -252,6 +252,16 @@ proptest! {
                 let mut rebuilt = CandidateCache::new();
                 rebuilt.clear();
                 prop_assert_eq!(&rank(&store, &mut rebuilt, request, &subjects), &uncached, "rebuilt cache");
+                // A one-shot process over the sidecar the previous one wrote: opened
+                // (and delta-updated across the writes), or rebuilt, then persisted.
+                let mut one_shot = CandidateCache::with_sidecar(SidecarConfig {
+                    path: dir.path().join("coins-a.sidecar"),
+                    write: SidecarWrite::OnChange,
+                });
+                rank(&store, &mut one_shot, &Request { subject: None, ..request.clone() }, &subjects);
+                prop_assert_eq!(&rank(&store, &mut one_shot, request, &subjects), &uncached, "sidecar");
+                one_shot.persist(&path);
+                prop_assert!(one_shot.take_notes().is_empty());
                 // Pruning by score bound changes nothing: every candidate scored.
                 prop_assert_eq!(
                     &rank_at(&store, &mut UncachedLoader, request, &subjects, None, true),

@@ -53,7 +53,10 @@ fn a_fresh_process_starts_from_the_sidecar_and_follows_writes() {
     tx.insert(&particle("sidecar-new", 0.9, &[]), Some(&unit_vector(3)))
         .unwrap();
     tx.commit().unwrap();
-    assert_eq!(one_shot(&store, &sidecar, "after insert").0, Route::Delta(1));
+    assert_eq!(
+        one_shot(&store, &sidecar, "after insert").0,
+        Route::Delta(1)
+    );
     assert_ne!(
         std::fs::metadata(&sidecar).unwrap().modified().unwrap(),
         written
@@ -88,9 +91,11 @@ fn a_subject_call_in_a_fresh_process_does_not_open_the_sidecar() {
     let handle = Store::open_read_only(&store).unwrap();
     let subject: String = handle
         .connection()
-        .query_row("SELECT subject_id FROM particle_subjects LIMIT 1", [], |r| {
-            r.get(0)
-        })
+        .query_row(
+            "SELECT subject_id FROM particle_subjects LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
         .unwrap();
     let mut cache = cache_at(&sidecar, SidecarWrite::OnChange);
     // The helper's first request is unfiltered; ask with a subject only.
@@ -107,8 +112,12 @@ fn a_damaged_or_foreign_sidecar_is_rebuilt_not_trusted() {
     one_shot(&store, &sidecar, "build");
     let good = std::fs::read(&sidecar).unwrap();
 
-    let damage: Vec<(&str, Box<dyn Fn(&mut Vec<u8>)>)> = vec![
-        ("truncated", Box::new(|b: &mut Vec<u8>| b.truncate(b.len() / 2))),
+    type Tamper = Box<dyn Fn(&mut Vec<u8>)>;
+    let damage: Vec<(&str, Tamper)> = vec![
+        (
+            "truncated",
+            Box::new(|b: &mut Vec<u8>| b.truncate(b.len() / 2)),
+        ),
         ("header bit", Box::new(|b: &mut Vec<u8>| b[40] ^= 0x10)),
         ("magic", Box::new(|b: &mut Vec<u8>| b[0] = b'X')),
         (

@@ -9,7 +9,7 @@ use std::{
 };
 
 use anyhow::{Context, Result};
-use particles_cache::CandidateCache;
+use particles_cache::{CandidateCache, SidecarConfig, SidecarWrite};
 use particles_model::{QueryRequest, Timestamp};
 use particles_query::{run_query_with, QueryInput, QueryOutcome};
 use particles_store::{CandidateLoader, Store};
@@ -110,6 +110,9 @@ pub(crate) fn run(spec_path: &Path) -> Result<()> {
     let spec: CellSpec = serde_json::from_str(
         &std::fs::read_to_string(spec_path).context("cannot read the cell spec")?,
     )?;
+    // What a one-shot `query` pays before its store open: process start and
+    // argument parsing (the cell's own bookkeeping below is not counted).
+    let startup_seconds = super::process_start_seconds();
     let started_at = now_iso();
     let wall = Instant::now();
     let mut environment = Environment::read();
@@ -141,7 +144,18 @@ pub(crate) fn run(spec_path: &Path) -> Result<()> {
     let open_started = Instant::now();
     let store = Store::open_read_only(&spec.store_path)?;
     let open_seconds = open_started.elapsed().as_secs_f64();
-    let mut cache = CandidateCache::new();
+    // Our cells query through the sidecar beside the store copy, as `query` and
+    // `serve` do: `first` finds none (the runner deleted it) and builds it, `cold`
+    // and `cold-evicted` start from it, `warm` starts from it and keeps deltas.
+    let sidecar_path = particles_cache::sidecar_path(&spec.store_path, None);
+    let mut cache = CandidateCache::with_sidecar(SidecarConfig {
+        path: sidecar_path.clone(),
+        write: if spec.mode == "warm" {
+            SidecarWrite::OnRebuild
+        } else {
+            SidecarWrite::OnChange
+        },
+    });
     let now = Timestamp::parse("2026-06-01T00:00:00Z").expect("a fixed instant parses");
     let ask = |index: usize, loader: &mut dyn CandidateLoader| -> Result<(f64, QueryOutcome)> {
         let request = QueryRequest {
@@ -165,16 +179,31 @@ pub(crate) fn run(spec_path: &Path) -> Result<()> {
     };
     let mut samples = Vec::new();
     let mut warmup_seconds = None;
-    if spec.mode == "cold" {
-        // A fresh process: the unfiltered query builds the cache it would keep.
+    let mut floors = serde_json::Map::new();
+    let mut extra = serde_json::Map::new();
+    if spec.mode != "warm" {
+        // A fresh process: one question, start to answer (`process_seconds`), then
+        // the sidecar written as `query` writes it after printing.
         let index = spec.question_offset;
         let (total, outcome) = ask(index, &mut cache)?;
-        samples.push(sample_json(
-            index,
-            subject(index).as_deref(),
-            total,
-            &outcome,
-        ));
+        let mut sample = sample_json(index, subject(index).as_deref(), total, &outcome);
+        sample["process_seconds"] = json!(startup_seconds + open_seconds + total);
+        sample["route"] = json!(cache.last_route().map(|r| format!("{r:?}")));
+        samples.push(sample);
+        let started = Instant::now();
+        let written = cache.persist(&spec.store_path);
+        extra.insert("sidecar_written".into(), json!(written));
+        extra.insert(
+            "sidecar_write_seconds".into(),
+            json!(started.elapsed().as_secs_f64()),
+        );
+        notes.extend(cache.take_notes());
+        if spec.mode == "first" {
+            floors.insert(
+                "json_parse_single_core_seconds".into(),
+                json!(json_parse_floor(&store)?),
+            );
+        }
     } else {
         let warmup_index = spec.question_offset + spec.questions;
         let (seconds, _) = ask(warmup_index, &mut cache)?;
@@ -205,6 +234,16 @@ pub(crate) fn run(spec_path: &Path) -> Result<()> {
             }
         }
     }
+    if spec.mode == "warm" && subject(0).is_none() {
+        if let Some(set) = cache.candidates() {
+            let vector = questions.vector(spec.question_offset);
+            floors.insert(
+                "f32_scan_single_thread_seconds".into(),
+                json!(scan_floor(&set, vector)),
+            );
+        }
+    }
+    notes.extend(cache.take_notes());
     environment.finish();
     let result = json!({
         "spec": spec,
@@ -225,8 +264,54 @@ pub(crate) fn run(spec_path: &Path) -> Result<()> {
         "engine": "particles-rs",
         "store_open_seconds": open_seconds,
         "cache_heap_bytes": cache.heap_bytes(),
+        "cache_route": cache.last_route().map(|r| format!("{r:?}")),
+        "floors": floors,
+        "sidecar": extra,
     });
     write_atomically(&spec.result_path, &result)
+}
+
+/// The single-thread f32 scan floor: the best of 20 plain passes computing one
+/// dot product per row over the set's contiguous vectors (the einsum-order SSE
+/// kernel the query uses; memory-bound at this size), nothing else.
+fn scan_floor(set: &particles_model::CandidateSet, query: &[f32]) -> f64 {
+    let mut best = f64::INFINITY;
+    let mut sink = 0.0f32;
+    for _ in 0..20 {
+        let started = Instant::now();
+        let mut acc = 0.0f32;
+        for row in 0..set.len() {
+            let v = set.vector(row);
+            if v.len() == query.len() {
+                acc += particles_model::einsum_dot(v, query);
+            }
+        }
+        best = best.min(started.elapsed().as_secs_f64());
+        sink += acc;
+    }
+    std::hint::black_box(sink);
+    best
+}
+
+/// The JSON-parse floor: the time to decode every ACTIVE embedding's JSON on one
+/// core, reading excluded (each row's text is read, then only the decode timed).
+fn json_parse_floor(store: &Store) -> Result<f64> {
+    let mut statement = store.connection().prepare(
+        "SELECT embedding_json FROM particles NOT INDEXED \
+         WHERE status = 'ACTIVE' AND embedding_json IS NOT NULL",
+    )?;
+    let mut rows = statement.query([])?;
+    let mut spent = 0.0;
+    let mut sink = 0usize;
+    while let Some(row) = rows.next()? {
+        let text = row.get_ref(0)?.as_str()?;
+        let started = Instant::now();
+        let vector = particles_store::decode_embedding(text).map_err(|e| anyhow::anyhow!(e.0))?;
+        spent += started.elapsed().as_secs_f64();
+        sink += vector.len();
+    }
+    std::hint::black_box(sink);
+    Ok(spent)
 }
 
 /// Encodes a question text.

@@ -29,6 +29,10 @@ struct Row {
     stage_p50: BTreeMap<&'static str, f64>,
     stage_share: BTreeMap<&'static str, f64>,
     warmup: Option<f64>,
+    /// p50 of process start to answer (one-shot cells).
+    process_p50: Option<f64>,
+    /// Floors measured in the same cells (`floors` of the cell results).
+    floors: BTreeMap<String, f64>,
     notes: Vec<String>,
 }
 
@@ -153,6 +157,12 @@ fn rows_of(cells: &[Value]) -> Vec<Row> {
                 stage_p50,
                 stage_share,
                 warmup: ok.iter().find_map(|c| c["warmup_seconds"].as_f64()),
+                process_p50: percentile(&field("process_seconds"), 50.0),
+                floors: ok
+                    .iter()
+                    .flat_map(|c| c["floors"].as_object().into_iter().flatten())
+                    .filter_map(|(k, v)| Some((k.clone(), v.as_f64()?)))
+                    .collect(),
                 notes,
             }
         })
@@ -209,8 +219,10 @@ fn slope(points: &[(f64, f64)]) -> Option<f64> {
     (sxx > 0.0).then(|| sxy / sxx)
 }
 
-const GROUPS: [(&str, &str); 4] = [
+const GROUPS: [(&str, &str); 6] = [
+    ("first", "unfiltered"),
     ("cold", "unfiltered"),
+    ("cold-evicted", "unfiltered"),
     ("cold", "subject"),
     ("warm", "unfiltered"),
     ("warm", "subject"),
@@ -314,9 +326,11 @@ fn ratio_table(out: &mut String, ours: &[Row], theirs: &[Row]) {
             .iter()
             .filter(|r| r.mode == mode && r.variant == variant)
         {
+            // Our first and evicted one-shots answer the reference's cold cell.
+            let their_mode = if r.mode == "warm" { "warm" } else { "cold" };
             let Some(t) = theirs
                 .iter()
-                .find(|t| t.mode == r.mode && t.variant == r.variant && t.size == r.size)
+                .find(|t| t.mode == their_mode && t.variant == r.variant && t.size == r.size)
             else {
                 continue;
             };
@@ -334,6 +348,72 @@ fn ratio_table(out: &mut String, ours: &[Row], theirs: &[Row]) {
                 bytes(r.peak_rss.map(|b| b as f64))
             );
         }
+    }
+    let _ = writeln!(out);
+}
+
+/// The issue-7 targets, per store size: our cells against the floors measured in
+/// the same run and the reference's cells.
+fn targets_table(out: &mut String, ours: &[Row], theirs: &[Row]) {
+    let find = |rows: &[Row], mode: &str, variant: &str, size: u64| -> Option<Row> {
+        rows.iter()
+            .find(|r| r.mode == mode && r.variant == variant && r.size == size)
+            .cloned()
+    };
+    let mut sizes: Vec<u64> = ours.iter().map(|r| r.size).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}x", a / b),
+        _ => "—".into(),
+    };
+    let _ = writeln!(
+        out,
+        "### Against the floors (measured in the same run; ratios derived)
+"
+    );
+    let _ = writeln!(out, "Scan floor: the best of 20 single-thread passes of one f32 dot product per row over the warm cell's vectors. JSON floor: decoding every ACTIVE embedding's JSON on one core, reading excluded (measured in the `first` cell). One-shot: process start to answer, one question, sidecar present; `cold-evicted`: the sidecar's and the store's pages dropped from the page cache first (`posix_fadvise` DONTNEED).
+");
+    let _ = writeln!(out, "| Store | warm p50 | scan floor | warm / floor | reference warm / ours | first query | JSON floor | first / floor | one-shot (page cache warm) | one-shot / warm | one-shot, evicted | reference cold / one-shot | warm subject p50 | peak RSS warm |");
+    let _ = writeln!(
+        out,
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    );
+    for size in sizes {
+        let warm = find(ours, "warm", "unfiltered", size);
+        let first = find(ours, "first", "unfiltered", size);
+        let cold = find(ours, "cold", "unfiltered", size);
+        let evicted = find(ours, "cold-evicted", "unfiltered", size);
+        let subject = find(ours, "warm", "subject", size);
+        let their_warm = find(theirs, "warm", "unfiltered", size);
+        let their_cold = find(theirs, "cold", "unfiltered", size);
+        let warm_p50 = warm.as_ref().and_then(|r| r.p50);
+        let scan = warm
+            .as_ref()
+            .and_then(|r| r.floors.get("f32_scan_single_thread_seconds").copied());
+        let json_floor = first
+            .as_ref()
+            .and_then(|r| r.floors.get("json_parse_single_core_seconds").copied());
+        let first_p50 = first.as_ref().and_then(|r| r.process_p50);
+        let one_shot = cold.as_ref().and_then(|r| r.process_p50);
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            size_label(size),
+            seconds(warm_p50),
+            seconds(scan),
+            ratio(warm_p50, scan),
+            ratio(their_warm.as_ref().and_then(|r| r.p50), warm_p50),
+            seconds(first_p50),
+            seconds(json_floor),
+            ratio(first_p50, json_floor),
+            seconds(one_shot),
+            ratio(one_shot, warm_p50),
+            seconds(evicted.as_ref().and_then(|r| r.process_p50)),
+            ratio(their_cold.as_ref().and_then(|r| r.p50), one_shot),
+            seconds(subject.as_ref().and_then(|r| r.p50)),
+            bytes(warm.as_ref().and_then(|r| r.peak_rss).map(|b| b as f64)),
+        );
     }
     let _ = writeln!(out);
 }
@@ -494,6 +574,7 @@ pub(crate) fn run(work_dir: &Path, export_dir: &Path) -> Result<PathBuf> {
             environment["load_average_before"],
             environment["load_average_after"]);
     }
+    targets_table(&mut out, &ours, &theirs);
     if !theirs.is_empty() {
         ratio_table(&mut out, &ours, &theirs);
     }

@@ -191,10 +191,26 @@ struct PlannedCell {
     budget_seconds: f64,
 }
 
+/// The modes the reference's harness has; the others are ours alone.
+const REFERENCE_MODES: [&str; 2] = ["cold", "warm"];
+
 fn plan(args: &RunArgs, sizes: &[u64]) -> Vec<PlannedCell> {
     let mut cells = Vec::new();
     for &size in sizes {
         for variant in &args.variant {
+            if variant == "unfiltered" {
+                // Ours only: the first query on a store never seen (no sidecar:
+                // the runner deletes it), before the cold runs that start from it.
+                cells.push(PlannedCell {
+                    id: format!("n{size}-first-{variant}"),
+                    size,
+                    mode: "first",
+                    variant: variant.clone(),
+                    question_offset: 0,
+                    questions: 1,
+                    budget_seconds: 0.0,
+                });
+            }
             for r in 0..args.cold_runs {
                 cells.push(PlannedCell {
                     id: format!("n{size}-cold-{variant}-r{r}"),
@@ -205,6 +221,21 @@ fn plan(args: &RunArgs, sizes: &[u64]) -> Vec<PlannedCell> {
                     questions: 1,
                     budget_seconds: 0.0,
                 });
+            }
+            if variant == "unfiltered" {
+                // Ours only: a one-shot process whose sidecar and store pages were
+                // evicted from the page cache (posix_fadvise DONTNEED).
+                for r in 0..args.cold_runs {
+                    cells.push(PlannedCell {
+                        id: format!("n{size}-cold-evicted-{variant}-r{r}"),
+                        size,
+                        mode: "cold-evicted",
+                        variant: variant.clone(),
+                        question_offset: r,
+                        questions: 1,
+                        budget_seconds: 0.0,
+                    });
+                }
             }
             cells.push(PlannedCell {
                 id: format!("n{size}-warm-{variant}"),
@@ -539,9 +570,12 @@ pub(crate) fn run(args: &RunArgs) -> Result<()> {
             let path = ours.cell(&c.id);
             !path.exists() || (args.retry_failed && !cell_ok(&path))
         });
-        let reference_pending = reference
-            .as_ref()
-            .is_some_and(|r| group.iter().any(|c| !cell_ok(&r.cell(&c.id))));
+        let reference_pending = reference.as_ref().is_some_and(|r| {
+            group
+                .iter()
+                .filter(|c| REFERENCE_MODES.contains(&c.mode))
+                .any(|c| !cell_ok(&r.cell(&c.id)))
+        });
         if !pending && !reference_pending {
             bar.inc(group.len() as u64);
             ok += group.iter().filter(|c| cell_ok(&ours.cell(&c.id))).count();
@@ -674,6 +708,18 @@ pub(crate) fn run(args: &RunArgs) -> Result<()> {
                 top_k: 40,
                 questions_path: Some(std::path::absolute(&questions_file)?),
             };
+            let sidecar = particles_cache::sidecar_path(&spec.store_path, None);
+            match cell.mode {
+                "first" => {
+                    let _ = std::fs::remove_file(&sidecar);
+                }
+                "cold-evicted" => {
+                    for file in [&sidecar, &spec.store_path] {
+                        evict_from_page_cache(file);
+                    }
+                }
+                _ => {}
+            }
             let status = if let Some(reason) = &mismatch {
                 write_atomically(
                     &path,
@@ -705,6 +751,21 @@ pub(crate) fn run(args: &RunArgs) -> Result<()> {
         cells.len()
     ));
     Ok(())
+}
+
+/// Drops a file's clean pages from the page cache (no privileges needed, unlike
+/// `drop_caches`), so the next reader pays the disk.
+fn evict_from_page_cache(path: &Path) {
+    #[cfg(target_os = "linux")]
+    if let Ok(file) = std::fs::File::open(path) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: a valid open descriptor; the call only advises the kernel.
+        unsafe {
+            libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = path;
 }
 
 fn cell_ok(path: &Path) -> bool {

@@ -1,10 +1,7 @@
 //! `serve --stdio`: one response line per request line, errors answered in-line
 //! without stopping, the cache warm between requests, a clean exit at end of input.
 
-use std::{
-    io::Write,
-    process::Stdio,
-};
+use std::{io::Write, process::Stdio};
 
 use serde_json::Value;
 

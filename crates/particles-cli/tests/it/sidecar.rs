@@ -14,7 +14,14 @@ fn query(store: &Path, extra: &[&str]) -> (Value, Value, String) {
     let vector = workspace_root().join("tests/fixtures/stores/coins-a.question.json");
     let output = particles_rs_command()
         .env_remove("PARTICLES_SIDECAR_DIR")
-        .args(["query", "--json", "--top-k", "20", "--now", "2026-06-01T00:00:00Z"])
+        .args([
+            "query",
+            "--json",
+            "--top-k",
+            "20",
+            "--now",
+            "2026-06-01T00:00:00Z",
+        ])
         .arg("--store")
         .arg(store)
         .arg("--vector-file")
@@ -132,7 +139,10 @@ fn sidecar_verify_reports_and_refuses() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}");
-    assert!(stdout.contains("vectors") && stdout.contains("ok"), "{stdout}");
+    assert!(
+        stdout.contains("vectors") && stdout.contains("ok"),
+        "{stdout}"
+    );
 
     // A flipped bit in a vector: opening does not hash vectors, verify does.
     let mut bytes = std::fs::read(&sidecar).unwrap();
@@ -146,5 +156,8 @@ fn sidecar_verify_reports_and_refuses() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("section vectors fails its checksum"), "{stderr}");
+    assert!(
+        stderr.contains("section vectors fails its checksum"),
+        "{stderr}"
+    );
 }
