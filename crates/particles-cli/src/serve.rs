@@ -75,6 +75,7 @@ pub(crate) fn run(args: &ServeArgs) -> Result<()> {
     let mut cache = args
         .sidecar
         .cache(&args.store, particles_cache::SidecarWrite::OnRebuild);
+    cache.set_huge_pages(true);
     let stdin = std::io::stdin();
     let stdout = std::io::stdout();
     let mut out = stdout.lock();

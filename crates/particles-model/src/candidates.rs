@@ -573,6 +573,25 @@ impl CandidateSet {
         })
     }
 
+    /// The vectors back to back (row `i` at `offsets[i]..offsets[i + 1]`).
+    pub fn vector_data(&self) -> &[f32] {
+        &self.vectors
+    }
+
+    /// Replaces the vector column with another holding the same values elsewhere
+    /// (huge-page backed memory, say).
+    ///
+    /// # Errors
+    ///
+    /// [`ColumnsError`] when the lengths differ; the set is unchanged.
+    pub fn replace_vectors(&mut self, vectors: Column<f32>) -> Result<(), ColumnsError> {
+        if vectors.len() != self.vectors.len() {
+            return Err(ColumnsError("the replacement vectors differ in length"));
+        }
+        self.vectors = vectors;
+        Ok(())
+    }
+
     /// Sorts rows by `(confidence, rowid)` ascending: the loader's order, which every
     /// tie in the ranking falls back on.
     pub fn sort_by_order_key(&mut self) {
@@ -589,42 +608,38 @@ impl CandidateSet {
         *self = self.select(&order);
     }
 
-    /// The rows of several sets in one set, in `(confidence, rowid)` order; strings
-    /// are re-interned once per part. Each vector is copied once; premises and
-    /// claims are moved.
-    pub fn merged_in_order(parts: Vec<CandidateSet>) -> CandidateSet {
-        let mut order: Vec<(u32, usize)> = parts
-            .iter()
-            .enumerate()
-            .flat_map(|(part, set)| (0..set.len()).map(move |row| (part as u32, row)))
+    /// The rows in `(confidence, rowid)` order (the loader's order), without moving
+    /// them: a set filled in another order is ranked through this permutation, and
+    /// written in it, instead of being copied into order.
+    pub fn order_by_key(&self) -> Vec<u32> {
+        let mut order: Vec<u32> = (0..self.len() as u32).collect();
+        order.sort_unstable_by(|&a, &b| {
+            let (a, b) = (a as usize, b as usize);
+            order_key_cmp(
+                (self.confidence[a], self.rowids[a]),
+                (self.confidence[b], self.rowids[b]),
+            )
+        });
+        order
+    }
+
+    /// Compares two rows by the loader's order key.
+    pub fn cmp_order_key(&self, a: usize, b: usize) -> std::cmp::Ordering {
+        order_key_cmp(
+            (self.confidence[a], self.rowids[a]),
+            (self.confidence[b], self.rowids[b]),
+        )
+    }
+
+    /// Appends every row of `from` (strings re-interned once), premises and claims
+    /// included.
+    pub fn append(&mut self, from: &CandidateSet) {
+        let remap: Vec<u32> = (0..from.strings.strings.len())
+            .map(|at| self.strings.intern(from.strings.strings.get(at)))
             .collect();
-        let key = |&(part, row): &(u32, usize)| {
-            let set = &parts[part as usize];
-            (set.confidence[row], set.rowids[row])
-        };
-        order.sort_by(|a, b| order_key_cmp(key(a), key(b)));
-        let mut out = CandidateSet::new();
-        let remaps: Vec<Vec<u32>> = parts
-            .iter()
-            .map(|part| {
-                (0..part.strings.strings.len())
-                    .map(|at| out.strings.intern(part.strings.strings.get(at)))
-                    .collect()
-            })
-            .collect();
-        let values: usize = parts.iter().map(|p| p.vectors.len()).sum();
-        out.vectors.to_mut().reserve_exact(values);
-        for (part, row) in order {
-            out.push_columns_of(&parts[part as usize], row, Some(&remaps[part as usize]));
+        for row in 0..from.len() {
+            self.push_row_of(from, row, Some(&remap));
         }
-        for part in parts {
-            out.premises.extend(part.premises);
-            part.claims.map();
-            if let Some(claims) = part.claims.parsed.into_inner() {
-                out.claims.map_mut().extend(claims);
-            }
-        }
-        out
     }
 
     /// Appends row `row` of `from` without its premises and claims; `remap` maps

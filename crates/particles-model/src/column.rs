@@ -199,7 +199,6 @@ pub struct StrColumn {
     ends: Column<u64>,
 }
 
-
 impl StrColumn {
     /// A view over shared bytes, checked: the ends rise, stay within the bytes and
     /// fall on character boundaries of valid UTF-8.

@@ -378,27 +378,62 @@ fn filter_candidates(
 /// than it saves.
 const PARALLEL_SCAN_MIN: usize = 16_384;
 
-/// The cosine of every candidate with the query, in candidate order: one pass over
-/// the contiguous vectors, split across the available cores for large sets (each
-/// value is computed independently, so the split cannot change a bit).
-fn similarities_of(
+/// What the scan keeps of each surviving candidate, in loader order.
+struct Scanned {
+    survivors: Vec<usize>,
+    similarities: Option<Vec<f64>>,
+    bounds: Vec<f64>,
+}
+
+/// One pass over the candidates, split across the available cores for large sets:
+/// `keep` (the per-row filters, when they can run here), then the cosine with the
+/// query and the score bound of each survivor. Every value is computed
+/// independently and the parts are joined in row order, so the split changes no
+/// bit; an error is the one of the first failing row, as in a sequential pass.
+fn scan_candidates(
     set: &particles_model::CandidateSet,
     rows: &[usize],
-    query: &QueryVector,
-) -> Result<Vec<f64>> {
+    query: Option<&QueryVector>,
+    at_most_one: bool,
+    keep: Option<&(dyn Fn(usize) -> Result<bool> + Sync)>,
+) -> Result<Scanned> {
+    let scan = |rows: &[usize]| -> Result<Scanned> {
+        let mut out = Scanned {
+            survivors: Vec::with_capacity(rows.len()),
+            similarities: query.map(|_| Vec::with_capacity(rows.len())),
+            bounds: Vec::with_capacity(rows.len()),
+        };
+        for &row in rows {
+            if let Some(keep) = keep {
+                if !keep(row)? {
+                    continue;
+                }
+            }
+            let similarity = match query {
+                Some(query) => Some(particles_rank::similarity(set, row, query)?),
+                None => None,
+            };
+            out.survivors.push(row);
+            if let (Some(all), Some(value)) = (out.similarities.as_mut(), similarity) {
+                all.push(value);
+            }
+            out.bounds.push(particles_rank::score_bound(
+                set,
+                row,
+                similarity,
+                at_most_one,
+            ));
+        }
+        Ok(out)
+    };
     let threads = std::thread::available_parallelism()
         .map_or(1, usize::from)
         .min(8);
-    let scan = |rows: &[usize]| -> particles_rank::Result<Vec<f64>> {
-        rows.iter()
-            .map(|&row| particles_rank::similarity(set, row, query))
-            .collect()
-    };
     if threads < 2 || rows.len() < PARALLEL_SCAN_MIN {
-        return Ok(scan(rows)?);
+        return scan(rows);
     }
     let chunk = rows.len().div_ceil(threads);
-    let parts: Vec<particles_rank::Result<Vec<f64>>> = std::thread::scope(|scope| {
+    let parts: Vec<Result<Scanned>> = std::thread::scope(|scope| {
         let handles: Vec<_> = rows
             .chunks(chunk)
             .map(|part| scope.spawn(move || scan(part)))
@@ -412,11 +447,32 @@ fn similarities_of(
             })
             .collect()
     });
-    let mut out = Vec::with_capacity(rows.len());
+    let mut out = Scanned {
+        survivors: Vec::with_capacity(rows.len()),
+        similarities: query.map(|_| Vec::with_capacity(rows.len())),
+        bounds: Vec::with_capacity(rows.len()),
+    };
     for part in parts {
-        out.extend(part?);
+        let part = part?;
+        out.survivors.extend(part.survivors);
+        if let (Some(all), Some(values)) = (out.similarities.as_mut(), part.similarities) {
+            all.extend(values);
+        }
+        out.bounds.extend(part.bounds);
     }
     Ok(out)
+}
+
+fn request_has_claim_filters(request: &QueryRequest) -> bool {
+    request.predicate.is_some()
+        || request.object_eq.is_some()
+        || request.object_gt.is_some()
+        || request.object_lt.is_some()
+        || request.object_contains.is_some()
+}
+
+fn top_k_of(request: &QueryRequest) -> usize {
+    request.top_k as usize
 }
 
 /// Runs a loader, splitting its time into SQL, hydration and the rest.
@@ -473,36 +529,61 @@ fn rank_selection(
         skipped_other_model: selection.skipped_other_model,
         ..QueryStats::default()
     };
-    let survivors = filter_candidates(store, set, &selection.rows, request, now, &mut stats)?;
-    timings.filters = lap();
-
-    // Score fully only what can reach the top k. Similarities come from one scan;
-    // a bound that needs no source lookup orders the candidates; they are scored
-    // in that order, in batches, until the next bound is below the k-th score
-    // found. The survivors' loader positions break ties exactly as before.
-    let started = Instant::now();
-    let similarities: Option<Vec<f64>> = match query {
-        Some(query) => Some(similarities_of(set, &survivors, query)?),
-        None => None,
-    };
+    // Score fully only what can reach the top k. Similarities and a bound that
+    // needs no source lookup come from one scan; the bound orders the candidates;
+    // they are scored in that order, in batches, until the next bound is below the
+    // k-th score found. The survivors' loader positions break ties exactly as
+    // before. Without tag or claim filters (which read the store), the per-row
+    // filters run inside the scan too, so one parallel pass does all per-row work
+    // (their time is then reported under `scoring`).
     let at_most_one = policies.factors_at_most_one();
-    let bounds: Vec<f64> = survivors
-        .iter()
-        .enumerate()
-        .map(|(i, &row)| {
-            particles_rank::score_bound(set, row, similarities.as_ref().map(|s| s[i]), at_most_one)
-        })
-        .collect();
+    let store_filters = !request.tags.is_empty() || request_has_claim_filters(request);
+    let scanned = if store_filters {
+        let survivors = filter_candidates(store, set, &selection.rows, request, now, &mut stats)?;
+        timings.filters = lap();
+        scan_candidates(set, &survivors, query, at_most_one, None)?
+    } else {
+        let keep = |row: usize| -> Result<bool> {
+            Ok(particles_rank::passes_filters(set, row, request)?
+                && particles_rank::within_recency_window(set, row, request, now))
+        };
+        let scanned = scan_candidates(set, &selection.rows, query, at_most_one, Some(&keep))?;
+        stats.filtered_out = selection.rows.len() - scanned.survivors.len();
+        timings.filters = 0.0;
+        scanned
+    };
+    let Scanned {
+        survivors,
+        similarities,
+        bounds,
+    } = scanned;
     let mut order: Vec<usize> = (0..survivors.len()).collect();
     // NaN bounds first: they must always be scored.
-    order.sort_by(|&a, &b| match (bounds[a].is_nan(), bounds[b].is_nan()) {
+    let by_bound = |a: &usize, b: &usize| match (bounds[*a].is_nan(), bounds[*b].is_nan()) {
         (true, false) => std::cmp::Ordering::Less,
         (false, true) => std::cmp::Ordering::Greater,
-        _ => bounds[b]
-            .partial_cmp(&bounds[a])
+        _ => bounds[*b]
+            .partial_cmp(&bounds[*a])
             .unwrap_or(std::cmp::Ordering::Equal),
-    });
-    let mut scoring = started.elapsed().as_secs_f64();
+    };
+    // Only the front of the bound order is ever visited before the stopping rule
+    // holds, so it is sorted a window at a time (a linear selection, then a sort of
+    // the window) instead of sorting every candidate: 8 ms of 25 at 100k.
+    let mut sorted_upto = 0;
+    let mut window = (top_k_of(request) * 4).max(256);
+    let mut sort_window = |order: &mut Vec<usize>, upto: usize| {
+        while sorted_upto < upto.min(order.len()) {
+            let end = (sorted_upto + window).min(order.len());
+            let rest = &mut order[sorted_upto..];
+            if end - sorted_upto < rest.len() {
+                rest.select_nth_unstable_by(end - sorted_upto - 1, by_bound);
+            }
+            rest[..end - sorted_upto].sort_unstable_by(by_bound);
+            sorted_upto = end;
+            window *= 2;
+        }
+    };
+    let mut scoring = lap();
     let top_k = request.top_k as usize;
     let batch = top_k.max(64);
     // (survivor position, ranked, factors, source)
@@ -512,6 +593,9 @@ fn rank_selection(
     let mut entries = std::collections::HashSet::new();
     let mut next = 0;
     while next < order.len() {
+        let sort_started = Instant::now();
+        sort_window(&mut order, next + batch);
+        scoring += sort_started.elapsed().as_secs_f64();
         if !input.exhaustive && best.len() == top_k {
             let kth = best[top_k - 1];
             if bounds[order[next]] < kth {

@@ -18,6 +18,19 @@ pub struct EmbeddingError(pub String);
 /// When the text is not a JSON array of numbers (or of values numpy converts to
 /// float32: numeric strings, booleans, `null` as NaN).
 pub fn decode_embedding(text: &str) -> Result<Vec<f32>, EmbeddingError> {
+    // 384 numbers of ~20 bytes each; the estimate only avoids regrowth.
+    let mut out = Vec::with_capacity(text.len() / 20 + 1);
+    decode_embedding_into(text, &mut out)?;
+    Ok(out)
+}
+
+/// [`decode_embedding`] into a reused buffer (cleared first), for bulk decoding.
+///
+/// # Errors
+///
+/// As [`decode_embedding`]; `out` then holds a prefix.
+pub(crate) fn decode_embedding_into(text: &str, out: &mut Vec<f32>) -> Result<(), EmbeddingError> {
+    out.clear();
     let bytes = text.as_bytes();
     let fail = |what: &str, pos: usize| EmbeddingError(format!("{what} at byte {pos}"));
     let mut pos = skip_ws(bytes, 0);
@@ -25,12 +38,10 @@ pub fn decode_embedding(text: &str) -> Result<Vec<f32>, EmbeddingError> {
         return Err(fail("expected `[`", pos));
     }
     pos = skip_ws(bytes, pos + 1);
-    // 384 numbers of ~20 bytes each; the estimate only avoids regrowth.
-    let mut out = Vec::with_capacity(bytes.len() / 20 + 1);
     if bytes.get(pos) == Some(&b']') {
         pos = skip_ws(bytes, pos + 1);
         return if pos == bytes.len() {
-            Ok(out)
+            Ok(())
         } else {
             Err(fail("trailing text", pos))
         };
@@ -44,7 +55,7 @@ pub fn decode_embedding(text: &str) -> Result<Vec<f32>, EmbeddingError> {
             Some(b']') => {
                 pos = skip_ws(bytes, pos + 1);
                 return if pos == bytes.len() {
-                    Ok(out)
+                    Ok(())
                 } else {
                     Err(fail("trailing text", pos))
                 };

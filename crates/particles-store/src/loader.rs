@@ -169,13 +169,19 @@ pub fn read_candidates<P: rusqlite::Params>(
     Ok(skipped)
 }
 
-/// Rows handed from the SQLite thread to a decoder: hydrated particles and their
-/// embedding text, not yet decoded.
+/// Rows handed from the SQLite thread to a decoder and back: hydrated particles,
+/// their embedding text, then their decoded vectors. Batches are recycled, so
+/// their buffers are allocated once (a fresh `String` per row of a million cost
+/// more in the allocator and in page faults than the copy itself).
 struct RawBatch {
     rowids: Vec<i64>,
     particles: Vec<Particle>,
     models: Vec<String>,
-    texts: Vec<String>,
+    texts: String,
+    text_ends: Vec<usize>,
+    /// Decoded vectors back to back, and each one's end.
+    vectors: Vec<f32>,
+    vector_ends: Vec<usize>,
 }
 
 impl RawBatch {
@@ -186,7 +192,10 @@ impl RawBatch {
             rowids: Vec::with_capacity(Self::ROWS),
             particles: Vec::with_capacity(Self::ROWS),
             models: Vec::with_capacity(Self::ROWS),
-            texts: Vec::with_capacity(Self::ROWS),
+            texts: String::with_capacity(Self::ROWS * 10_000),
+            text_ends: Vec::with_capacity(Self::ROWS),
+            vectors: Vec::with_capacity(Self::ROWS * 384),
+            vector_ends: Vec::with_capacity(Self::ROWS),
         }
     }
 
@@ -194,32 +203,56 @@ impl RawBatch {
         self.rowids.len()
     }
 
-    /// Decodes the batch's embeddings into `set`.
-    fn decode_into(self, set: &mut CandidateSet) -> Result<()> {
-        for (((rowid, particle), model), text) in self
-            .rowids
-            .into_iter()
-            .zip(&self.particles)
-            .zip(&self.models)
-            .zip(&self.texts)
-        {
-            let vector = decode_embedding(text).map_err(|e| Error::BadEmbedding {
-                id: particle.id.clone(),
-                reason: e.0,
+    /// Decodes every text into `vectors`.
+    fn decode(&mut self, scratch: &mut Vec<f32>) -> Result<()> {
+        self.vectors.clear();
+        self.vector_ends.clear();
+        let mut start = 0;
+        for (i, &end) in self.text_ends.iter().enumerate() {
+            let text = &self.texts[start..end];
+            start = end;
+            crate::embedding::decode_embedding_into(text, scratch).map_err(|e| {
+                Error::BadEmbedding {
+                    id: self.particles[i].id.clone(),
+                    reason: e.0,
+                }
             })?;
-            set.push(rowid, particle, &vector, Some(model));
+            self.vectors.extend_from_slice(scratch);
+            self.vector_ends.push(self.vectors.len());
         }
         Ok(())
     }
+
+    /// Appends the decoded rows to `set` and empties the batch for reuse.
+    fn push_into(&mut self, set: &mut CandidateSet) {
+        let mut start = 0;
+        for (i, &end) in self.vector_ends.iter().enumerate() {
+            set.push(
+                self.rowids[i],
+                &self.particles[i],
+                &self.vectors[start..end],
+                Some(&self.models[i]),
+            );
+            start = end;
+        }
+        self.rowids.clear();
+        self.particles.clear();
+        self.models.clear();
+        self.texts.clear();
+        self.text_ends.clear();
+        self.vectors.clear();
+        self.vector_ends.clear();
+    }
 }
 
-/// [`read_candidates`] on two cores, for full builds: this thread steps SQLite and
-/// hydrates rows, a second one decodes embedding JSON (the larger share of the
-/// work), and this thread decodes a batch itself whenever the second is behind.
-/// Every row with an embedding is kept whatever its model. The result is in
-/// `(confidence_value, rowid)` order whatever the statement's order, so the
-/// statement can walk the table in rowid order, which is several times faster than
-/// the confidence index on a large store. `progress` gets the rows read so far.
+/// [`read_candidates`] on two cores, for full builds: this thread steps SQLite,
+/// hydrates rows and fills the set; a second thread decodes embedding JSON (the
+/// larger share of the work) and hands the vectors back; this thread decodes a
+/// batch itself whenever the second is behind. Every row with an embedding is
+/// kept whatever its model. Rows land in the set in no particular order (the
+/// statement can then walk the table in rowid order, several times faster than
+/// the confidence index on a large store); the returned permutation lists them in
+/// `(confidence_value, rowid)` order. `progress` gets the rows read so far.
 ///
 /// # Errors
 ///
@@ -230,30 +263,56 @@ pub fn read_candidates_parallel<P: rusqlite::Params>(
     sql: &str,
     params: P,
     progress: &mut dyn FnMut(usize),
-) -> Result<CandidateSet> {
-    let (sender, receiver) = std::sync::mpsc::sync_channel::<RawBatch>(4);
+) -> Result<(CandidateSet, Vec<u32>)> {
+    use std::sync::mpsc::{sync_channel, TrySendError};
+    let (to_worker, to_decode) = sync_channel::<RawBatch>(4);
+    let (to_reader, decoded) = sync_channel::<Result<RawBatch>>(8);
+    let mut set = CandidateSet::new();
     std::thread::scope(|scope| {
-        let worker = scope.spawn(move || -> Result<CandidateSet> {
-            let mut set = CandidateSet::new();
-            for batch in receiver {
-                batch.decode_into(&mut set)?;
+        scope.spawn(move || {
+            let mut scratch = Vec::new();
+            for mut batch in to_decode {
+                let done = batch.decode(&mut scratch).map(|()| batch);
+                let failed = done.is_err();
+                if to_reader.send(done).is_err() || failed {
+                    break;
+                }
             }
-            Ok(set)
         });
-        let mut own = CandidateSet::new();
         let read = (|| -> Result<()> {
             let mut statement = crate::profile::sql(|| store.connection().prepare(sql))
                 .map_err(query_error(name))?;
             let mut rows =
                 crate::profile::sql(|| statement.query(params)).map_err(query_error(name))?;
+            let mut scratch = Vec::new();
+            let mut spare: Vec<RawBatch> = Vec::new();
+            let mut in_flight = 0usize;
             let mut batch = RawBatch::new();
             let mut seen = 0usize;
-            let hand_off = |batch: RawBatch, own: &mut CandidateSet| -> Result<()> {
-                match sender.try_send(batch) {
-                    Ok(()) => Ok(()),
-                    Err(std::sync::mpsc::TrySendError::Full(batch)) => batch.decode_into(own),
-                    // The decoder stopped on an error, which its join reports.
-                    Err(std::sync::mpsc::TrySendError::Disconnected(_)) => Ok(()),
+            // Fills the set with what the decoder returned, keeping the buffers.
+            let collect = |set: &mut CandidateSet,
+                           spare: &mut Vec<RawBatch>,
+                           in_flight: &mut usize,
+                           wait: bool|
+             -> Result<()> {
+                loop {
+                    let next = if wait && *in_flight > 0 {
+                        decoded
+                            .recv()
+                            .map_err(|_| Error::Internal("the embedding decoder stopped"))?
+                    } else {
+                        match decoded.try_recv() {
+                            Ok(next) => next,
+                            Err(_) => return Ok(()),
+                        }
+                    };
+                    *in_flight -= 1;
+                    let mut done = next?;
+                    done.push_into(set);
+                    spare.push(done);
+                    if wait && *in_flight == 0 {
+                        return Ok(());
+                    }
                 }
             };
             while let Some(row) = crate::profile::sql(|| rows.next()).map_err(query_error(name))? {
@@ -267,23 +326,37 @@ pub fn read_candidates_parallel<P: rusqlite::Params>(
                 batch.rowids.push(row.rowid());
                 batch.particles.push(particle);
                 batch.models.push(row.embedding_model_id()?.to_owned());
-                batch.texts.push(text.to_owned());
+                batch.texts.push_str(text);
+                batch.text_ends.push(batch.texts.len());
                 if batch.len() == RawBatch::ROWS {
-                    hand_off(std::mem::replace(&mut batch, RawBatch::new()), &mut own)?;
+                    collect(&mut set, &mut spare, &mut in_flight, false)?;
+                    let next = spare.pop().unwrap_or_else(RawBatch::new);
+                    match to_worker.try_send(std::mem::replace(&mut batch, next)) {
+                        Ok(()) => in_flight += 1,
+                        // The decoder is behind: decode this one here.
+                        Err(TrySendError::Full(mut behind)) => {
+                            behind.decode(&mut scratch)?;
+                            behind.push_into(&mut set);
+                            spare.push(behind);
+                        }
+                        Err(TrySendError::Disconnected(_)) => {
+                            return Err(Error::Internal("the embedding decoder stopped"))
+                        }
+                    }
                     progress(seen);
                 }
             }
-            batch.decode_into(&mut own)?;
+            collect(&mut set, &mut spare, &mut in_flight, true)?;
+            batch.decode(&mut scratch)?;
+            batch.push_into(&mut set);
             progress(seen);
             Ok(())
         })();
-        drop(sender);
-        let theirs = worker
-            .join()
-            .map_err(|_| Error::Internal("the embedding decoder thread panicked"))?;
-        read?;
-        Ok(CandidateSet::merged_in_order(vec![own, theirs?]))
-    })
+        drop(to_worker);
+        read
+    })?;
+    let order = set.order_by_key();
+    Ok((set, order))
 }
 
 /// The column list of a particle read, for [`read_candidates`] statements.

@@ -99,6 +99,15 @@ pub(crate) fn peak_rss_bytes() -> Option<u64> {
     Some(kib * 1024)
 }
 
+/// A field of `/proc/self/smaps_rollup`, in bytes (huge pages in use, anonymous
+/// memory as opposed to mapped files).
+fn smaps_rollup_bytes(field: &str) -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/self/smaps_rollup").ok()?;
+    let line = text.lines().find(|l| l.starts_with(field))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
 fn now_iso() -> String {
     crate::query::wall_clock()
         .map(|t| t.to_string())
@@ -156,6 +165,8 @@ pub(crate) fn run(spec_path: &Path) -> Result<()> {
             SidecarWrite::OnChange
         },
     });
+    // The warm cell stands for `serve`, which keeps its vectors in huge pages.
+    cache.set_huge_pages(spec.mode == "warm");
     let now = Timestamp::parse("2026-06-01T00:00:00Z").expect("a fixed instant parses");
     let ask = |index: usize, loader: &mut dyn CandidateLoader| -> Result<(f64, QueryOutcome)> {
         let request = QueryRequest {
@@ -265,6 +276,8 @@ pub(crate) fn run(spec_path: &Path) -> Result<()> {
         "store_open_seconds": open_seconds,
         "cache_heap_bytes": cache.heap_bytes(),
         "cache_route": cache.last_route().map(|r| format!("{r:?}")),
+        "anon_huge_pages_bytes": smaps_rollup_bytes("AnonHugePages:"),
+        "rss_anon_bytes": smaps_rollup_bytes("Anonymous:"),
         "floors": floors,
         "sidecar": extra,
     });

@@ -222,9 +222,19 @@ fn plan(args: &RunArgs, sizes: &[u64]) -> Vec<PlannedCell> {
                     budget_seconds: 0.0,
                 });
             }
+            cells.push(PlannedCell {
+                id: format!("n{size}-warm-{variant}"),
+                size,
+                mode: "warm",
+                variant: variant.clone(),
+                question_offset: args.cold_runs,
+                questions: args.warm_questions,
+                budget_seconds: args.warm_budget,
+            });
             if variant == "unfiltered" {
                 // Ours only: a one-shot process whose sidecar and store pages were
-                // evicted from the page cache (posix_fadvise DONTNEED).
+                // evicted from the page cache (posix_fadvise DONTNEED); after the
+                // warm cell, which would otherwise start on a cold store.
                 for r in 0..args.cold_runs {
                     cells.push(PlannedCell {
                         id: format!("n{size}-cold-evicted-{variant}-r{r}"),
@@ -237,15 +247,6 @@ fn plan(args: &RunArgs, sizes: &[u64]) -> Vec<PlannedCell> {
                     });
                 }
             }
-            cells.push(PlannedCell {
-                id: format!("n{size}-warm-{variant}"),
-                size,
-                mode: "warm",
-                variant: variant.clone(),
-                question_offset: args.cold_runs,
-                questions: args.warm_questions,
-                budget_seconds: args.warm_budget,
-            });
         }
     }
     cells
