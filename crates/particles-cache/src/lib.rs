@@ -198,26 +198,28 @@ impl CandidateCache {
     /// directory, full disk) leaves a note and the old file, never an error: the
     /// answer did not depend on it.
     pub fn persist(&mut self, store: &Path) -> bool {
-        let (Some(config), Some(_)) = (&self.sidecar, &self.state) else {
+        let (Some(config), Some(state)) = (&self.sidecar, &self.state) else {
             return false;
         };
         if !self.dirty || config.write == SidecarWrite::Never {
             return false;
         }
-        self.dirty = false;
-        // The file stores rows in order, so its readers scan memory front to back.
-        if self.state.as_ref().is_some_and(|s| s.order.is_some()) {
-            self.state = self.state.take().map(CacheState::in_order);
-        }
-        let (Some(config), Some(state)) = (&self.sidecar, &self.state) else {
-            return false;
-        };
-        match sidecar::write(&config.path, store, &state.head, &state.set, &state.by_id) {
+        // The file stores rows in loader order, so its readers scan front to back.
+        match sidecar::write(
+            &config.path,
+            store,
+            &state.head,
+            &state.set,
+            &state.by_id,
+            state.order.as_deref(),
+        ) {
             Ok(()) => {
+                self.dirty = false;
                 self.stats.sidecar_writes += 1;
                 true
             }
             Err(e) => {
+                self.dirty = false;
                 self.notes.push(format!(
                     "{e}; answering from the store instead (use --sidecar-dir for a writable place, or --no-sidecar)"
                 ));

@@ -189,7 +189,80 @@ fn unhex(text: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
-/// Writes `set` (exact at `head`) and its id index to `path`, atomically.
+/// One section's bytes: a slice, or the vectors of a set row by row in a given
+/// order (so an unordered set is written in order without copying it first).
+enum Body<'a> {
+    Bytes(&'a [u8]),
+    Rows(&'a CandidateSet, &'a [u32]),
+}
+
+impl Body<'_> {
+    /// Writes the body, returning its length and XXH3-64.
+    fn write_to(&self, out: &mut impl Write) -> std::io::Result<(usize, u64)> {
+        match self {
+            Body::Bytes(bytes) => {
+                out.write_all(bytes)?;
+                Ok((bytes.len(), xxh3_64(bytes)))
+            }
+            Body::Rows(set, order) => {
+                let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+                let mut len = 0;
+                for &row in order.iter() {
+                    let bytes: &[u8] = bytemuck::cast_slice(set.vector(row as usize));
+                    hasher.update(bytes);
+                    out.write_all(bytes)?;
+                    len += bytes.len();
+                }
+                Ok((len, hasher.digest()))
+            }
+        }
+    }
+}
+
+/// The per-row columns of `set` in `order`, owned (the vectors stay where they are).
+struct Permuted {
+    norms: Vec<f32>,
+    offsets: Vec<u64>,
+    ids: StrColumn,
+    rowids: Vec<i64>,
+    confidence: Vec<f64>,
+    model_current: Vec<u8>,
+    traits: Vec<particles_model::PackedTraits>,
+    by_id: Vec<u32>,
+}
+
+impl Permuted {
+    fn new(set: &CandidateSet, order: &[u32], by_id: &[u32]) -> Permuted {
+        let c = set.column_slices();
+        let pick = |row: &u32| *row as usize;
+        let mut offsets = Vec::with_capacity(order.len() + 1);
+        offsets.push(0u64);
+        let mut ids = StrColumn::default();
+        for &row in order {
+            let row = row as usize;
+            let last = offsets.last().copied().unwrap_or(0);
+            offsets.push(last + (c.offsets[row + 1] - c.offsets[row]));
+            ids.push(set.id(row));
+        }
+        let mut rank = vec![0u32; order.len()];
+        for (at, &row) in order.iter().enumerate() {
+            rank[row as usize] = at as u32;
+        }
+        Permuted {
+            norms: order.iter().map(|r| c.norms[pick(r)]).collect(),
+            offsets,
+            ids,
+            rowids: order.iter().map(|r| c.rowids[pick(r)]).collect(),
+            confidence: order.iter().map(|r| c.confidence[pick(r)]).collect(),
+            model_current: order.iter().map(|r| c.model_current[pick(r)]).collect(),
+            traits: order.iter().map(|r| c.traits[pick(r)]).collect(),
+            by_id: by_id.iter().map(|&row| rank[row as usize]).collect(),
+        }
+    }
+}
+
+/// Writes `set` (exact at `head`) and its id index to `path`, atomically. With
+/// `order`, rows are written in that order (the file is always in loader order).
 ///
 /// # Errors
 ///
@@ -201,40 +274,75 @@ pub(crate) fn write(
     head: &JournalHead,
     set: &CandidateSet,
     by_id: &[u32],
+    order: Option<&[u32]>,
 ) -> Result<(), SidecarError> {
     let io = |source| SidecarError::Io {
         path: path.to_owned(),
         source,
     };
-    let columns = set.columns();
-    let premises = serde_json::to_vec(&columns.premises).map_err(|e| io(e.into()))?;
-    let bodies: [&[u8]; 14] = [
-        bytemuck::cast_slice(&columns.vectors),
-        bytemuck::cast_slice(&columns.norms),
-        bytemuck::cast_slice(&columns.offsets),
-        columns.ids.parts().0,
-        bytemuck::cast_slice(columns.ids.parts().1),
-        bytemuck::cast_slice(&columns.rowids),
-        bytemuck::cast_slice(&columns.confidence),
-        &columns.model_current,
-        bytemuck::cast_slice(&columns.traits),
-        columns.strings.parts().0,
-        bytemuck::cast_slice(columns.strings.parts().1),
-        bytemuck::cast_slice(by_id),
-        &premises,
-        &columns.claims_json,
-    ];
+    let c = set.column_slices();
+    let premises = serde_json::to_vec(c.premises).map_err(|e| io(e.into()))?;
+    let claims = set.claims_json();
+    let permuted = order.map(|order| Permuted::new(set, order, by_id));
+    let bodies: [Body<'_>; 14] = match (&permuted, order) {
+        (Some(p), Some(order)) => [
+            Body::Rows(set, order),
+            Body::Bytes(bytemuck::cast_slice(&p.norms)),
+            Body::Bytes(bytemuck::cast_slice(&p.offsets)),
+            Body::Bytes(p.ids.parts().0),
+            Body::Bytes(bytemuck::cast_slice(p.ids.parts().1)),
+            Body::Bytes(bytemuck::cast_slice(&p.rowids)),
+            Body::Bytes(bytemuck::cast_slice(&p.confidence)),
+            Body::Bytes(&p.model_current),
+            Body::Bytes(bytemuck::cast_slice(&p.traits)),
+            Body::Bytes(c.strings.0),
+            Body::Bytes(bytemuck::cast_slice(c.strings.1)),
+            Body::Bytes(bytemuck::cast_slice(&p.by_id)),
+            Body::Bytes(&premises),
+            Body::Bytes(&claims),
+        ],
+        _ => [
+            Body::Bytes(bytemuck::cast_slice(c.vectors)),
+            Body::Bytes(bytemuck::cast_slice(c.norms)),
+            Body::Bytes(bytemuck::cast_slice(c.offsets)),
+            Body::Bytes(c.ids.0),
+            Body::Bytes(bytemuck::cast_slice(c.ids.1)),
+            Body::Bytes(bytemuck::cast_slice(c.rowids)),
+            Body::Bytes(bytemuck::cast_slice(c.confidence)),
+            Body::Bytes(c.model_current),
+            Body::Bytes(bytemuck::cast_slice(c.traits)),
+            Body::Bytes(c.strings.0),
+            Body::Bytes(bytemuck::cast_slice(c.strings.1)),
+            Body::Bytes(bytemuck::cast_slice(by_id)),
+            Body::Bytes(&premises),
+            Body::Bytes(&claims),
+        ],
+    };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut temp = tempfile::Builder::new()
+        .prefix(".particles-rs-sidecar-")
+        .tempfile_in(dir)
+        .map_err(io)?;
+    // Sections first (their checksums are known once written), then the header
+    // into the space reserved for it.
     let mut layout = Vec::with_capacity(SECTIONS.len());
-    let mut at = HEADER_SPACE;
-    for ((name, align), body) in SECTIONS.iter().zip(bodies) {
-        at = at.next_multiple_of(*align);
-        layout.push(json!({
-            "name": name,
-            "offset": at,
-            "len": body.len(),
-            "xxh3": format!("{:016x}", xxh3_64(body)),
-        }));
-        at += body.len();
+    {
+        let mut out = BufWriter::with_capacity(1 << 20, temp.as_file_mut());
+        out.write_all(&[0u8; HEADER_SPACE]).map_err(io)?;
+        let mut written = HEADER_SPACE;
+        for ((name, align), body) in SECTIONS.iter().zip(&bodies) {
+            let start = written.next_multiple_of(*align);
+            out.write_all(&vec![0u8; start - written]).map_err(io)?;
+            let (len, sum) = body.write_to(&mut out).map_err(io)?;
+            layout.push(json!({
+                "name": name,
+                "offset": start,
+                "len": len,
+                "xxh3": format!("{sum:016x}"),
+            }));
+            written = start + len;
+        }
+        out.flush().map_err(io)?;
     }
     let header = serde_json::to_vec(&json!({
         "format": FORMAT,
@@ -251,26 +359,16 @@ pub(crate) fn write(
             reason: "the header does not fit its space".into(),
         });
     }
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut temp = tempfile::Builder::new()
-        .prefix(".particles-rs-sidecar-")
-        .tempfile_in(dir)
-        .map_err(io)?;
     {
-        let mut out = BufWriter::with_capacity(1 << 20, temp.as_file_mut());
-        out.write_all(MAGIC).map_err(io)?;
-        out.write_all(&(header.len() as u64).to_le_bytes())
-            .map_err(io)?;
-        out.write_all(&xxh3_64(&header).to_le_bytes()).map_err(io)?;
-        out.write_all(&header).map_err(io)?;
-        let mut written = 24 + header.len();
-        for ((_, align), body) in SECTIONS.iter().zip(bodies) {
-            let start = written.next_multiple_of(*align);
-            out.write_all(&vec![0u8; start - written]).map_err(io)?;
-            out.write_all(body).map_err(io)?;
-            written = start + body.len();
-        }
-        out.flush().map_err(io)?;
+        use std::io::{Seek, SeekFrom};
+        let file = temp.as_file_mut();
+        file.seek(SeekFrom::Start(0)).map_err(io)?;
+        let mut start = Vec::with_capacity(24 + header.len());
+        start.extend_from_slice(MAGIC);
+        start.extend_from_slice(&(header.len() as u64).to_le_bytes());
+        start.extend_from_slice(&xxh3_64(&header).to_le_bytes());
+        start.extend_from_slice(&header);
+        file.write_all(&start).map_err(io)?;
     }
     temp.as_file().sync_all().map_err(io)?;
     temp.persist(path).map_err(|e| io(e.error))?;
@@ -382,11 +480,16 @@ pub(crate) fn open(path: &Path, vectors_in: VectorsIn) -> Result<Option<Opened>,
     // SAFETY: see `MappedFile`: the file is replaced only by rename, never written
     // in place, by particles-rs; a user truncating it under a running query is
     // outside what this guards.
-    let map = unsafe { memmap2::MmapOptions::new().populate().map(&file) }.map_err(|source| {
-        SidecarError::Io {
-            path: path.to_owned(),
-            source,
-        }
+    // A one-shot scan touches every page: map them all at once. With the vectors
+    // read into huge pages, their file pages are left unmapped (else they would
+    // count twice in the resident set).
+    let mut options = memmap2::MmapOptions::new();
+    if vectors_in == VectorsIn::Map {
+        options.populate();
+    }
+    let map = unsafe { options.map(&file) }.map_err(|source| SidecarError::Io {
+        path: path.to_owned(),
+        source,
     })?;
     let header = parse_header(path, &map)?;
     let invalid = |reason: String| SidecarError::Invalid {

@@ -334,6 +334,31 @@ pub struct CandidateColumns {
     pub claims_json: Column<u8>,
 }
 
+/// Borrowed views of every column of a set ([`CandidateSet::column_slices`]).
+#[derive(Debug, Clone, Copy)]
+pub struct ColumnSlices<'a> {
+    /// Particle ids: bytes and end offsets.
+    pub ids: (&'a [u8], &'a [u64]),
+    /// Rowids.
+    pub rowids: &'a [i64],
+    /// Confidence values.
+    pub confidence: &'a [f64],
+    /// 1 when the vector is of the current model, else 0.
+    pub model_current: &'a [u8],
+    /// Packed traits.
+    pub traits: &'a [PackedTraits],
+    /// Vector norms.
+    pub norms: &'a [f32],
+    /// Vector start offsets, one more than rows.
+    pub offsets: &'a [u64],
+    /// The vectors back to back.
+    pub vectors: &'a [f32],
+    /// Interned strings: bytes and end offsets.
+    pub strings: (&'a [u8], &'a [u64]),
+    /// Premise ids of derived rows, by particle id.
+    pub premises: &'a HashMap<String, Vec<String>>,
+}
+
 /// Why columns do not form a candidate set.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("inconsistent candidate columns: {0}")]
@@ -495,23 +520,25 @@ impl CandidateSet {
             + claims
     }
 
-    /// Every column (views; the claims are serialised to JSON here).
-    pub fn columns(&self) -> CandidateColumns {
-        CandidateColumns {
-            ids: self.ids.clone(),
-            rowids: self.rowids.clone(),
-            confidence: self.confidence.clone(),
-            model_current: self.model_current.clone(),
-            traits: self.traits.clone(),
-            norms: self.norms.clone(),
-            offsets: self.offsets.clone(),
-            vectors: self.vectors.clone(),
-            strings: self.strings.strings.clone(),
-            premises: self.premises.clone(),
-            claims_json: serde_json::to_vec(self.claims.map())
-                .unwrap_or_default()
-                .into(),
+    /// Borrowed views of every column, for writing the set out.
+    pub fn column_slices(&self) -> ColumnSlices<'_> {
+        ColumnSlices {
+            ids: self.ids.parts(),
+            rowids: &self.rowids,
+            confidence: &self.confidence,
+            model_current: &self.model_current,
+            traits: &self.traits,
+            norms: &self.norms,
+            offsets: &self.offsets,
+            vectors: &self.vectors,
+            strings: self.strings.strings.parts(),
+            premises: &self.premises,
         }
+    }
+
+    /// The structured claims as one JSON object by particle id.
+    pub fn claims_json(&self) -> Vec<u8> {
+        serde_json::to_vec(self.claims.map()).unwrap_or_default()
     }
 
     /// A set of the given columns, after checking that they agree: equal lengths,
