@@ -351,7 +351,7 @@ impl CandidateCache {
                     let set = state.set.replaced(&changed, &added);
                     self.state = Some(CacheState::new(head, set));
                     self.stats.deltas += 1;
-                    self.dirty = self
+                    self.dirty |= self
                         .sidecar
                         .as_ref()
                         .is_some_and(|c| c.write == SidecarWrite::OnChange);

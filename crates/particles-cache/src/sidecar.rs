@@ -282,7 +282,12 @@ pub(crate) fn write(
     };
     let c = set.column_slices();
     let premises = serde_json::to_vec(c.premises).map_err(|e| io(e.into()))?;
-    let claims = set.claims_json();
+    let Some(claims) = set.claims_json() else {
+        return Err(SidecarError::Invalid {
+            path: path.to_owned(),
+            reason: "a structured claim does not survive its JSON round trip; not written".into(),
+        });
+    };
     let permuted = order.map(|order| Permuted::new(set, order, by_id));
     let bodies: [Body<'_>; 14] = match (&permuted, order) {
         (Some(p), Some(order)) => [
@@ -318,9 +323,15 @@ pub(crate) fn write(
             Body::Bytes(&claims),
         ],
     };
-    let dir = path.parent().unwrap_or(Path::new("."));
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
     let mut temp = tempfile::Builder::new()
         .prefix(".particles-rs-sidecar-")
+        // Readable by whoever can read the store beside it (tempfile's default
+        // is owner-only, which would make other users rebuild it).
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
         .tempfile_in(dir)
         .map_err(io)?;
     // Sections first (their checksums are known once written), then the header
@@ -602,6 +613,16 @@ pub fn verify(path: &Path) -> Result<VerifyReport, SidecarError> {
         source,
     })?;
     let header = parse_header(path, &map)?;
+    let by_id = &opened.by_id;
+    if by_id
+        .windows(2)
+        .any(|w| opened.set.id(w[0] as usize) >= opened.set.id(w[1] as usize))
+    {
+        return Err(SidecarError::Invalid {
+            path: path.to_owned(),
+            reason: "the id index is not sorted".into(),
+        });
+    }
     let mut sections = Vec::new();
     for (name, _) in SECTIONS {
         let (range, sum) = &header.sections[name];

@@ -536,9 +536,13 @@ impl CandidateSet {
         }
     }
 
-    /// The structured claims as one JSON object by particle id.
-    pub fn claims_json(&self) -> Vec<u8> {
-        serde_json::to_vec(self.claims.map()).unwrap_or_default()
+    /// The structured claims as one JSON object by particle id, or `None` when
+    /// they would not read back equal (a sidecar must not lose a claim).
+    pub fn claims_json(&self) -> Option<Vec<u8>> {
+        let claims = self.claims.map();
+        let json = serde_json::to_vec(claims).ok()?;
+        let back: HashMap<String, StructuredClaim> = serde_json::from_slice(&json).ok()?;
+        (&back == claims).then_some(json)
     }
 
     /// A set of the given columns, after checking that they agree: equal lengths,
@@ -672,6 +676,9 @@ impl CandidateSet {
     /// Appends row `row` of `from` without its premises and claims; `remap` maps
     /// `from`'s interned strings to this set's (`None`: they are the same).
     fn push_columns_of(&mut self, from: &CandidateSet, row: usize, remap: Option<&[u32]>) {
+        if self.offsets.is_empty() {
+            self.offsets.push(0);
+        }
         let mut traits = from.traits[row];
         if let Some(remap) = remap {
             let mapped = |at: u32| {

@@ -74,9 +74,9 @@ pub struct Column<T: Pod> {
 
 // SAFETY: a shared column is a read-only view of `Send + Sync` bytes kept alive by
 // its `Arc`; `T: Pod` is plain data. An owned column is a `Vec<T>`.
-unsafe impl<T: Pod> Send for Column<T> {}
+unsafe impl<T: Pod + Send + Sync> Send for Column<T> {}
 // SAFETY: as above; no interior mutability.
-unsafe impl<T: Pod> Sync for Column<T> {}
+unsafe impl<T: Pod + Send + Sync> Sync for Column<T> {}
 
 impl<T: Pod> Column<T> {
     /// A view of `range` of `keep`'s bytes as elements of `T`.

@@ -397,22 +397,48 @@ fn scan_candidates(
     at_most_one: bool,
     keep: Option<&(dyn Fn(usize) -> Result<bool> + Sync)>,
 ) -> Result<Scanned> {
-    let scan = |rows: &[usize]| -> Result<Scanned> {
-        let mut out = Scanned {
-            survivors: Vec::with_capacity(rows.len()),
-            similarities: query.map(|_| Vec::with_capacity(rows.len())),
-            bounds: Vec::with_capacity(rows.len()),
+    /// One chunk's results, with its first filter error and first similarity
+    /// error kept apart: the reference filters every candidate before it computes
+    /// any similarity, so a filter error anywhere wins over a similarity error.
+    struct Part {
+        scanned: Scanned,
+        filter_error: Option<Error>,
+        similarity_error: Option<Error>,
+    }
+    let scan = |rows: &[usize]| -> Part {
+        let mut part = Part {
+            scanned: Scanned {
+                survivors: Vec::with_capacity(rows.len()),
+                similarities: query.map(|_| Vec::with_capacity(rows.len())),
+                bounds: Vec::with_capacity(rows.len()),
+            },
+            filter_error: None,
+            similarity_error: None,
         };
         for &row in rows {
             if let Some(keep) = keep {
-                if !keep(row)? {
-                    continue;
+                match keep(row) {
+                    Ok(true) => {}
+                    Ok(false) => continue,
+                    Err(e) => {
+                        part.filter_error = Some(e);
+                        break;
+                    }
                 }
             }
-            let similarity = match query {
-                Some(query) => Some(particles_rank::similarity(set, row, query)?),
+            if part.similarity_error.is_some() {
+                // Only the filters still matter: they may fail further on.
+                continue;
+            }
+            let similarity = match query.map(|query| particles_rank::similarity(set, row, query)) {
                 None => None,
+                Some(Ok(value)) => Some(value),
+                Some(Err(e)) => {
+                    part.similarity_error = Some(e.into());
+                    continue;
+                }
             };
+            let out = &mut part.scanned;
             out.survivors.push(row);
             if let (Some(all), Some(value)) = (out.similarities.as_mut(), similarity) {
                 all.push(value);
@@ -424,36 +450,53 @@ fn scan_candidates(
                 at_most_one,
             ));
         }
-        Ok(out)
+        part
     };
     let threads = std::thread::available_parallelism()
         .map_or(1, usize::from)
         .min(8);
-    if threads < 2 || rows.len() < PARALLEL_SCAN_MIN {
-        return scan(rows);
+    let parts: Vec<Part> = if threads < 2 || rows.len() < PARALLEL_SCAN_MIN {
+        vec![scan(rows)]
+    } else {
+        let chunk = rows.len().div_ceil(threads);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = rows
+                .chunks(chunk)
+                .map(|part| scope.spawn(move || scan(part)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|handle| {
+                    handle
+                        .join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                })
+                .collect()
+        })
+    };
+    let mut parts = parts;
+    if let Some(at) = parts.iter().position(|p| p.filter_error.is_some()) {
+        if let Some(error) = parts.swap_remove(at).filter_error {
+            return Err(error);
+        }
     }
-    let chunk = rows.len().div_ceil(threads);
-    let parts: Vec<Result<Scanned>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = rows
-            .chunks(chunk)
-            .map(|part| scope.spawn(move || scan(part)))
-            .collect();
-        handles
-            .into_iter()
-            .map(|handle| {
-                handle
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect()
-    });
+    if let Some(at) = parts.iter().position(|p| p.similarity_error.is_some()) {
+        if let Some(error) = parts.swap_remove(at).similarity_error {
+            return Err(error);
+        }
+    }
+    if parts.len() == 1 {
+        if let Some(part) = parts.pop() {
+            return Ok(part.scanned);
+        }
+    }
     let mut out = Scanned {
         survivors: Vec::with_capacity(rows.len()),
         similarities: query.map(|_| Vec::with_capacity(rows.len())),
         bounds: Vec::with_capacity(rows.len()),
     };
     for part in parts {
-        let part = part?;
+        let part = part.scanned;
         out.survivors.extend(part.survivors);
         if let (Some(all), Some(values)) = (out.similarities.as_mut(), part.similarities) {
             all.extend(values);

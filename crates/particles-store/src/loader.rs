@@ -279,6 +279,9 @@ pub fn read_candidates_parallel<P: rusqlite::Params>(
                 }
             }
         });
+        let mut in_flight = 0usize;
+        // Set when the error came back from the decoder (then it is the earliest).
+        let decoder_failed = std::cell::Cell::new(false);
         let read = (|| -> Result<()> {
             let mut statement = crate::profile::sql(|| store.connection().prepare(sql))
                 .map_err(query_error(name))?;
@@ -286,7 +289,6 @@ pub fn read_candidates_parallel<P: rusqlite::Params>(
                 crate::profile::sql(|| statement.query(params)).map_err(query_error(name))?;
             let mut scratch = Vec::new();
             let mut spare: Vec<RawBatch> = Vec::new();
-            let mut in_flight = 0usize;
             let mut batch = RawBatch::new();
             let mut seen = 0usize;
             // Fills the set with what the decoder returned, keeping the buffers.
@@ -307,7 +309,7 @@ pub fn read_candidates_parallel<P: rusqlite::Params>(
                         }
                     };
                     *in_flight -= 1;
-                    let mut done = next?;
+                    let mut done = next.inspect_err(|_| decoder_failed.set(true))?;
                     done.push_into(set);
                     spare.push(done);
                     if wait && *in_flight == 0 {
@@ -339,6 +341,7 @@ pub fn read_candidates_parallel<P: rusqlite::Params>(
                             behind.push_into(&mut set);
                             spare.push(behind);
                         }
+                        // The decoder stopped on an error: the drain below finds it.
                         Err(TrySendError::Disconnected(_)) => {
                             return Err(Error::Internal("the embedding decoder stopped"))
                         }
@@ -353,7 +356,22 @@ pub fn read_candidates_parallel<P: rusqlite::Params>(
             Ok(())
         })();
         drop(to_worker);
-        read
+        // On an error, batches still with the decoder hold earlier rows: their
+        // error, the first in row order, is the one a sequential read reports.
+        if let Err(error) = read {
+            if decoder_failed.get() {
+                return Err(error);
+            }
+            while in_flight > 0 {
+                match decoded.recv() {
+                    Ok(Err(earlier)) => return Err(earlier),
+                    Ok(Ok(_)) => in_flight -= 1,
+                    Err(_) => break,
+                }
+            }
+            return Err(error);
+        }
+        Ok(())
     })?;
     let order = set.order_by_key();
     Ok((set, order))

@@ -559,7 +559,7 @@ pub(crate) fn run(work_dir: &Path, export_dir: &Path) -> Result<PathBuf> {
             " and the reference, side by side"
         }
     );
-    let _ = writeln!(out, "Every latency below is **measured** (closed loop: one question at a time, so p95 is a closed-loop p95, not a tail SLO); ratios and slopes are **derived** from them. Cold = a fresh process, one question; warm = one process, an untimed warm-up, then timed questions. top_k 40.\n");
+    let _ = writeln!(out, "Every latency below is **measured** (closed loop: one question at a time, so p95 is a closed-loop p95, not a tail SLO); ratios and slopes are **derived** from them. Cold = a fresh process, one question; warm = one process, an untimed warm-up, then timed questions. top_k 40. The reference has cold and warm cells; particles-rs, which keeps a sidecar beside the store, has four one-shot kinds: `first` (no sidecar yet: decode the store, answer, then write the sidecar), `cold` (sidecar present, page cache warm), `cold-evicted` (sidecar and store pages dropped from the page cache first) and the subject-filtered cold cell (which never opens the sidecar); each is compared with the reference's cold cell. Our warm cells stand for `serve`: they start from the sidecar and keep the vectors in huge pages.\n");
     if let Some(environment) = ours_cells
         .iter()
         .find_map(|c| c.get("environment").filter(|e| !e.is_null()))

@@ -1,3 +1,4 @@
 //! Integration tests of the query path on the fixture stores: one module per topic.
 
+mod errors;
 mod snapshots;
