@@ -17,8 +17,10 @@
 //! ```
 //!
 //! Trust: the header checksum, the file length, every section's bounds, and the
-//! checksums of every section except the vectors and their norms are verified on
-//! open, and the columns are checked for consistency (`CandidateSet::from_columns`).
+//! checksums of every section except the vectors, their norms and the claims are
+//! verified on open, and the columns are checked for consistency
+//! (`CandidateSet::from_columns`); the claims' checksum is checked when a claim
+//! filter first reads them (`CandidateSet::claims_intact`).
 //! Hashing 1.5 GB of vectors on every open would cost more than the query, so
 //! those two sections are checked by [`verify`] (`particles-rs sidecar verify`).
 //! The head ties the file to one store's history: the cache uses it only if the
@@ -174,6 +176,9 @@ const SECTIONS: [(&str, usize); 14] = [
 
 /// Sections whose checksum is not verified on open (see the module docs).
 const CHECKED_BY_VERIFY_ONLY: [&str; 2] = ["vectors", "norms"];
+
+/// Checked on first use instead of on open (`CandidateSet::claims_intact`).
+const CHECKED_ON_USE: &str = "claims";
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
@@ -491,24 +496,35 @@ pub(crate) fn open(path: &Path, vectors_in: VectorsIn) -> Result<Option<Opened>,
     // SAFETY: see `MappedFile`: the file is replaced only by rename, never written
     // in place, by particles-rs; a user truncating it under a running query is
     // outside what this guards.
-    // A one-shot scan touches every page: map them all at once. With the vectors
-    // read into huge pages, their file pages are left unmapped (else they would
-    // count twice in the resident set).
-    let mut options = memmap2::MmapOptions::new();
-    if vectors_in == VectorsIn::Map {
-        options.populate();
-    }
-    let map = unsafe { options.map(&file) }.map_err(|source| SidecarError::Io {
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|source| SidecarError::Io {
         path: path.to_owned(),
         source,
     })?;
     let header = parse_header(path, &map)?;
+    // A one-shot scan touches every page before the claims: map them all at once
+    // (one call instead of a fault per 64 KiB). With the vectors read into huge
+    // pages, their file pages stay unmapped (else they would count twice in the
+    // resident set); the claims are mapped when a claim filter reads them.
+    #[cfg(target_os = "linux")]
+    if let (Some(norms), Some(claims)) = (
+        header.sections.get("norms"),
+        header.sections.get(CHECKED_ON_USE),
+    ) {
+        let first = if vectors_in == VectorsIn::Map {
+            0
+        } else {
+            norms.0.start
+        };
+        if claims.0.start > first {
+            let _ = map.advise_range(memmap2::Advice::PopulateRead, first, claims.0.start - first);
+        }
+    }
     let invalid = |reason: String| SidecarError::Invalid {
         path: path.to_owned(),
         reason,
     };
     for (name, (range, sum)) in &header.sections {
-        if CHECKED_BY_VERIFY_ONLY.contains(&name.as_str()) {
+        if CHECKED_BY_VERIFY_ONLY.contains(&name.as_str()) || name == CHECKED_ON_USE {
             continue;
         }
         if xxh3_64(&map[range.clone()]) != *sum {
@@ -518,8 +534,6 @@ pub(crate) fn open(path: &Path, vectors_in: VectorsIn) -> Result<Option<Opened>,
     let premises: HashMap<String, Vec<String>> =
         serde_json::from_slice(&map[header.sections["premises"].0.clone()])
             .map_err(|_| invalid("the premises section is not JSON".into()))?;
-    // Tell the kernel the scan reads everything, front to back.
-    let _ = map.advise(memmap2::Advice::WillNeed);
     let keep: Arc<dyn SharedBytes> = Arc::new(MappedFile(map));
     let column_error = |e: particles_model::column::ColumnError| invalid(e.to_string());
     let range = |name: &str| header.sections[name].0.clone();
@@ -554,6 +568,12 @@ pub(crate) fn open(path: &Path, vectors_in: VectorsIn) -> Result<Option<Opened>,
             .map_err(column_error)?,
         premises,
         claims_json: column!("claims"),
+        claims_check: {
+            let expected = header.sections[CHECKED_ON_USE].1;
+            Some(particles_model::BytesCheck(Arc::new(
+                move |bytes: &[u8]| xxh3_64(bytes) == expected,
+            )))
+        },
     };
     let set = CandidateSet::from_columns(columns).map_err(|e| invalid(e.to_string()))?;
     let by_id: Column<u32> = column!("by_id");

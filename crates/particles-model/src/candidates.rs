@@ -257,29 +257,55 @@ impl Interner {
     }
 }
 
+/// A predicate over bytes.
+pub type BytesPredicate = dyn Fn(&[u8]) -> bool + Send + Sync;
+
+/// Checks bytes read back from a sidecar (its section checksum).
+#[derive(Clone)]
+pub struct BytesCheck(pub std::sync::Arc<BytesPredicate>);
+
+impl std::fmt::Debug for BytesCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BytesCheck")
+    }
+}
+
 /// Structured claims by particle id: parsed at build, or kept as JSON (from a
-/// sidecar) and parsed on first use, since only claim filters read them.
+/// sidecar) and checked and parsed on first use, since only claim filters read
+/// them (at a million rows they are 160 MB that a query without claim filters
+/// need not hash).
 #[derive(Debug, Clone, Default)]
 struct Claims {
-    parsed: OnceLock<HashMap<String, StructuredClaim>>,
+    parsed: OnceLock<(HashMap<String, StructuredClaim>, bool)>,
     json: Option<Column<u8>>,
+    check: Option<BytesCheck>,
 }
 
 impl Claims {
-    fn map(&self) -> &HashMap<String, StructuredClaim> {
-        self.parsed.get_or_init(|| {
-            // The section's checksum was verified when the sidecar was opened.
-            self.json
-                .as_ref()
-                .and_then(|json| serde_json::from_slice(json).ok())
-                .unwrap_or_default()
+    /// The claims, and whether they are intact (checksum and parse).
+    fn load(&self) -> &(HashMap<String, StructuredClaim>, bool) {
+        self.parsed.get_or_init(|| match &self.json {
+            None => (HashMap::new(), true),
+            Some(json) => {
+                if self.check.as_ref().is_some_and(|check| !(check.0)(json)) {
+                    return (HashMap::new(), false);
+                }
+                match serde_json::from_slice(json) {
+                    Ok(map) => (map, true),
+                    Err(_) => (HashMap::new(), false),
+                }
+            }
         })
+    }
+
+    fn map(&self) -> &HashMap<String, StructuredClaim> {
+        &self.load().0
     }
 
     fn map_mut(&mut self) -> &mut HashMap<String, StructuredClaim> {
         self.map();
         self.json = None;
-        self.parsed.get_mut().expect("initialised by map() above")
+        &mut self.parsed.get_mut().expect("initialised by map() above").0
     }
 }
 
@@ -332,6 +358,8 @@ pub struct CandidateColumns {
     pub premises: HashMap<String, Vec<String>>,
     /// Structured claims, a JSON object by particle id.
     pub claims_json: Column<u8>,
+    /// Checks the claims' bytes before their first parse.
+    pub claims_check: Option<BytesCheck>,
 }
 
 /// Borrowed views of every column of a set ([`CandidateSet::column_slices`]).
@@ -486,6 +514,13 @@ impl CandidateSet {
         self.premises.get(self.id(row)).map_or(&[], Vec::as_slice)
     }
 
+    /// Whether the structured claims are intact: always for a built set; for one
+    /// read from a sidecar, whether its claims section passes its check and
+    /// parses (checked on first use).
+    pub fn claims_intact(&self) -> bool {
+        self.claims.load().1
+    }
+
     /// The row's structured claim, if any.
     pub fn structured_claim(&self, row: usize) -> Option<&StructuredClaim> {
         self.claims.map().get(self.id(row))
@@ -504,7 +539,7 @@ impl CandidateSet {
             .iter()
             .map(|(k, v)| k.capacity() + v.iter().map(|p| p.capacity() + 24).sum::<usize>() + 48)
             .sum();
-        let claims = self.claims.parsed.get().map_or(0, |m| m.len() * 512)
+        let claims = self.claims.parsed.get().map_or(0, |m| m.0.len() * 512)
             + self.claims.json.as_ref().map_or(0, |j| j.heap_bytes());
         self.ids.heap_bytes()
             + self.vectors.heap_bytes()
@@ -596,6 +631,7 @@ impl CandidateSet {
             claims: Claims {
                 parsed: OnceLock::new(),
                 json: Some(columns.claims_json),
+                check: columns.claims_check,
             },
             strings: Interner {
                 strings: columns.strings,

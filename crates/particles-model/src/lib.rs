@@ -29,8 +29,8 @@ mod timestamp;
 
 pub use crate::{
     candidates::{
-        CandidateColumns, CandidateSet, ColumnSlices, ColumnsError, FilterFlag, PackedTraits,
-        RowTraits, Selection,
+        BytesCheck, CandidateColumns, CandidateSet, ColumnSlices, ColumnsError, FilterFlag,
+        PackedTraits, RowTraits, Selection,
     },
     einsum::{einsum_dot, einsum_dot_portable},
     enums::{

@@ -53,6 +53,11 @@ pub enum Error {
     /// Scoring failed where the reference aborts too.
     #[error(transparent)]
     Rank(#[from] particles_rank::Error),
+    /// The candidates' structured claims, read from a sidecar, fail their checksum
+    /// or do not parse; only claim filters read them. Delete the sidecar
+    /// (`particles-rs sidecar path` names it); the next query rebuilds it.
+    #[error("the sidecar's structured claims are damaged: delete the sidecar (`particles-rs sidecar path --store ...`) and query again")]
+    DamagedClaims,
     /// A hit's row was not found when its particle was read: a loader returned a
     /// candidate the store does not hold (a stale cache). Retry the query.
     #[error("particle {id} was ranked but is no longer in the store")]
@@ -352,6 +357,9 @@ fn filter_candidates(
         object_contains: request.object_contains.clone(),
     };
     if claim_filters.is_active() {
+        if !set.claims_intact() {
+            return Err(Error::DamagedClaims);
+        }
         let mut not_comparable = 0;
         survivors.retain(|&row| match set.structured_claim(row) {
             None => false,

@@ -123,8 +123,15 @@ fn a_damaged_or_foreign_sidecar_is_rebuilt_not_trusted() {
         (
             "ids section",
             Box::new(|b: &mut Vec<u8>| {
-                let at = b.len() - 200;
+                let at = section(b, "ids.bytes").start + 3;
                 b[at] ^= 0x01;
+            }),
+        ),
+        (
+            "traits section",
+            Box::new(|b: &mut Vec<u8>| {
+                let at = section(b, "traits").start + 9;
+                b[at] ^= 0x80;
             }),
         ),
         ("empty", Box::new(|b: &mut Vec<u8>| b.clear())),
@@ -150,6 +157,66 @@ fn a_damaged_or_foreign_sidecar_is_rebuilt_not_trusted() {
         "foreign",
     );
     assert_eq!(route, Route::Rebuild);
+}
+
+/// The byte range of a named section, from the sidecar's header.
+fn section(bytes: &[u8], name: &str) -> std::ops::Range<usize> {
+    let len = u64::from_le_bytes(bytes[8..16].try_into().unwrap()) as usize;
+    let header: serde_json::Value = serde_json::from_slice(&bytes[24..24 + len]).unwrap();
+    let entry = header["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap();
+    let start = entry["offset"].as_u64().unwrap() as usize;
+    start..start + entry["len"].as_u64().unwrap() as usize
+}
+
+#[test]
+fn damaged_claims_are_caught_when_a_claim_filter_reads_them() {
+    let (_dir, store_path, sidecar) = setup();
+    one_shot(&store_path, &sidecar, "build");
+    let mut bytes = std::fs::read(&sidecar).unwrap();
+    let claims = section(&bytes, "claims");
+    assert!(claims.len() > 2, "the fixture has structured claims");
+    bytes[claims.start + claims.len() / 2] ^= 0x04;
+    std::fs::write(&sidecar, &bytes).unwrap();
+
+    // Opening does not hash the claims; a query without claim filters is served.
+    let store = Store::open_read_only(&store_path).unwrap();
+    let mut cache = cache_at(&sidecar, SidecarWrite::OnChange);
+    let request = |predicate: Option<&str>| {
+        garde::Unvalidated::new(particles_model::QueryRequest {
+            predicate: predicate.map(str::to_owned),
+            ..particles_model::QueryRequest::default()
+        })
+        .validate()
+        .unwrap()
+    };
+    let run = |cache: &mut CandidateCache,
+               request: &garde::Valid<particles_model::QueryRequest>| {
+        let input = particles_query::QueryInput {
+            request,
+            vector: None,
+            now: particles_model::Timestamp::parse("2026-06-01T00:00:00Z").unwrap(),
+            norm_kernel: particles_rank::NormKernel::SkylakeX,
+            exhaustive: false,
+        };
+        particles_query::run_query_with(&store, cache, &input)
+    };
+    assert!(run(&mut cache, &request(None)).is_ok());
+    assert_eq!(cache.last_route(), Some(Route::Sidecar));
+    let error = run(&mut cache, &request(Some("anything"))).unwrap_err();
+    assert!(
+        matches!(error, particles_query::Error::DamagedClaims),
+        "{error:?}"
+    );
+    let verified = particles_cache::verify_sidecar(&sidecar).unwrap_err();
+    assert!(
+        verified.to_string().contains("section claims"),
+        "{verified}"
+    );
 }
 
 #[test]
