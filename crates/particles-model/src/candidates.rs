@@ -332,8 +332,8 @@ pub struct CandidateSet {
     strings: Interner,
 }
 
-/// Every column of a set, for writing it out ([`CandidateSet::columns`]) or viewing
-/// one read back ([`CandidateSet::from_columns`]).
+/// Every column of a set, owned or viewed, for building one from a sidecar read
+/// back ([`CandidateSet::from_columns`]).
 #[derive(Debug, Clone, Default)]
 pub struct CandidateColumns {
     /// Particle ids.
