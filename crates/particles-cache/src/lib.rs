@@ -26,16 +26,12 @@
 pub mod sidecar;
 
 use std::{
-    collections::HashSet,
     path::{Path, PathBuf},
     sync::Arc,
 };
 
-use particles_model::{column::Column, CandidateSet, Selection};
-use particles_store::{
-    particle_columns, read_candidates, read_candidates_parallel, CandidateLoader, JournalHead,
-    Result, RowFilter, Store, ID_CHUNK,
-};
+use particles_candidates::{column::Column, CandidateSet, Selection};
+use particles_store::{CandidateLoader, JournalHead, Result, Store};
 
 pub use sidecar::{sidecar_path, verify as verify_sidecar, SidecarError, VerifyReport};
 
@@ -66,7 +62,8 @@ pub type BuildProgress = Box<dyn FnMut(usize, usize) + Send>;
 /// The fewest changed ids a delta may re-read, whatever the cache size.
 pub const DELTA_FLOOR: usize = 1000;
 
-/// How the last call was served.
+/// How the last call was served. Its JSON form is the snake-case name
+/// ([`Route::as_str`]); a delta's changed-id count is [`Route::changed`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Route {
     /// The store has no journal triggers: read uncached.
@@ -83,6 +80,39 @@ pub enum Route {
     SubjectUncached,
     /// Opened from the sidecar, which was at the store's head: no row read.
     Sidecar,
+}
+
+impl Route {
+    /// The route's name: `no_journal`, `empty_journal`, `reuse`, `delta`,
+    /// `rebuild`, `subject_uncached` or `sidecar`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Route::NoJournal => "no_journal",
+            Route::EmptyJournal => "empty_journal",
+            Route::Reuse => "reuse",
+            Route::Delta(_) => "delta",
+            Route::Rebuild => "rebuild",
+            Route::SubjectUncached => "subject_uncached",
+            Route::Sidecar => "sidecar",
+        }
+    }
+
+    /// For a delta, how many changed ids it re-read.
+    pub fn changed(self) -> Option<usize> {
+        match self {
+            Route::Delta(n) => Some(n),
+            _ => None,
+        }
+    }
+}
+
+impl serde::Serialize for Route {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
 }
 
 /// Counters over the cache's life.
@@ -347,7 +377,10 @@ impl CandidateCache {
                 let limit = DELTA_FLOOR.max(state.set.len() / 4);
                 if let Some(changed) = particles_store::changed_since(store, state.head.seq, limit)?
                 {
-                    let added = read_rows_by_id(store, &changed)?;
+                    let added = particles_store::load_cacheable_by_ids(
+                        store,
+                        changed.iter().map(String::as_str),
+                    )?;
                     let set = state.set.replaced(&changed, &added);
                     self.state = Some(CacheState::new(head, set));
                     self.stats.deltas += 1;
@@ -388,69 +421,20 @@ impl CandidateCache {
 }
 
 impl CandidateCache {
-    /// Every ACTIVE row with an embedding, on two cores, in rowid order (`NOT
-    /// INDEXED`: walking the confidence index is several times slower on a large
-    /// store); `read_candidates_parallel` sorts by the order key.
+    /// Every cacheable row, on two cores, with the permutation into loader order.
     fn build(&mut self, store: &Store) -> Result<(CandidateSet, Vec<u32>)> {
-        let total = store
-            .connection()
-            .query_row(
-                "SELECT count(*) FROM particles WHERE status = 'ACTIVE'",
-                [],
-                |row| row.get::<_, i64>(0),
-            )
-            .map_err(|source| particles_store::Error::Query {
-                query: "cache build count",
-                source,
-            })?;
-        let total = usize::try_from(total).unwrap_or(0);
+        let total = particles_store::count_active(store)?;
         let mut report = |seen: usize| {
             if let Some(progress) = self.progress.as_mut() {
                 progress(seen, total);
             }
         };
-        store.with_mapped_scan(|store| {
-            read_candidates_parallel(
-                store,
-                "cache build",
-                &format!(
-                    "SELECT {} FROM particles NOT INDEXED \
-                     WHERE status = 'ACTIVE' AND embedding_json IS NOT NULL",
-                    particle_columns()
-                ),
-                [],
-                &mut report,
-            )
-        })
+        particles_store::load_cacheable(store, &mut report)
     }
-}
-
-/// Re-reads changed ids that are still cacheable (ACTIVE with an embedding), in
-/// chunks of [`ID_CHUNK`].
-fn read_rows_by_id(store: &Store, ids: &HashSet<String>) -> Result<CandidateSet> {
-    let mut sorted: Vec<&str> = ids.iter().map(String::as_str).collect();
-    sorted.sort_unstable();
-    let mut set = CandidateSet::new();
-    for chunk in sorted.chunks(ID_CHUNK) {
-        let sql = format!(
-            "SELECT {} FROM particles WHERE id IN ({}) AND status = 'ACTIVE' AND embedding_json IS NOT NULL",
-            particle_columns(),
-            vec!["?"; chunk.len()].join(",")
-        );
-        read_candidates(
-            store,
-            "cache delta",
-            &sql,
-            rusqlite::params_from_iter(chunk.iter()),
-            RowFilter::AnyModel,
-            &mut set,
-        )?;
-    }
-    Ok(set)
 }
 
 impl CandidateLoader for CandidateCache {
-    fn load(
+    fn select(
         &mut self,
         store: &Store,
         min_confidence: f64,

@@ -39,7 +39,7 @@ use std::{
     sync::Arc,
 };
 
-use particles_model::{
+use particles_candidates::{
     column::{Column, SharedBytes, StrColumn},
     CandidateColumns, CandidateSet,
 };
@@ -232,7 +232,7 @@ struct Permuted {
     rowids: Vec<i64>,
     confidence: Vec<f64>,
     model_current: Vec<u8>,
-    traits: Vec<particles_model::PackedTraits>,
+    traits: Vec<particles_candidates::PackedTraits>,
     by_id: Vec<u32>,
 }
 
@@ -535,7 +535,7 @@ pub(crate) fn open(path: &Path, vectors_in: VectorsIn) -> Result<Option<Opened>,
         serde_json::from_slice(&map[header.sections["premises"].0.clone()])
             .map_err(|_| invalid("the premises section is not JSON".into()))?;
     let keep: Arc<dyn SharedBytes> = Arc::new(MappedFile(map));
-    let column_error = |e: particles_model::column::ColumnError| invalid(e.to_string());
+    let column_error = |e: particles_candidates::column::ColumnError| invalid(e.to_string());
     let range = |name: &str| header.sections[name].0.clone();
     macro_rules! column {
         ($name:expr) => {
@@ -570,7 +570,7 @@ pub(crate) fn open(path: &Path, vectors_in: VectorsIn) -> Result<Option<Opened>,
         claims_json: column!("claims"),
         claims_check: {
             let expected = header.sections[CHECKED_ON_USE].1;
-            Some(particles_model::BytesCheck(Arc::new(
+            Some(particles_candidates::BytesCheck(Arc::new(
                 move |bytes: &[u8]| xxh3_64(bytes) == expected,
             )))
         },

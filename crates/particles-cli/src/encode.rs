@@ -24,6 +24,43 @@ pub(crate) fn encode_question(_text: &str, _model_dir: Option<&Path>) -> Result<
     .into())
 }
 
+/// An encoder loaded on first use and kept: a long-lived process pays for the
+/// model once, and only if some request needs it.
+pub(crate) struct LazyEncoder {
+    model_dir: Option<PathBuf>,
+    #[cfg(feature = "encoder")]
+    loaded: Option<particles_embed::Encoder>,
+}
+
+impl LazyEncoder {
+    pub(crate) fn new(model_dir: Option<PathBuf>) -> LazyEncoder {
+        LazyEncoder {
+            model_dir,
+            #[cfg(feature = "encoder")]
+            loaded: None,
+        }
+    }
+
+    /// The question's vector.
+    pub(crate) fn encode(&mut self, text: &str) -> Result<Vec<f32>> {
+        #[cfg(feature = "encoder")]
+        {
+            if self.loaded.is_none() {
+                let dir = particles_embed::model_dir(self.model_dir.as_deref());
+                self.loaded = Some(particles_embed::Encoder::load(&dir)?);
+            }
+            match &self.loaded {
+                Some(encoder) => Ok(encoder.encode(text)),
+                None => unreachable!("loaded just above"),
+            }
+        }
+        #[cfg(not(feature = "encoder"))]
+        {
+            encode_question(text, self.model_dir.as_deref())
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub(crate) struct EmbedArgs {
     /// The texts to embed; each gets one output line.

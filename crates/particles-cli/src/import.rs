@@ -76,26 +76,12 @@ struct Line {
     co_evidential_with: Vec<String>,
 }
 
-/// A UUID's text from 16 bytes, with the version and variant bits set.
-pub(crate) fn uuid_text(mut bytes: [u8; 16], version: u8) -> String {
-    bytes[6] = (bytes[6] & 0x0f) | (version << 4);
-    bytes[8] = (bytes[8] & 0x3f) | 0x80;
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..]
-    )
-}
-
-/// A deterministic UUID-shaped id from a namespace and a name.
+/// A deterministic id from a namespace and a name: the first 16 bytes of a SHA-256
+/// digest as a version 8 UUID (RFC 9562's version for custom derivations).
 fn derived_id(namespace: &str, name: &str) -> String {
     let digest = Sha256::digest(format!("particles-rs:{namespace}:{name}").as_bytes());
     let bytes: [u8; 16] = digest[..16].try_into().expect("a sha256 has 32 bytes");
-    uuid_text(bytes, 5)
+    particles_model::uuid_text(bytes, 8)
 }
 
 /// A belief's source: the corpus entry (one per URL) and the snapshot.
@@ -227,7 +213,7 @@ pub(crate) fn run(args: &ImportArgs) -> Result<()> {
         .map(|(i, line)| line.map(|l| (i + 1, l)))
         .collect::<Result<_, _>>()
         .with_context(|| format!("cannot read {}", args.file.display()))?;
-    let now = crate::query::wall_clock()?;
+    let now = particles_model::Timestamp::now();
     let mut prepared = Vec::new();
     let mut bad = Vec::new();
     for (number, line) in &lines {

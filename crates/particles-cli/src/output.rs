@@ -2,114 +2,105 @@
 
 use std::io::Write;
 
-use particles_model::{QueryRequest, Timestamp};
-use particles_query::{Hit, QueryOutcome};
-use serde_json::{json, Value};
+use particles_cache::{CandidateCache, Route};
+use particles_model::{TimeWindow, Timestamp, ValidRequest};
+use particles_query::QueryOutcome;
+use serde::Serialize;
 
-/// The JSON form of a query's answer: `hits` in rank order, each with `id`,
-/// `similarity`, `effective_confidence`, `score` and the full `particle`. Floats are
-/// printed shortest-round-trip, so they parse back to the same f64.
-pub(crate) fn outcome_json(
-    outcome: &QueryOutcome,
-    request: &QueryRequest,
-    now: Timestamp,
-    with_vector: bool,
-    claim_counts: Option<(u64, u64)>,
-) -> Value {
-    let hits: Vec<Value> = outcome
-        .hits
-        .iter()
-        .enumerate()
-        .map(|(position, hit)| hit_json(position + 1, hit))
-        .collect();
-    let claim_coverage = match (outcome.stats.claims, claim_counts) {
-        (Some(claims), Some((active_total, with_claims))) => json!({
-            "active_total": active_total,
-            "with_claims": with_claims,
-            "matched": claims.matched,
-            "not_normalizable_excluded": claims.not_comparable,
-        }),
-        _ => Value::Null,
-    };
-    json!({
-        "hits": hits,
-        "as_of": request.as_of.map(|t| t.to_string()),
-        "as_of_excluded_undatable": outcome.as_of_excluded_undatable,
-        "window": request.window.map(|w| json!({
-            "start": w.start.map(|t| t.to_string()),
-            "end": w.end.map(|t| t.to_string()),
-        })),
-        "window_coverage": outcome.window_coverage.map(|c| json!({
-            "candidates": c.candidates,
-            "admitted": c.admitted,
-            "undated": c.undated,
-            "unkinded": c.unkinded,
-            "retired_admitted": c.retired_admitted,
-            "restated": c.restated,
-        })),
-        "claim_coverage": claim_coverage,
-        "query": {
-            "question": request.question,
-            "top_k": request.top_k,
-            "subject_id": request.subject_id,
-            "min_confidence": request.min_confidence,
-            "tags": request.tags,
-            "now": now.to_string(),
-            "ranked_by": if with_vector { "similarity" } else { "effective_confidence" },
-        },
-        "stats": {
-            "candidates": outcome.stats.candidates,
-            "skipped_other_model": outcome.stats.skipped_other_model,
-            "filtered_out": outcome.stats.filtered_out,
-            "below_min_confidence": outcome.stats.below_min_confidence,
-            "collapsed": outcome.stats.collapsed,
-            "pruned": outcome.stats.pruned,
-        },
-    })
+use crate::query::Answer;
+
+/// How the cache served a query, for the JSON answer.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub(crate) struct CacheReport {
+    /// The route (`reuse`, `delta`, `rebuild`, `sidecar`, ...; see `Route::as_str`).
+    pub(crate) route: Option<Route>,
+    /// For a delta, the changed ids it re-read.
+    pub(crate) changed: Option<usize>,
+    /// Rows the cache holds.
+    pub(crate) rows: Option<usize>,
+    /// Heap bytes the cache holds.
+    pub(crate) heap_bytes: usize,
 }
 
-fn hit_json(rank: usize, hit: &Hit) -> Value {
-    json!({
-        "rank": rank,
-        "id": hit.particle.id,
-        "similarity": hit.similarity,
-        "effective_confidence": hit.effective_confidence,
-        "score": hit.score,
-        "rowid": hit.rowid,
-        "factors": {
-            "extractor_weight": hit.factors.extractor_weight,
-            "source_trust": hit.factors.source_trust,
-            "decay": hit.factors.decay,
-            "stale_support_discount": hit.factors.discount,
-        },
-        "source": {
-            "entry_id": hit.source.entry_id,
-            "source_type": hit.source.source_type,
-            "uri": hit.source.uri,
-            "published_at": hit.source.published_at.map(|t| t.to_string()),
-            "author_id": hit.source.author_id,
-        },
-        "as_of_note": hit.as_of_note.as_ref().map(|note| json!({
-            "status": note.status.as_str(),
-            "status_reason": note.status_reason.map(|r| r.as_str()),
-            "retired_at": note.retired_at.to_string(),
-            "basis": note.basis.as_str(),
-            "successor": note.successor.as_ref().map(|s| json!({
-                "id": s.id,
-                "content": s.content,
-                "asserted_at": s.asserted_at.to_string(),
-            })),
-        })),
-        "window_hit": hit.window_hit.as_ref().map(|w| json!({
-            "reading": w.reading.as_str(),
-            "valid_from": w.valid_from.to_string(),
-            "valid_kind": w.valid_kind.map(|k| k.as_str()),
-            "closed_at": w.closed_at.map(|t| t.to_string()),
-            "close_basis": w.close_basis.map(|b| b.as_str()),
-            "restates": w.restates,
-        })),
-        "particle": serde_json::to_value(&hit.particle).unwrap_or(Value::Null),
-    })
+impl CacheReport {
+    pub(crate) fn of(cache: &CandidateCache) -> CacheReport {
+        let route = cache.last_route();
+        CacheReport {
+            route,
+            changed: route.and_then(Route::changed),
+            rows: cache.cached_rows(),
+            heap_bytes: cache.heap_bytes(),
+        }
+    }
+}
+
+/// The request as it was run, beside the answer.
+#[derive(Serialize)]
+struct QueryEcho<'a> {
+    #[serde(flatten)]
+    request: &'a ValidRequest,
+    /// The instant decay was evaluated at.
+    now: Timestamp,
+    /// `similarity` with a query vector, else `effective_confidence`.
+    ranked_by: &'static str,
+}
+
+/// The JSON object `query --json` prints and `serve --stdio` answers with: the
+/// outcome's fields (`hits`, coverage, counts), the request's `as_of` and `window`,
+/// the request as run (`query`) and how the cache served it. Floats print
+/// shortest-round-trip, so they parse back to the same f64.
+#[derive(Serialize)]
+pub(crate) struct AnswerJson<'a> {
+    #[serde(flatten)]
+    outcome: &'a QueryOutcome,
+    as_of: Option<Timestamp>,
+    window: Option<TimeWindow>,
+    query: QueryEcho<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache: Option<CacheReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    elapsed_seconds: Option<f64>,
+}
+
+impl<'a> AnswerJson<'a> {
+    pub(crate) fn new(
+        answer: &'a Answer,
+        request: &'a ValidRequest,
+        cache: Option<CacheReport>,
+    ) -> AnswerJson<'a> {
+        AnswerJson {
+            outcome: &answer.outcome,
+            as_of: request.as_of,
+            window: request.window,
+            query: QueryEcho {
+                request,
+                now: answer.now,
+                ranked_by: if answer.ranked_by_similarity {
+                    "similarity"
+                } else {
+                    "effective_confidence"
+                },
+            },
+            cache,
+            elapsed_seconds: None,
+        }
+    }
+
+    pub(crate) fn with_elapsed(mut self, seconds: f64) -> AnswerJson<'a> {
+        self.elapsed_seconds = Some(seconds);
+        self
+    }
+}
+
+/// Prints the answer as one JSON line.
+pub(crate) fn write_json(
+    out: &mut impl Write,
+    answer: &Answer,
+    request: &ValidRequest,
+    cache: Option<CacheReport>,
+) -> std::io::Result<()> {
+    serde_json::to_writer(&mut *out, &AnswerJson::new(answer, request, cache))?;
+    writeln!(out)
 }
 
 /// A readable table: rank, id, similarity, effective confidence, age, extractor and

@@ -3,17 +3,16 @@
 use std::{
     io::Write,
     path::{Path, PathBuf},
-    time::{SystemTime, UNIX_EPOCH},
 };
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use particles_cache::{CandidateCache, SidecarConfig, SidecarWrite};
 use particles_model::{
-    AssertionModality, QueryRequest, TimeWindow, Timestamp, UncertaintyNature, EMBEDDING_DIM,
-    MAX_TOP_K,
+    AssertionModality, Envelope, QueryRequest, TimeWindow, Timestamp, UncertaintyNature,
+    ValidRequest, EMBEDDING_DIM, MAX_TOP_K,
 };
-use particles_query::{run_query_with, QueryInput};
+use particles_query::{run_query_with, QueryInput, QueryOutcome};
 use particles_store::{CandidateLoader, Store, UncachedLoader};
 
 use crate::{output, UsageError};
@@ -24,8 +23,8 @@ pub(crate) struct QueryArgs {
     #[arg(long, value_name = "PATH")]
     store: PathBuf,
 
-    /// The question. Without an encoder it must come with --vector-file (its
-    /// vector) or --no-embedding (rank by confidence alone).
+    /// The question (1..=8192 characters). It is encoded unless --vector-file gives
+    /// its vector or --no-embedding ranks by confidence alone.
     #[arg(value_name = "QUESTION")]
     question: Option<String>,
 
@@ -39,7 +38,7 @@ pub(crate) struct QueryArgs {
     vector_file: Option<PathBuf>,
 
     /// Rank by effective confidence, without a query vector (the reference's
-    /// use_embeddings=False).
+    /// use_embeddings=False); the question is not encoded.
     #[arg(long)]
     no_embedding: bool,
 
@@ -95,11 +94,11 @@ pub(crate) struct QueryArgs {
     object_eq: Option<String>,
 
     /// Only structured claims whose object is greater than this number or date.
-    #[arg(long, value_name = "BOUND", value_parser = parse_bound)]
+    #[arg(long, value_name = "BOUND")]
     object_gt: Option<String>,
 
     /// Only structured claims whose object is less than this number or date.
-    #[arg(long, value_name = "BOUND", value_parser = parse_bound)]
+    #[arg(long, value_name = "BOUND")]
     object_lt: Option<String>,
 
     /// Only structured claims whose object contains this text (case-insensitive).
@@ -210,16 +209,6 @@ fn parse_enum<T: std::str::FromStr<Err = particles_model::UnknownVariant>>(
         .map_err(|e: particles_model::UnknownVariant| e.to_string())
 }
 
-fn parse_bound(text: &str) -> Result<String, String> {
-    if particles_rank::is_comparable_bound(text) {
-        Ok(text.to_owned())
-    } else {
-        Err(format!(
-            "{text:?} is neither a number nor an ISO 8601 date or datetime"
-        ))
-    }
-}
-
 /// `--during START..END`, as the reference's CLI reads it.
 pub(crate) fn parse_during(text: &str) -> Result<TimeWindow, String> {
     let Some((start, end)) = text.split_once("..") else {
@@ -247,9 +236,7 @@ pub(crate) fn parse_during(text: &str) -> Result<TimeWindow, String> {
         }
     });
     let window = TimeWindow { start, end };
-    particles_model::validate(window, |_| "window".to_owned())
-        .map(garde::Valid::into_inner)
-        .map_err(|e| e.to_string())
+    window.checked()
 }
 
 /// `--on DATE`: the point window at 00:00 of that day (UTC when naive).
@@ -270,18 +257,6 @@ pub(crate) fn parse_on(text: &str) -> Result<TimeWindow, String> {
 fn parse_instant(text: &str) -> Result<Timestamp, String> {
     Timestamp::parse(text)
         .map_err(|_| format!("{text:?} is not an instant; use RFC 3339, e.g. 2026-01-31T12:00:00Z"))
-}
-
-/// The wall clock as an aware UTC timestamp.
-pub(crate) fn wall_clock() -> Result<Timestamp> {
-    let micros = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .context("the system clock is before 1970")?
-        .as_micros();
-    let micros = i64::try_from(micros).context("the system clock is out of range")?;
-    Timestamp::from_utc_micros(micros)
-        .map(Timestamp::with_utc_offset)
-        .context("the system clock is out of range")
 }
 
 /// Reads a query vector: a JSON array of `EMBEDDING_DIM` finite numbers, each read
@@ -313,161 +288,102 @@ pub(crate) fn check_vector(vector: &[f32]) -> Result<()> {
     Ok(())
 }
 
-/// Where a query's vector comes from.
-pub(crate) enum VectorSource {
-    /// Rank by effective confidence.
-    None,
-    /// This vector (checked for length and finiteness before use).
-    Given(Vec<f32>),
-}
-
-/// A query's options, from flags (`query`) or a request line (`serve`).
-pub(crate) struct QueryParams {
-    pub(crate) question: Option<String>,
-    pub(crate) vector: VectorSource,
-    pub(crate) top_k: u32,
-    pub(crate) subject_id: Option<String>,
-    pub(crate) min_confidence: f64,
-    pub(crate) uncertainty_nature: Option<UncertaintyNature>,
-    pub(crate) assertion_modality: Option<AssertionModality>,
-    pub(crate) recency_window_days: Option<i64>,
-    pub(crate) include_document_meta: bool,
-    pub(crate) include_non_asserted: bool,
-    pub(crate) tags: Vec<String>,
-    pub(crate) include_ancestors: bool,
-    pub(crate) claims: particles_rank::ClaimFilters,
-    pub(crate) as_of: Option<Timestamp>,
-    pub(crate) window: Option<TimeWindow>,
-    /// `None`: the wall clock.
-    pub(crate) now: Option<Timestamp>,
-}
-
-/// A query's answer, as data and as the JSON object `query --json` prints.
+/// A query's answer: the outcome and the instant decay was evaluated at.
 pub(crate) struct Answer {
-    pub(crate) outcome: particles_query::QueryOutcome,
+    pub(crate) outcome: QueryOutcome,
     pub(crate) now: Timestamp,
-    pub(crate) json: serde_json::Value,
+    pub(crate) ranked_by_similarity: bool,
 }
 
-/// Validates the options and runs the query through `loader`.
+/// Runs a validated request through `loader`, with the envelope's vector (checked
+/// for length and finiteness) or none.
 pub(crate) fn execute(
     store: &Store,
     loader: &mut dyn CandidateLoader,
-    params: QueryParams,
+    request: &ValidRequest,
+    vector: Option<&[f32]>,
+    now: Option<Timestamp>,
 ) -> Result<Answer> {
-    let vector = match params.vector {
-        VectorSource::None => None,
-        VectorSource::Given(vector) => {
-            check_vector(&vector)?;
-            Some(vector)
-        }
-    };
-    let request = QueryRequest {
-        question: params.question,
-        min_confidence: params.min_confidence,
-        uncertainty_nature: params.uncertainty_nature,
-        assertion_modality: params.assertion_modality,
-        recency_window_days: params.recency_window_days,
-        top_k: params.top_k,
-        subject_id: params.subject_id,
-        include_document_meta: params.include_document_meta,
-        include_non_asserted: params.include_non_asserted,
-        tags: params.tags,
-        include_ancestors: params.include_ancestors,
-        predicate: params.claims.predicate,
-        object_eq: params.claims.object_eq,
-        object_gt: params.claims.object_gt,
-        object_lt: params.claims.object_lt,
-        object_contains: params.claims.object_contains,
-        as_of: params.as_of,
-        window: params.window,
-    };
-    if let Some(as_of) = request.as_of {
-        let clock = wall_clock()?;
-        if as_of.utc_micros() > clock.utc_micros() {
-            return Err(UsageError(format!(
-                "--as-of {as_of}: the instant is in the future (now is {clock}); the as-of lens answers what was believed, not what will be"
-            ))
-            .into());
-        }
+    if let Some(vector) = vector {
+        check_vector(vector)?;
     }
-    for (flag, bound) in [
-        ("--object-gt", &request.object_gt),
-        ("--object-lt", &request.object_lt),
-    ] {
-        if let Some(bound) = bound {
-            parse_bound(bound).map_err(|e| UsageError(format!("{flag}: {e}")))?;
-        }
-    }
-    for tag in &request.tags {
-        if !particles_store::tag_is_known(store, tag)? {
-            return Err(UsageError(format!(
-                "--tag {tag:?}: no taxonomy in {} defines this tag and no belief carries it",
-                store.path().display()
-            ))
-            .into());
-        }
-    }
-    let request = particles_model::validate(request, |_| "query request".to_owned())
-        .map_err(|e| UsageError(e.to_string()))?;
-    let now = match params.now {
+    let now = match now {
         Some(now) => now,
-        None => wall_clock()?,
+        None => Timestamp::now(),
     };
-    let outcome = run_query_with(
-        store,
-        loader,
-        &QueryInput::new(&request, vector.as_deref(), now),
-    )
-    .with_context(|| format!("query on {} failed", store.path().display()))?;
-    let coverage = match outcome.stats.claims {
-        Some(_) => Some(particles_store::claim_coverage_counts(store)?),
-        None => None,
-    };
-    let json = output::outcome_json(&outcome, &request, now, vector.is_some(), coverage);
-    Ok(Answer { outcome, now, json })
+    let outcome =
+        run_query_with(store, loader, &QueryInput::new(request, vector, now)).map_err(|error| {
+            match error {
+                particles_query::Error::UnsupportedMode { .. } => {
+                    anyhow::Error::new(UsageError(error.to_string()))
+                }
+                error => anyhow::Error::new(error)
+                    .context(format!("query on {} failed", store.path().display())),
+            }
+        })?;
+    Ok(Answer {
+        outcome,
+        now,
+        ranked_by_similarity: vector.is_some(),
+    })
+}
+
+/// Validates a request with the reference's rules, as a usage error naming every
+/// failed field.
+pub(crate) fn validate(request: QueryRequest) -> Result<ValidRequest> {
+    request
+        .validate(Timestamp::now())
+        .map_err(|errors| UsageError(format!("Invalid query request: {errors}")).into())
+}
+
+impl QueryArgs {
+    /// The flags as the reference's request.
+    fn request(&self) -> QueryRequest {
+        QueryRequest {
+            question: self.question.clone(),
+            min_confidence: self.min_confidence,
+            uncertainty_nature: self.uncertainty_nature,
+            assertion_modality: self.assertion_modality,
+            recency_window_days: self.recency_window_days,
+            top_k: self.top_k,
+            subject_id: self.subject.clone(),
+            tags: self.tags.clone(),
+            include_ancestors: self.include_ancestors,
+            include_document_meta: self.include_document_meta,
+            include_non_asserted: self.include_non_asserted,
+            as_of: self.as_of,
+            window: self.during.or(self.on),
+            predicate: self.predicate.clone(),
+            object_eq: self.object_eq.clone(),
+            object_gt: self.object_gt.clone(),
+            object_lt: self.object_lt.clone(),
+            object_contains: self.object_contains.clone(),
+            ..QueryRequest::default()
+        }
+    }
+
+    /// The envelope: a vector from a file, none, or the question encoded.
+    fn envelope(&self, request: &ValidRequest) -> Result<Envelope> {
+        let vector = match (&self.vector_file, self.no_embedding, &request.question) {
+            (Some(path), _, _) => Some(read_vector_file(path)?),
+            (None, true, _) => None,
+            (None, false, Some(question)) => Some(crate::encode::encode_question(
+                question,
+                self.model_dir.as_deref(),
+            )?),
+            (None, false, None) => None,
+        };
+        Ok(Envelope {
+            vector,
+            no_embedding: self.no_embedding,
+            now: self.now,
+        })
+    }
 }
 
 pub(crate) fn run(args: QueryArgs) -> Result<()> {
-    let vector = match (&args.vector_file, args.no_embedding) {
-        (Some(path), _) => VectorSource::Given(read_vector_file(path)?),
-        (None, true) => VectorSource::None,
-        (None, false) => match &args.question {
-            Some(question) => VectorSource::Given(crate::encode::encode_question(question, args.model_dir.as_deref())?),
-            None => {
-                return Err(UsageError(
-                    "no question and no query vector: give a QUESTION to encode, --vector-file FILE \
-                     (a JSON array of 384 floats), or --no-embedding to rank by effective confidence alone."
-                        .into(),
-                )
-                .into())
-            }
-        },
-    };
-    let params = QueryParams {
-        question: args.question.clone(),
-        vector,
-        top_k: args.top_k,
-        subject_id: args.subject.clone(),
-        min_confidence: args.min_confidence,
-        uncertainty_nature: args.uncertainty_nature,
-        assertion_modality: args.assertion_modality,
-        recency_window_days: args.recency_window_days,
-        include_document_meta: args.include_document_meta,
-        include_non_asserted: args.include_non_asserted,
-        tags: args.tags.clone(),
-        include_ancestors: args.include_ancestors,
-        claims: particles_rank::ClaimFilters {
-            predicate: args.predicate.clone(),
-            object_eq: args.object_eq.clone(),
-            object_gt: args.object_gt.clone(),
-            object_lt: args.object_lt.clone(),
-            object_contains: args.object_contains.clone(),
-        },
-        as_of: args.as_of,
-        window: args.during.or(args.on),
-        now: args.now,
-    };
+    let request = validate(args.request())?;
+    let envelope = args.envelope(&request)?;
     let store = Store::open_read_only(&args.store)?;
     // A one-shot process queries through a cache that starts from the sidecar: a
     // warm start when the sidecar is current, a delta or a build (written back after
@@ -475,37 +391,18 @@ pub(crate) fn run(args: QueryArgs) -> Result<()> {
     // queries use their own loaders.
     let mut cache =
         (!args.sidecar.no_sidecar).then(|| args.sidecar.cache(&args.store, SidecarWrite::OnChange));
+    let vector = envelope.vector.as_deref();
     let answer = match cache.as_mut() {
-        Some(cache) => execute(&store, cache, params)?,
-        None => execute(&store, &mut UncachedLoader, params)?,
+        Some(cache) => execute(&store, cache, &request, vector, envelope.now)?,
+        None => execute(&store, &mut UncachedLoader, &request, vector, envelope.now)?,
     };
-
-    if answer.outcome.stats.skipped_other_model > 0 {
-        eprintln!(
-            "warning: skipped {} ACTIVE belief(s) embedded by another model than {}; re-embed them to make them searchable",
-            answer.outcome.stats.skipped_other_model,
-            particles_model::EMBEDDING_MODEL_ID
-        );
-    }
-    if let Some(subject) = &args.subject {
-        if !particles_store::subject_is_known(&store, subject)? {
-            eprintln!(
-                "warning: no belief in {} is linked to subject {subject:?}",
-                args.store.display()
-            );
-        }
-    }
+    warn_about(&answer.outcome, &request, &args.store);
 
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     if args.json {
-        let mut json = answer.json;
-        json["cache"] = serde_json::json!({
-            "route": cache.as_ref().and_then(CandidateCache::last_route).map(|r| format!("{r:?}")),
-            "rows": cache.as_ref().and_then(CandidateCache::cached_rows),
-        });
-        serde_json::to_writer(&mut out, &json)?;
-        writeln!(out)?;
+        let cache = cache.as_ref().map(output::CacheReport::of);
+        output::write_json(&mut out, &answer, &request, cache)?;
     } else {
         output::write_table(&mut out, &answer.outcome, answer.now)?;
     }
@@ -519,4 +416,33 @@ pub(crate) fn run(args: QueryArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The warnings a person should see beside the answer (stderr).
+pub(crate) fn warn_about(outcome: &QueryOutcome, request: &ValidRequest, store: &Path) {
+    if outcome.stats.skipped_other_model > 0 {
+        eprintln!(
+            "warning: skipped {} ACTIVE belief(s) embedded by another model than {}; re-embed them to make them searchable",
+            outcome.stats.skipped_other_model,
+            particles_model::EMBEDDING_MODEL_ID
+        );
+    }
+    for tag in &outcome.unknown_tags {
+        eprintln!(
+            "warning: --tag {tag:?}: no taxonomy in {} defines this tag and no belief carries it, so it matches nothing",
+            store.display()
+        );
+    }
+    if let (Some(false), Some(subject)) = (outcome.subject_linked, &request.subject_id) {
+        eprintln!(
+            "warning: no belief in {} is linked to subject {subject:?}",
+            store.display()
+        );
+    }
+    if !outcome.not_applied.is_empty() {
+        eprintln!(
+            "note: accepted but not applied by this engine yet: {}",
+            outcome.not_applied.join(", ")
+        );
+    }
 }

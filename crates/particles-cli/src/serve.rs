@@ -1,7 +1,10 @@
 //! The `serve --stdio` verb: a long-running process that keeps the candidate cache
-//! warm between requests. One JSON request per line in, one JSON response per line
-//! out; a bad request gets `{"error": ...}` and the process keeps serving; end of
-//! input ends it.
+//! warm between requests. One JSON request per line in, one JSON answer per line
+//! out. A request is the reference's `QueryRequest` JSON plus the envelope fields
+//! `vector`, `no_embedding` and `now`; without a vector the question is encoded
+//! (the encoder is loaded once, on the first question that needs it). A bad request
+//! gets `{"error": ..., "detail": [...]}` (the detail in pydantic's shape when the
+//! request failed validation) and the process keeps serving; end of input ends it.
 
 use std::{
     io::{BufRead, Write},
@@ -11,12 +14,14 @@ use std::{
 use anyhow::{Context, Result};
 use clap::Args;
 use particles_cache::CandidateCache;
-use particles_model::{AssertionModality, Timestamp, UncertaintyNature};
+use particles_model::{Envelope, QueryRequest, Timestamp};
 use particles_store::Store;
-use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::query::{execute, QueryParams, VectorSource};
+use crate::{
+    output::{AnswerJson, CacheReport},
+    query::execute,
+};
 
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
@@ -29,43 +34,13 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "PATH")]
     store: PathBuf,
 
+    /// The encoder's model directory, for questions sent without a vector
+    /// (default: PARTICLES_MODEL_DIR, else the user cache).
+    #[arg(long, value_name = "DIR")]
+    model_dir: Option<PathBuf>,
+
     #[command(flatten)]
     sidecar: crate::query::SidecarArgs,
-}
-
-/// One request line: the `query` options as fields.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Request {
-    question: Option<String>,
-    vector: Option<Vec<f64>>,
-    #[serde(default)]
-    no_embedding: bool,
-    top_k: Option<u32>,
-    subject_id: Option<String>,
-    min_confidence: Option<f64>,
-    now: Option<String>,
-    uncertainty_nature: Option<UncertaintyNature>,
-    assertion_modality: Option<AssertionModality>,
-    recency_window_days: Option<i64>,
-    #[serde(default)]
-    include_document_meta: bool,
-    #[serde(default)]
-    include_non_asserted: bool,
-    #[serde(default)]
-    tags: Vec<String>,
-    #[serde(default)]
-    include_ancestors: bool,
-    predicate: Option<String>,
-    object_eq: Option<String>,
-    object_gt: Option<String>,
-    object_lt: Option<String>,
-    object_contains: Option<String>,
-    as_of: Option<String>,
-    /// `START..END`, as `--during`.
-    during: Option<String>,
-    /// `DATE`, as `--on`.
-    on: Option<String>,
 }
 
 pub(crate) fn run(args: &ServeArgs) -> Result<()> {
@@ -76,6 +51,7 @@ pub(crate) fn run(args: &ServeArgs) -> Result<()> {
         .sidecar
         .cache(&args.store, particles_cache::SidecarWrite::OnRebuild);
     cache.set_huge_pages(true);
+    let mut encoder = crate::encode::LazyEncoder::new(args.model_dir.clone());
     let stdin = std::io::stdin();
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
@@ -85,11 +61,7 @@ pub(crate) fn run(args: &ServeArgs) -> Result<()> {
             continue;
         }
         let started = std::time::Instant::now();
-        let mut response = match answer(&store, &mut cache, &line) {
-            Ok(value) => value,
-            Err(error) => json!({ "error": format_error(&error) }),
-        };
-        response["elapsed_seconds"] = json!(started.elapsed().as_secs_f64());
+        let response = answer(&store, &mut cache, &mut encoder, &line, started);
         serde_json::to_writer(&mut out, &response)?;
         writeln!(out)?;
         out.flush()?;
@@ -101,81 +73,71 @@ pub(crate) fn run(args: &ServeArgs) -> Result<()> {
     Ok(())
 }
 
+/// Answers one request line; every failure becomes an error object.
+fn answer(
+    store: &Store,
+    cache: &mut CandidateCache,
+    encoder: &mut crate::encode::LazyEncoder,
+    line: &str,
+    started: std::time::Instant,
+) -> Value {
+    let failure = |error: String, detail: Value| {
+        json!({
+            "error": error,
+            "detail": detail,
+            "elapsed_seconds": started.elapsed().as_secs_f64(),
+        })
+    };
+    let body: Value = match serde_json::from_str(line) {
+        Ok(body) => body,
+        Err(e) => return failure(format!("the request is not valid JSON: {e}"), Value::Null),
+    };
+    let request = match QueryRequest::from_json(&body, Timestamp::now()) {
+        Ok(request) => request,
+        Err(errors) => {
+            return failure(
+                format!("Invalid query request: {errors}"),
+                serde_json::to_value(&errors).unwrap_or(Value::Null),
+            )
+        }
+    };
+    let envelope = match Envelope::from_json(&body) {
+        Ok(envelope) => envelope,
+        Err(errors) => {
+            return failure(
+                format!("invalid envelope field: {errors}"),
+                serde_json::to_value(&errors).unwrap_or(Value::Null),
+            )
+        }
+    };
+    let vector = match (&envelope.vector, envelope.no_embedding, &request.question) {
+        (Some(_), true, _) => {
+            return failure(
+                "give either `vector` or `no_embedding`, not both".to_owned(),
+                Value::Null,
+            )
+        }
+        (Some(vector), false, _) => Some(vector.clone()),
+        (None, true, _) | (None, false, None) => None,
+        (None, false, Some(question)) => match encoder.encode(question) {
+            Ok(vector) => Some(vector),
+            Err(e) => return failure(format_error(&e), Value::Null),
+        },
+    };
+    match execute(store, cache, &request, vector.as_deref(), envelope.now) {
+        Ok(answer) => {
+            let json = AnswerJson::new(&answer, &request, Some(CacheReport::of(cache)))
+                .with_elapsed(started.elapsed().as_secs_f64());
+            serde_json::to_value(json).unwrap_or_else(|e| json!({ "error": e.to_string() }))
+        }
+        Err(e) => failure(format_error(&e), Value::Null),
+    }
+}
+
 fn format_error(error: &anyhow::Error) -> String {
     error
         .chain()
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join(": ")
-}
-
-fn answer(store: &Store, cache: &mut CandidateCache, line: &str) -> Result<Value> {
-    let request: Request =
-        serde_json::from_str(line).context("the request is not a valid JSON request object")?;
-    let vector = match (request.vector, request.no_embedding) {
-        (Some(_), true) => anyhow::bail!("give either `vector` or `no_embedding`, not both"),
-        (Some(values), false) => VectorSource::Given(values.into_iter().map(|v| v as f32).collect()),
-        (None, true) => VectorSource::None,
-        (None, false) => anyhow::bail!(
-            "no query vector: give `vector` (384 floats) or set `no_embedding` to rank by effective confidence"
-        ),
-    };
-    let now = match request.now {
-        Some(text) => Some(Timestamp::parse(&text).map_err(|_| {
-            anyhow::anyhow!(
-                "`now` {text:?} is not an instant; use RFC 3339, e.g. 2026-01-31T12:00:00Z"
-            )
-        })?),
-        None => None,
-    };
-    let as_of = match request.as_of {
-        Some(text) => Some(Timestamp::parse(&text).map_err(|_| {
-            anyhow::anyhow!(
-                "`as_of` {text:?} is not an instant; use RFC 3339, e.g. 2024-01-31T12:00:00Z"
-            )
-        })?),
-        None => None,
-    };
-    let window = match (request.during, request.on) {
-        (Some(_), Some(_)) => anyhow::bail!("give either `during` or `on`, not both"),
-        (Some(during), None) => Some(
-            crate::query::parse_during(&during).map_err(|e| anyhow::anyhow!("`during`: {e}"))?,
-        ),
-        (None, Some(on)) => {
-            Some(crate::query::parse_on(&on).map_err(|e| anyhow::anyhow!("`on`: {e}"))?)
-        }
-        (None, None) => None,
-    };
-    let params = QueryParams {
-        question: request.question,
-        vector,
-        top_k: request.top_k.unwrap_or(particles_model::DEFAULT_TOP_K),
-        subject_id: request.subject_id,
-        min_confidence: request.min_confidence.unwrap_or(0.0),
-        uncertainty_nature: request.uncertainty_nature,
-        assertion_modality: request.assertion_modality,
-        recency_window_days: request.recency_window_days,
-        include_document_meta: request.include_document_meta,
-        include_non_asserted: request.include_non_asserted,
-        tags: request.tags,
-        include_ancestors: request.include_ancestors,
-        claims: particles_rank::ClaimFilters {
-            predicate: request.predicate,
-            object_eq: request.object_eq,
-            object_gt: request.object_gt,
-            object_lt: request.object_lt,
-            object_contains: request.object_contains,
-        },
-        as_of,
-        window,
-        now,
-    };
-    let answer = execute(store, cache, params)?;
-    let mut value = answer.json;
-    value["cache"] = json!({
-        "route": cache.last_route().map(|r| format!("{r:?}")),
-        "rows": cache.cached_rows(),
-        "heap_bytes": cache.heap_bytes(),
-    });
-    Ok(value)
 }

@@ -17,31 +17,30 @@
 //! ```
 #![warn(missing_docs)]
 #![warn(clippy::unwrap_used)]
+#![forbid(unsafe_code)]
 
-pub mod candidates;
-pub mod column;
-mod einsum;
 mod enums;
+mod ids;
 mod particle;
 pub mod policy;
 mod request;
 mod timestamp;
 
 pub use crate::{
-    candidates::{
-        BytesCheck, CandidateColumns, CandidateSet, ColumnSlices, ColumnsError, FilterFlag,
-        PackedTraits, RowTraits, Selection,
-    },
-    einsum::{einsum_dot, einsum_dot_portable},
     enums::{
         AssertionModality, CalibrationSource, CanonicalForm, ParticleType, ProvenanceRefType,
         Status, StatusReason, TermKind, UncertaintyNature, UnknownVariant, ValidKind,
     },
+    ids::uuid_text,
     particle::{
         parse_schema_version, ClaimTerm, Confidence, ContributorRef, ExtractorRef, Particle,
         ProvenanceRef, StructuredClaim, SCHEMA_VERSION,
     },
-    request::{QueryRequest, TimeWindow, DEFAULT_TOP_K, MAX_QUESTION_CHARS, MAX_TOP_K},
+    request::{
+        parse_instant, python_repr, Audience, BoundValue, Decimal, Envelope, FieldError, GroupBy,
+        Loc, Mode, QueryRequest, RequestErrors, TimeWindow, ValidRequest, DEFAULT_TOP_K,
+        MAX_QUESTION_CHARS, MAX_TOP_K,
+    },
     timestamp::{Timestamp, TimestampParseError},
 };
 

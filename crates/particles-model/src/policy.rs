@@ -89,16 +89,16 @@ pub struct PolicyRows {
 }
 
 /// What the scoring path knows of a candidate's first source.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize)]
 pub struct SourceFacts {
-    /// The snapshot's `content_published_at`.
-    pub published_at: Option<Timestamp>,
-    /// The entry's `source_type`, `""` when unknown.
-    pub source_type: String,
     /// The ref's `corpus_entry_id` as stored (even when no such entry exists).
     pub entry_id: Option<String>,
+    /// The entry's `source_type`, `""` when unknown.
+    pub source_type: String,
     /// The entry's `uri_r`.
     pub uri: Option<String>,
+    /// The snapshot's `content_published_at`.
+    pub published_at: Option<Timestamp>,
     /// The snapshot's `author_id`.
     pub author_id: Option<String>,
 }

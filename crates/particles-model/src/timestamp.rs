@@ -87,6 +87,61 @@ impl Timestamp {
         )
     }
 
+    /// The same wall-clock fields with this offset east of UTC, in seconds.
+    pub fn with_offset_seconds(self, offset_seconds: i32) -> Timestamp {
+        Timestamp {
+            offset_seconds: Some(offset_seconds),
+            ..self
+        }
+    }
+
+    /// Python's `datetime.isoformat()`: `YYYY-MM-DDTHH:MM:SS[.ffffff][±HH:MM]`, the
+    /// fraction only when non-zero, UTC as `+00:00` (never `Z`). The reference's
+    /// sentences print instants this way; its JSON uses [`Display`](fmt::Display).
+    pub fn python_isoformat(&self) -> String {
+        let mut text = format!(
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
+            self.year, self.month, self.day, self.hour, self.minute, self.second
+        );
+        if self.micro != 0 {
+            text.push_str(&format!(".{:06}", self.micro));
+        }
+        if let Some(offset) = self.offset_seconds {
+            let sign = if offset < 0 { '-' } else { '+' };
+            let seconds = offset.unsigned_abs();
+            text.push_str(&format!(
+                "{sign}{:02}:{:02}",
+                seconds / 3600,
+                (seconds / 60) % 60
+            ));
+            if seconds % 60 != 0 {
+                text.push_str(&format!(":{:02}", seconds % 60));
+            }
+        }
+        text
+    }
+
+    /// The wall clock now, as an aware UTC timestamp. The query path never calls
+    /// this itself: callers read the clock once and pass `now` in.
+    pub fn now() -> Timestamp {
+        let micros = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |elapsed| elapsed.as_micros());
+        let micros = i64::try_from(micros).unwrap_or(i64::MAX);
+        Timestamp::from_utc_micros(micros)
+            .map(Timestamp::with_utc_offset)
+            .unwrap_or(Timestamp {
+                year: 9999,
+                month: 12,
+                day: 31,
+                hour: 23,
+                minute: 59,
+                second: 59,
+                micro: 999_999,
+                offset_seconds: Some(0),
+            })
+    }
+
     /// The same wall-clock fields, marked as UTC (offset zero).
     pub fn with_utc_offset(self) -> Timestamp {
         Timestamp {

@@ -11,11 +11,14 @@
 
 use std::collections::{HashMap, HashSet};
 
-use particles_model::{CandidateSet, Particle, Selection, Status, StatusReason, Timestamp};
+use particles_candidates::{CandidateSet, Selection};
+use particles_model::{Particle, Status, StatusReason, Timestamp};
 use particles_store::{CandidateLoader, Store};
+use serde::Serialize;
 
 /// Which rung of the ladder dated a retirement.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum RetirementBasis {
     /// The stored `retired_at` column.
     Stored,
@@ -40,7 +43,7 @@ impl RetirementBasis {
 }
 
 /// The particle that superseded a retired hit.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Successor {
     /// Its id.
     pub id: String,
@@ -51,7 +54,7 @@ pub struct Successor {
 }
 
 /// Why a hit that is retired now was still believed at T.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AsOfNote {
     /// Its current status.
     pub status: Status,
@@ -238,7 +241,7 @@ impl AsOfLoader {
 }
 
 impl CandidateLoader for AsOfLoader {
-    fn load(
+    fn select(
         &mut self,
         store: &Store,
         min_confidence: f64,

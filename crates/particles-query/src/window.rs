@@ -11,10 +11,10 @@
 
 use std::collections::HashMap;
 
-use particles_model::{
-    CandidateSet, Particle, Selection, Status, TimeWindow, Timestamp, ValidKind,
-};
+use particles_candidates::{CandidateSet, Selection};
+use particles_model::{Particle, Status, TimeWindow, Timestamp, ValidKind};
 use particles_store::{CandidateLoader, Store};
+use serde::Serialize;
 
 use crate::as_of::{evaluate as evaluate_as_of, AsOfNote, RetirementIndex, Visibility};
 
@@ -24,7 +24,8 @@ const GRANULARITY_KEY: &str = "extraction:valid_from_granularity";
 const CLOSING_BASES: [&str; 5] = ["stated", "prose", "operator", "as-of", "session"];
 
 /// How a claim sits in the window.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum WindowReading {
     /// It began in the window.
     Began,
@@ -49,7 +50,8 @@ impl WindowReading {
 }
 
 /// Why a retired state closed when it did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum CloseBasis {
     /// Its own `valid_until`.
     ValidUntil,
@@ -71,7 +73,7 @@ impl CloseBasis {
 }
 
 /// An admitted claim's reading of the window.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct WindowHit {
     /// How it sits in the window.
     pub reading: WindowReading,
@@ -90,7 +92,7 @@ pub struct WindowHit {
 }
 
 /// What the window route saw.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 pub struct WindowCoverage {
     /// Dated candidates loaded.
     pub candidates: usize,
@@ -387,7 +389,7 @@ impl WindowLoader {
 }
 
 impl CandidateLoader for WindowLoader {
-    fn load(
+    fn select(
         &mut self,
         store: &Store,
         min_confidence: f64,

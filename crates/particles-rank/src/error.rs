@@ -32,14 +32,6 @@ pub enum Error {
         /// The candidate's.
         found: usize,
     },
-    /// A property the filters test for membership holds a list or object.
-    #[error("particle {id}: property {key:?} is a list or object, not a value")]
-    UnhashableProperty {
-        /// The particle id.
-        id: String,
-        /// The property key.
-        key: String,
-    },
 }
 
 /// The result type of this crate.

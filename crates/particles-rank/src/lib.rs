@@ -7,9 +7,12 @@
 //! keep candidate order (confidence, then rowid), as the reference's stable sort
 //! does, so the loader's order is the tie-break.
 //!
-//! A query runs [`Policies::compile`] once, [`passes_filters`] per candidate,
-//! [`score_candidate`] per survivor, then [`sort_and_truncate`] and
-//! [`collapse_co_evidential`].
+//! A query runs [`Policies::compile`] once; per candidate, [`similarity`] and
+//! [`score_bound`] in the scan, then, for the candidates whose bound can still
+//! reach the top k, [`factors`] and [`score_with_similarity`]; the query crate's
+//! collector keeps the best, then [`sort_and_truncate`] and
+//! [`collapse_co_evidential`] finish. The per-row filters that run before scoring
+//! live with the candidate layout (`particles_candidates::passes_filters`).
 //!
 //! ```
 //! use particles_rank::{effective_confidence, merge_co_evidential};
@@ -19,11 +22,11 @@
 //! ```
 #![warn(missing_docs)]
 #![warn(clippy::unwrap_used)]
+#![forbid(unsafe_code)]
 
 mod claims;
 mod collapse;
 mod error;
-mod filters;
 mod netloc;
 mod policy;
 mod pyregex;
@@ -32,13 +35,13 @@ mod similarity;
 
 use std::collections::HashMap;
 
-use particles_model::{policy::SourceFacts, CandidateSet, Status, Timestamp};
+use particles_candidates::CandidateSet;
+use particles_model::{policy::SourceFacts, Status, Timestamp};
 
 pub use crate::{
-    claims::{is_comparable_bound, match_claim, ClaimFilters, ClaimMatch, Decimal},
+    claims::{match_claim, ClaimFilters, ClaimMatch},
     collapse::{collapse_co_evidential, merge_co_evidential, EQUIVALENCE_THRESHOLD},
     error::{Error, Result},
-    filters::{passes_filters, within_recency_window},
     netloc::{netloc, NetlocError},
     policy::{infer_domain, recency_factor, DecayPolicy, Policies, TrustPolicy},
     pyregex::PyRegex,
@@ -63,7 +66,7 @@ pub struct Ranked {
 }
 
 /// The factors behind one candidate's effective confidence, for display.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct Factors {
     /// Extractor trust weight.
     pub extractor_weight: f64,
@@ -72,6 +75,7 @@ pub struct Factors {
     /// Recency decay.
     pub decay: f64,
     /// Stale-support discount.
+    #[serde(rename = "stale_support_discount")]
     pub discount: f64,
 }
 
@@ -117,29 +121,6 @@ pub fn factors(
         decay: policies.decay.factor(source, now),
         discount,
     })
-}
-
-/// Scores candidate `row`, or returns `None` when its effective confidence is below
-/// `min_confidence`.
-///
-/// # Errors
-///
-/// [`Error::DimensionMismatch`] when the vector's dimension differs from the query's.
-pub fn score_candidate(
-    set: &CandidateSet,
-    row: usize,
-    factors: &Factors,
-    query: Option<&QueryVector>,
-    min_confidence: f64,
-) -> Result<Option<Ranked>> {
-    let similarity = query.map(|query| similarity(set, row, query)).transpose()?;
-    Ok(score_with_similarity(
-        set,
-        row,
-        factors,
-        similarity,
-        min_confidence,
-    ))
 }
 
 /// The similarity of candidate `row` with the query (its cosine; the caller uses

@@ -6,10 +6,10 @@
 //! from OpenBLAS `sdot`, whose kernel (and therefore whose rounding) depends on the
 //! CPU ([`NormKernel`]). Both reductions are reproduced operation for operation, so
 //! `sim` agrees to the last bit. (The einsum reduction itself is
-//! `particles_model::einsum_dot`, shared with the candidate sets' stored norms.) Rust never contracts `a * b + c` into an FMA unless
+//! `particles_candidates::einsum_dot`, shared with the candidate sets' stored norms.) Rust never contracts `a * b + c` into an FMA unless
 //! asked, which the einsum path relies on; the BLAS path asks explicitly.
 
-use particles_model::einsum_dot;
+use particles_candidates::einsum_dot;
 
 /// The OpenBLAS `sdot` kernel whose rounding the query norm reproduces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -46,11 +46,11 @@ pub use crate::{
         JournalHead, JOURNAL_RETENTION, TRIGGER_NAMES,
     },
     loader::{
-        load_active, particle_columns, particles_by_ids, read_candidates, read_candidates_parallel,
-        CandidateLoader, RowFilter, UncachedLoader, ID_CHUNK,
+        count_active, load_active, load_cacheable, load_cacheable_by_ids, particles_by_ids,
+        CandidateLoader, Loaded, UncachedLoader, ID_CHUNK,
     },
     policy::load_policy_rows,
-    profile::{take_load_counters, LoadCounters},
+    profile::LoadCounters,
     pyjson::{dumps as python_json_dumps, dumps_vector as python_json_vector},
     sources::{
         claim_coverage_counts, co_evidential_edges, expand_tags, particle_ids_for_tags,

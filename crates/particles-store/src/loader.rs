@@ -1,6 +1,7 @@
 //! The uncached ACTIVE loader and the id lookups.
 
-use particles_model::{CandidateSet, Particle, Selection};
+use particles_candidates::{CandidateSet, Selection};
+use particles_model::Particle;
 use rusqlite::params;
 
 use crate::{
@@ -14,23 +15,61 @@ use crate::{
 /// variable limit, whatever the store size.
 pub const ID_CHUNK: usize = 500;
 
-/// A source of query candidates: the uncached loader, a cache, or a loader of a
-/// downstream crate. Whatever it is, it must return what the reference's ACTIVE
-/// loader returns: ACTIVE rows with an embedding, `confidence_value >=
-/// min_confidence`, of the current embedding model (others skipped and counted), in
-/// `(confidence_value, rowid)` order, and for a subject only the rows linked to it.
+/// A source of query candidates: the uncached loader, a cache, the as-of and
+/// window loaders, or a loader of a downstream crate. Whatever it is, it must
+/// return what the reference's loader for that route returns: the rows it would
+/// read, with `confidence_value >= min_confidence`, of the current embedding model
+/// (others skipped and counted), in the reference's statement order. For the
+/// ACTIVE loaders (and any cache of them) that order is `(confidence_value,
+/// rowid)`, also for a subject; the as-of and window loaders keep the reference's
+/// subject-link order (`particle_subjects.rowid`) when a subject is given.
+/// Equal scores keep this order, so it is the ranking's tie-break.
 pub trait CandidateLoader {
-    /// Loads the candidates of one query.
+    /// Selects the candidates of one query.
     ///
     /// # Errors
     ///
     /// Whatever reading the store can fail with.
-    fn load(
+    fn select(
         &mut self,
         store: &Store,
         min_confidence: f64,
         subject_id: Option<&str>,
     ) -> Result<Selection>;
+
+    /// Selects the candidates and reports what reading them cost.
+    ///
+    /// # Errors
+    ///
+    /// As [`select`](CandidateLoader::select).
+    fn load(
+        &mut self,
+        store: &Store,
+        min_confidence: f64,
+        subject_id: Option<&str>,
+    ) -> Result<Loaded> {
+        crate::profile::take_load_counters();
+        let started = std::time::Instant::now();
+        let selection = self.select(store, min_confidence, subject_id)?;
+        let seconds = started.elapsed().as_secs_f64();
+        Ok(Loaded {
+            selection,
+            counters: crate::profile::take_load_counters(),
+            seconds,
+        })
+    }
+}
+
+/// A load's candidates and what reading them cost.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// The candidates.
+    pub selection: Selection,
+    /// SQLite and hydration time, rows hydrated, embedding text decoded (on this
+    /// thread; a parallel build's decoder thread is not counted).
+    pub counters: crate::LoadCounters,
+    /// The load's wall time, in seconds.
+    pub seconds: f64,
 }
 
 /// The reference's uncached loader: every query reads and decodes its candidates.
@@ -38,7 +77,7 @@ pub trait CandidateLoader {
 pub struct UncachedLoader;
 
 impl CandidateLoader for UncachedLoader {
-    fn load(
+    fn select(
         &mut self,
         store: &Store,
         min_confidence: f64,
@@ -115,7 +154,7 @@ pub fn load_active(
 
 /// Which rows [`read_candidates`] keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RowFilter {
+pub(crate) enum RowFilter {
     /// Skip (and count) rows of another embedding model before decoding them, as the
     /// uncached loader does.
     CurrentModelOnly,
@@ -132,7 +171,7 @@ pub enum RowFilter {
 /// # Errors
 ///
 /// [`Error::Query`], [`Error::InvalidRow`], [`Error::BadEmbedding`].
-pub fn read_candidates<P: rusqlite::Params>(
+pub(crate) fn read_candidates<P: rusqlite::Params>(
     store: &Store,
     name: &'static str,
     sql: &str,
@@ -257,7 +296,7 @@ impl RawBatch {
 /// # Errors
 ///
 /// [`Error::Query`], [`Error::InvalidRow`], [`Error::BadEmbedding`].
-pub fn read_candidates_parallel<P: rusqlite::Params>(
+pub(crate) fn read_candidates_parallel<P: rusqlite::Params>(
     store: &Store,
     name: &'static str,
     sql: &str,
@@ -377,9 +416,80 @@ pub fn read_candidates_parallel<P: rusqlite::Params>(
     Ok((set, order))
 }
 
-/// The column list of a particle read, for [`read_candidates`] statements.
-pub fn particle_columns() -> &'static str {
-    PARTICLE_COLUMNS
+/// The number of ACTIVE rows (with or without an embedding): the progress total
+/// of a full cache build.
+///
+/// # Errors
+///
+/// [`Error::Query`] when SQLite fails.
+pub fn count_active(store: &Store) -> Result<usize> {
+    let count: i64 = store
+        .connection()
+        .query_row(
+            "SELECT count(*) FROM particles WHERE status = 'ACTIVE'",
+            [],
+            |row| row.get(0),
+        )
+        .map_err(query_error("count of ACTIVE rows"))?;
+    Ok(usize::try_from(count).unwrap_or(0))
+}
+
+/// Every cacheable row (ACTIVE, with an embedding, of any model: a cache filters
+/// per call), read on two cores in rowid order (`NOT INDEXED`: walking the
+/// confidence index is several times slower on a large store) through SQLite's
+/// memory map. Returns the set and the permutation that lists it in `(confidence,
+/// rowid)` order; `progress` gets the rows read so far.
+///
+/// # Errors
+///
+/// [`Error::Query`], [`Error::InvalidRow`], [`Error::BadEmbedding`].
+pub fn load_cacheable(
+    store: &Store,
+    progress: &mut dyn FnMut(usize),
+) -> Result<(CandidateSet, Vec<u32>)> {
+    store.with_mapped_scan(|store| {
+        read_candidates_parallel(
+            store,
+            "cache build",
+            &format!(
+                "SELECT {PARTICLE_COLUMNS} FROM particles NOT INDEXED \
+                 WHERE status = 'ACTIVE' AND embedding_json IS NOT NULL"
+            ),
+            [],
+            progress,
+        )
+    })
+}
+
+/// The rows among `ids` that are cacheable now (ACTIVE with an embedding, any
+/// model), in id order, in chunks of [`ID_CHUNK`]: a cache's delta.
+///
+/// # Errors
+///
+/// [`Error::Query`], [`Error::InvalidRow`], [`Error::BadEmbedding`].
+pub fn load_cacheable_by_ids<'a>(
+    store: &Store,
+    ids: impl IntoIterator<Item = &'a str>,
+) -> Result<CandidateSet> {
+    let mut sorted: Vec<&str> = ids.into_iter().collect();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut set = CandidateSet::new();
+    for chunk in sorted.chunks(ID_CHUNK) {
+        let sql = format!(
+            "SELECT {PARTICLE_COLUMNS} FROM particles WHERE id IN ({}) AND status = 'ACTIVE' AND embedding_json IS NOT NULL",
+            placeholders(chunk.len())
+        );
+        read_candidates(
+            store,
+            "cache delta",
+            &sql,
+            rusqlite::params_from_iter(chunk.iter()),
+            RowFilter::AnyModel,
+            &mut set,
+        )?;
+    }
+    Ok(set)
 }
 
 /// Fetches particles by id, any status, fully hydrated, in chunks of

@@ -28,7 +28,7 @@ thread_local! {
 }
 
 /// Returns this thread's counters and resets them.
-pub fn take_load_counters() -> LoadCounters {
+pub(crate) fn take_load_counters() -> LoadCounters {
     COUNTERS.with(|c| c.replace(LoadCounters::default()))
 }
 

@@ -11,7 +11,8 @@
 use std::collections::HashSet;
 
 use particles_cache::{CandidateCache, SidecarConfig, SidecarWrite};
-use particles_model::{QueryRequest, Selection, Timestamp};
+use particles_candidates::Selection;
+use particles_model::{QueryRequest, Timestamp};
 use particles_query::{run_query_with, QueryInput};
 use particles_rank::NormKernel;
 use particles_store::{CandidateLoader, Store, UncachedLoader, Writer};
@@ -183,15 +184,18 @@ fn rank_at(
         min_confidence: request.min_confidence,
         subject_id: request.subject.map(|s| subjects[s].clone()),
         as_of,
-        ..QueryRequest::default()
+        ..QueryRequest::question("q")
     };
-    let query = garde::Unvalidated::new(query).validate().unwrap();
+    let query = query
+        .validate(particles_model::Timestamp::parse("2026-06-01T00:00:00Z").unwrap())
+        .unwrap();
     let input = QueryInput {
         request: &query,
         vector: vector.as_deref(),
         now: Timestamp::parse("2026-06-01T00:00:00Z").unwrap(),
         norm_kernel: NormKernel::SkylakeX,
         exhaustive,
+        after_ranking: None,
     };
     let outcome = run_query_with(store, loader, &input).unwrap();
     format!(
@@ -284,8 +288,8 @@ proptest! {
             for subject in &subjects {
                 let linked: HashSet<String> = particles_store::subject_particle_ids(&store, subject).unwrap().into_iter().collect();
                 for loader in [&mut UncachedLoader as &mut dyn CandidateLoader, &mut warm] {
-                    let by_subject = selected_ids(&loader.load(&store, 0.0, Some(subject)).unwrap());
-                    let filtered: Vec<String> = selected_ids(&loader.load(&store, 0.0, None).unwrap())
+                    let by_subject = selected_ids(&loader.load(&store, 0.0, Some(subject)).unwrap().selection);
+                    let filtered: Vec<String> = selected_ids(&loader.load(&store, 0.0, None).unwrap().selection)
                         .into_iter()
                         .filter(|id| linked.contains(id))
                         .collect();

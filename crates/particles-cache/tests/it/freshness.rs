@@ -183,9 +183,11 @@ fn cache_stays_exact_across_writers() {
     let stale_head = cache.head().cloned();
     let subject_only = particles_model::QueryRequest {
         subject_id: Some(subject.clone()),
-        ..particles_model::QueryRequest::default()
+        ..particles_model::QueryRequest::question("q")
     };
-    let request = garde::Unvalidated::new(subject_only).validate().unwrap();
+    let request = subject_only
+        .validate(particles_model::Timestamp::parse("2026-06-01T00:00:00Z").unwrap())
+        .unwrap();
     let input = particles_query::QueryInput::new(&request, None, now);
     particles_query::run_query_with(&store, &mut cache, &input).unwrap();
     assert_eq!(cache.last_route(), Some(Route::SubjectUncached));

@@ -103,7 +103,7 @@ fn a_subject_call_in_a_fresh_process_does_not_open_the_sidecar() {
         particles_store::CandidateLoader::load(&mut cache, &handle, 0.0, Some(&subject)).unwrap();
     assert_eq!(cache.last_route(), Some(Route::SubjectUncached));
     assert_eq!(cache.stats().sidecar_loads, 0);
-    assert!(!selection.rows.is_empty());
+    assert!(!selection.selection.rows.is_empty());
 }
 
 #[test]
@@ -187,21 +187,21 @@ fn damaged_claims_are_caught_when_a_claim_filter_reads_them() {
     let store = Store::open_read_only(&store_path).unwrap();
     let mut cache = cache_at(&sidecar, SidecarWrite::OnChange);
     let request = |predicate: Option<&str>| {
-        garde::Unvalidated::new(particles_model::QueryRequest {
+        particles_model::QueryRequest {
             predicate: predicate.map(str::to_owned),
-            ..particles_model::QueryRequest::default()
-        })
-        .validate()
+            ..particles_model::QueryRequest::question("q")
+        }
+        .validate(particles_model::Timestamp::parse("2026-06-01T00:00:00Z").unwrap())
         .unwrap()
     };
-    let run = |cache: &mut CandidateCache,
-               request: &garde::Valid<particles_model::QueryRequest>| {
+    let run = |cache: &mut CandidateCache, request: &particles_model::ValidRequest| {
         let input = particles_query::QueryInput {
             request,
             vector: None,
             now: particles_model::Timestamp::parse("2026-06-01T00:00:00Z").unwrap(),
             norm_kernel: particles_rank::NormKernel::SkylakeX,
             exhaustive: false,
+            after_ranking: None,
         };
         particles_query::run_query_with(&store, cache, &input)
     };

@@ -106,13 +106,17 @@ fn run(
     request: &QueryRequest,
     vector: Option<&[f32]>,
 ) -> QueryOutcome {
-    let request = garde::Unvalidated::new(request.clone()).validate().unwrap();
+    let request = request
+        .clone()
+        .validate(particles_model::Timestamp::parse("2026-06-01T00:00:00Z").unwrap())
+        .unwrap();
     let input = QueryInput {
         request: &request,
         vector,
         now: Timestamp::parse("2026-06-01T00:00:00Z").unwrap(),
         norm_kernel: NormKernel::SkylakeX,
         exhaustive: false,
+        after_ranking: None,
     };
     run_query_with(store, loader, &input).unwrap()
 }
@@ -131,14 +135,14 @@ pub fn assert_cache_exact(
         (
             QueryRequest {
                 top_k: 200,
-                ..QueryRequest::default()
+                ..QueryRequest::question("q")
             },
             Some(vector.as_slice()),
         ),
         (
             QueryRequest {
                 top_k: 30,
-                ..QueryRequest::default()
+                ..QueryRequest::question("q")
             },
             None,
         ),
@@ -146,7 +150,7 @@ pub fn assert_cache_exact(
             QueryRequest {
                 top_k: 50,
                 min_confidence: 0.5,
-                ..QueryRequest::default()
+                ..QueryRequest::question("q")
             },
             Some(vector.as_slice()),
         ),
@@ -156,7 +160,7 @@ pub fn assert_cache_exact(
             QueryRequest {
                 top_k: 200,
                 subject_id: Some(subject.to_owned()),
-                ..QueryRequest::default()
+                ..QueryRequest::question("q")
             },
             Some(vector.as_slice()),
         ));

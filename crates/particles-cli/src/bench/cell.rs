@@ -109,7 +109,7 @@ fn smaps_rollup_bytes(field: &str) -> Option<u64> {
 }
 
 fn now_iso() -> String {
-    crate::query::wall_clock()
+    Ok::<_, anyhow::Error>(particles_model::Timestamp::now())
         .map(|t| t.to_string())
         .unwrap_or_default()
 }
@@ -175,7 +175,9 @@ pub(crate) fn run(spec_path: &Path) -> Result<()> {
             subject_id: subject(index),
             ..QueryRequest::default()
         };
-        let request = particles_model::validate(request, |_| "benchmark request".into())?;
+        let request = request
+            .validate(now)
+            .map_err(|e| anyhow::anyhow!("benchmark request: {e}"))?;
         let started = Instant::now();
         let encoded = encoder.as_ref().map(|encode| encode(questions.text(index)));
         let embed_seconds = started.elapsed().as_secs_f64();
@@ -287,7 +289,7 @@ pub(crate) fn run(spec_path: &Path) -> Result<()> {
 /// The single-thread f32 scan floor: the best of 20 plain passes computing one
 /// dot product per row over the set's contiguous vectors (the einsum-order SSE
 /// kernel the query uses; memory-bound at this size), nothing else.
-fn scan_floor(set: &particles_model::CandidateSet, query: &[f32]) -> f64 {
+fn scan_floor(set: &particles_candidates::CandidateSet, query: &[f32]) -> f64 {
     let mut best = f64::INFINITY;
     let mut sink = 0.0f32;
     for _ in 0..20 {
@@ -296,7 +298,7 @@ fn scan_floor(set: &particles_model::CandidateSet, query: &[f32]) -> f64 {
         for row in 0..set.len() {
             let v = set.vector(row);
             if v.len() == query.len() {
-                acc += particles_model::einsum_dot(v, query);
+                acc += particles_candidates::einsum_dot(v, query);
             }
         }
         best = best.min(started.elapsed().as_secs_f64());

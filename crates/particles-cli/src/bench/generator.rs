@@ -109,7 +109,7 @@ impl Rng {
         let mut bytes = [0u8; 16];
         bytes[..8].copy_from_slice(&self.next_u64().to_le_bytes());
         bytes[8..].copy_from_slice(&self.next_u64().to_le_bytes());
-        crate::import::uuid_text(bytes, 4)
+        particles_model::uuid_text(bytes, 4)
     }
 
     /// A random unit vector in f32 (normalised in f32).

@@ -65,7 +65,7 @@ fn progress_style() -> ProgressStyle {
 }
 
 fn log(message: &str) {
-    let now = crate::query::wall_clock()
+    let now = Ok::<_, anyhow::Error>(particles_model::Timestamp::now())
         .map(|t| t.to_string())
         .unwrap_or_default();
     eprintln!("[{}] {message}", now.get(11..19).unwrap_or(&now));
@@ -302,7 +302,7 @@ fn failure_result(
         "spec": spec,
         "status": status,
         "started_at": started_at,
-        "finished_at": crate::query::wall_clock().map(|t| t.to_string()).unwrap_or_default(),
+        "finished_at": Ok::<_, anyhow::Error>(particles_model::Timestamp::now()).map(|t| t.to_string()).unwrap_or_default(),
         "wall_seconds": wall,
         "samples": [],
         "sampled_peak_rss_bytes": peak,
@@ -321,7 +321,7 @@ fn run_cell(args: &RunArgs, dirs: &EngineDirs, spec: &CellSpec) -> Result<String
     std::fs::write(&spec_path, serde_json::to_string_pretty(spec)?)?;
     let log_path = dirs.root.join("logs").join(format!("{}.log", spec.cell_id));
     let log_file = std::fs::File::create(&log_path)?;
-    let started_at = crate::query::wall_clock()
+    let started_at = Ok::<_, anyhow::Error>(particles_model::Timestamp::now())
         .map(|t| t.to_string())
         .unwrap_or_default();
     let started = Instant::now();
@@ -454,12 +454,13 @@ fn check_ranking(
         .collect();
     // Ours, on a copy of the same file (the reference opened this one).
     let ours_store = particles_store::Store::open_read_only(store)?;
+    let now = particles_model::Timestamp::parse("2026-06-01T00:00:00Z").expect("fixed instant");
     let query = particles_model::QueryRequest {
         subject_id: subject.map(str::to_owned),
-        ..Default::default()
-    };
-    let query = particles_model::validate(query, |_| "check".into())?;
-    let now = particles_model::Timestamp::parse("2026-06-01T00:00:00Z").expect("fixed instant");
+        ..particles_model::QueryRequest::question(questions.text(index))
+    }
+    .validate(now)
+    .map_err(|e| anyhow::anyhow!("check request: {e}"))?;
     let outcome = particles_query::run_query(
         &ours_store,
         &particles_query::QueryInput::new(&query, Some(questions.vector(index)), now),

@@ -72,7 +72,7 @@ fn assert_error(run: &Run, code: i32, needles: &[&str]) {
 
 #[test]
 fn missing_store_file() {
-    let run = query(Path::new("/nonexistent/store.db"), &["--no-embedding"]);
+    let run = query(Path::new("/nonexistent/store.db"), &["q", "--no-embedding"]);
     assert_error(&run, 1, &["/nonexistent/store.db", "does not exist"]);
 }
 
@@ -85,7 +85,7 @@ fn a_file_that_is_not_sqlite() {
         "just some text, long enough to not be a database header at all",
     )
     .unwrap();
-    let run = query(&path, &["--no-embedding"]);
+    let run = query(&path, &["q", "--no-embedding"]);
     assert_error(&run, 1, &["notes.db", "not a readable SQLite database"]);
 }
 
@@ -98,7 +98,7 @@ fn a_database_without_particles() {
         .execute_batch("CREATE TABLE notes (x TEXT)")
         .unwrap();
     drop(connection);
-    let run = query(&path, &["--no-embedding"]);
+    let run = query(&path, &["q", "--no-embedding"]);
     assert_error(&run, 1, &["other.db", "no `particles` table"]);
 }
 
@@ -109,7 +109,7 @@ fn a_schema_version_of_another_major() {
         dir.path(),
         "UPDATE particles SET schema_version = '2.0.0' WHERE rowid IN (SELECT rowid FROM particles WHERE status = 'ACTIVE' LIMIT 2)",
     );
-    let run = query(&path, &["--no-embedding"]);
+    let run = query(&path, &["q", "--no-embedding"]);
     assert_error(&run, 1, &["2 at v2.0.0", "upgrade particles-rs"]);
 }
 
@@ -120,7 +120,7 @@ fn an_embedding_that_is_not_an_array_of_numbers() {
         dir.path(),
         "UPDATE particles SET embedding_json = '[0.1, \"oops\"]' WHERE id = (SELECT id FROM particles WHERE status = 'ACTIVE' AND embedding_model_id = 'all-MiniLM-L6-v2' LIMIT 1)",
     );
-    let run = query(&path, &["--no-embedding"]);
+    let run = query(&path, &["q", "--no-embedding"]);
     assert_error(
         &run,
         1,
@@ -135,7 +135,7 @@ fn a_row_that_does_not_hydrate() {
         dir.path(),
         "UPDATE particles SET retired_at = 'yesterday' WHERE id = (SELECT id FROM particles WHERE status = 'ACTIVE' AND embedding_json IS NOT NULL LIMIT 1)",
     );
-    let run = query(&path, &["--no-embedding"]);
+    let run = query(&path, &["q", "--no-embedding"]);
     assert_error(&run, 1, &["retired_at", "yesterday"]);
 }
 
@@ -151,7 +151,7 @@ fn vector_files_of_the_wrong_shape() {
     let store = fixture("coins-a.db");
     let short = vector_file(dir.path(), "[0.1, 0.2, 0.3]");
     assert_error(
-        &query(&store, &["--vector-file", &short]),
+        &query(&store, &["q", "--vector-file", &short]),
         1,
         &["vector.json", "3 numbers", "384"],
     );
@@ -160,28 +160,32 @@ fn vector_files_of_the_wrong_shape() {
         .collect();
     let nan = vector_file(dir.path(), &format!("[{}]", values.join(",")));
     assert_error(
-        &query(&store, &["--vector-file", &nan]),
+        &query(&store, &["q", "--vector-file", &nan]),
         1,
         &["element 7", "not a finite number"],
     );
     let not_json = vector_file(dir.path(), "{\"vector\": 1}");
     assert_error(
-        &query(&store, &["--vector-file", &not_json]),
+        &query(&store, &["q", "--vector-file", &not_json]),
         1,
         &["not a JSON array of numbers"],
     );
     let missing = dir.path().join("absent.json").display().to_string();
     assert_error(
-        &query(&store, &["--vector-file", &missing]),
+        &query(&store, &["q", "--vector-file", &missing]),
         1,
         &["absent.json"],
     );
 }
 
 #[test]
-fn no_question_and_no_vector_explains_the_options() {
+fn no_question_gets_the_references_verdict() {
     let run = query(&fixture("coins-a.db"), &[]);
-    assert_error(&run, 2, &["QUESTION", "--vector-file", "--no-embedding"]);
+    assert_error(
+        &run,
+        2,
+        &["Invalid query request", "a query needs a question"],
+    );
 }
 
 #[test]
@@ -198,7 +202,7 @@ fn top_k_outside_the_references_limits() {
     for top_k in ["0", "201", "many"] {
         let run = query(
             &fixture("coins-a.db"),
-            &["--no-embedding", "--top-k", top_k],
+            &["q", "--no-embedding", "--top-k", top_k],
         );
         assert_error(&run, 2, &["--top-k"]);
     }
@@ -208,17 +212,20 @@ fn top_k_outside_the_references_limits() {
 fn bad_flags_name_the_flag() {
     let store = fixture("coins-a.db");
     assert_error(
-        &query(&store, &["--no-embedding", "--min-confidence", "1.5"]),
+        &query(&store, &["q", "--no-embedding", "--min-confidence", "1.5"]),
         2,
         &["--min-confidence"],
     );
     assert_error(
-        &query(&store, &["--no-embedding", "--now", "last tuesday"]),
+        &query(&store, &["q", "--no-embedding", "--now", "last tuesday"]),
         2,
         &["--now", "RFC 3339"],
     );
     assert_error(
-        &query(&store, &["--no-embedding", "--assertion-modality", "MAYBE"]),
+        &query(
+            &store,
+            &["q", "--no-embedding", "--assertion-modality", "MAYBE"],
+        ),
         2,
         &["--assertion-modality", "FALSIFIABLE"],
     );
@@ -228,7 +235,7 @@ fn bad_flags_name_the_flag() {
 fn an_unknown_subject_answers_nothing_and_warns() {
     let run = query(
         &fixture("coins-a.db"),
-        &["--no-embedding", "--subject", "no-such-subject"],
+        &["q", "--no-embedding", "--subject", "no-such-subject"],
     );
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     assert!(run.stdout.contains("No beliefs matched"), "{}", run.stdout);
@@ -237,7 +244,7 @@ fn an_unknown_subject_answers_nothing_and_warns() {
 
 #[test]
 fn other_embedding_models_are_skipped_with_a_warning() {
-    let run = query(&fixture("coins-a.db"), &["--no-embedding", "--json"]);
+    let run = query(&fixture("coins-a.db"), &["q", "--no-embedding", "--json"]);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     assert!(
         run.stderr
@@ -252,9 +259,9 @@ fn other_embedding_models_are_skipped_with_a_warning() {
 #[test]
 fn query_surface_flags_refuse_bad_values() {
     let store = fixture("coins-a.db");
-    let cases: [(&[&str], &[&str]); 7] = [
+    let cases: [(&[&str], &[&str]); 6] = [
         (&["--as-of", "not a date"], &["--as-of", "RFC 3339"]),
-        (&["--as-of", "2999-01-01T00:00:00Z"], &["--as-of", "future"]),
+        (&["--as-of", "2999-01-01T00:00:00Z"], &["as_of", "future"]),
         (
             &["--during", "2021-01-01..2020-01-01"],
             &["--during", "after its end"],
@@ -263,15 +270,11 @@ fn query_surface_flags_refuse_bad_values() {
         (&["--on", "someday"], &["--on"]),
         (
             &["--object-gt", "heavy"],
-            &["--object-gt", "neither a number nor an ISO 8601 date"],
-        ),
-        (
-            &["--tag", "no-such-tag"],
-            &["--tag", "no-such-tag", "no taxonomy"],
+            &["'heavy'", "neither a number nor an ISO-8601 date"],
         ),
     ];
     for (flags, needles) in cases {
-        let mut args = vec!["--no-embedding"];
+        let mut args = vec!["q", "--no-embedding"];
         args.extend_from_slice(flags);
         let run = query(&store, &args);
         assert_error(&run, 2, needles);
@@ -279,6 +282,7 @@ fn query_surface_flags_refuse_bad_values() {
     let run = query(
         &store,
         &[
+            "q",
             "--no-embedding",
             "--on",
             "2020-03-15",
@@ -290,10 +294,26 @@ fn query_surface_flags_refuse_bad_values() {
 }
 
 #[test]
+fn an_unknown_tag_matches_nothing_with_a_warning() {
+    let run = query(
+        &fixture("coins-a.db"),
+        &["q", "--no-embedding", "--tag", "no-such-tag"],
+    );
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(run.stdout.contains("No beliefs matched"), "{}", run.stdout);
+    assert!(
+        run.stderr.contains("no-such-tag") && run.stderr.contains("no taxonomy"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
 fn query_surface_reports_its_counts() {
     let run = query(
         &fixture("coins-a.db"),
         &[
+            "q",
             "--no-embedding",
             "--json",
             "--as-of",

@@ -56,6 +56,7 @@ fn imported_store_ranks_alike_in_the_reference() {
     // Ours, by vector and by text: the same.
     let by_vector = particles_rs(&[
         "query",
+        question,
         "--store",
         store.to_str().unwrap(),
         "--vector-file",

@@ -40,6 +40,7 @@ fn compare(dir: &Path, case: &Value) -> Option<String> {
     let request = &case["request"];
     let mut args: Vec<String> = vec![
         "query".into(),
+        "the question".into(),
         "--json".into(),
         "--store".into(),
         request["store"].as_str()?.into(),

@@ -13,14 +13,18 @@ fn answers_line_by_line_and_survives_bad_requests() {
     let vector = std::fs::read_to_string(fixtures.join("coins-a.question.json")).unwrap();
     let vector = vector.trim();
     let requests = [
-        format!(r#"{{"vector": {vector}, "top_k": 5, "now": "2026-06-01T00:00:00Z"}}"#),
+        format!(
+            r#"{{"question": "q", "vector": {vector}, "top_k": 5, "now": "2026-06-01T00:00:00Z"}}"#
+        ),
         "this is not json".to_owned(),
-        r#"{"no_embedding": true, "top_k": 0}"#.to_owned(),
-        r#"{"vector": [0.5, 0.5]}"#.to_owned(),
+        r#"{"question": "q", "no_embedding": true, "top_k": 0}"#.to_owned(),
+        r#"{"question": "q", "vector": [0.5, 0.5]}"#.to_owned(),
         r#"{"top_k": 3}"#.to_owned(),
-        r#"{"no_embedding": true, "topk": 3}"#.to_owned(),
+        r#"{"question": "q", "no_embedding": true, "topk": 3, "top_k": "2"}"#.to_owned(),
         String::new(),
-        format!(r#"{{"vector": {vector}, "top_k": 5, "now": "2026-06-01T00:00:00Z"}}"#),
+        format!(
+            r#"{{"question": "q", "vector": {vector}, "top_k": 5, "now": "2026-06-01T00:00:00Z"}}"#
+        ),
     ];
     // A sidecar directory of its own, so the first request builds.
     let sidecars = tempfile::tempdir().unwrap();
@@ -51,13 +55,13 @@ fn answers_line_by_line_and_survives_bad_requests() {
         .collect();
     assert_eq!(responses.len(), 7, "one response per non-empty line");
     assert_eq!(responses[0]["hits"].as_array().unwrap().len(), 5);
-    assert_eq!(responses[0]["cache"]["route"], "Rebuild");
+    assert_eq!(responses[0]["cache"]["route"], "rebuild");
+    assert_eq!(responses[0]["query"]["top_k"], 5);
     for (at, needle) in [
-        (1, "not a valid JSON request"),
+        (1, "not valid JSON"),
         (2, "top_k"),
         (3, "2 numbers"),
-        (4, "no query vector"),
-        (5, "topk"),
+        (4, "a query needs a question"),
     ] {
         let error = responses[at]["error"].as_str().unwrap_or_default();
         assert!(
@@ -65,6 +69,14 @@ fn answers_line_by_line_and_survives_bad_requests() {
             "response {at}: {error:?} lacks {needle:?}"
         );
     }
-    assert_eq!(responses[6]["cache"]["route"], "Reuse");
+    // Pydantic's shape for a field error, and unknown fields ignored with lax
+    // coercion of known ones.
+    assert_eq!(responses[2]["detail"][0]["type"], "greater_than_equal");
+    assert_eq!(
+        responses[2]["detail"][0]["loc"],
+        serde_json::json!(["top_k"])
+    );
+    assert_eq!(responses[5]["hits"].as_array().unwrap().len(), 2);
+    assert_eq!(responses[6]["cache"]["route"], "reuse");
     assert_eq!(responses[6]["hits"], responses[0]["hits"]);
 }

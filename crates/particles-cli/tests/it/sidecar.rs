@@ -16,6 +16,7 @@ fn query(store: &Path, extra: &[&str]) -> (Value, Value, String) {
         .env_remove("PARTICLES_SIDECAR_DIR")
         .args([
             "query",
+            "which coins are rare?",
             "--json",
             "--top-k",
             "20",
@@ -79,11 +80,11 @@ fn one_shot_queries_share_a_sidecar_and_stay_exact() {
     let digest = file_digest(&store);
 
     let (hits, route, stderr) = query(&store, &[]);
-    assert_eq!((hits, route.as_str()), (expected.clone(), Some("Rebuild")));
+    assert_eq!((hits, route.as_str()), (expected.clone(), Some("rebuild")));
     assert!(!stderr.contains("note:"), "{stderr}");
     assert!(sidecar.exists());
     let (hits, route, _) = query(&store, &[]);
-    assert_eq!((hits, route.as_str()), (expected.clone(), Some("Sidecar")));
+    assert_eq!((hits, route.as_str()), (expected.clone(), Some("sidecar")));
     assert_eq!(file_digest(&store), digest, "the store is never written");
 
     // The reference writes while no Rust process runs.
@@ -92,16 +93,16 @@ fn one_shot_queries_share_a_sidecar_and_stay_exact() {
     assert_ne!(fresh, expected);
     assert_eq!(fresh[0]["id"], "python-written");
     let (hits, route, _) = query(&store, &[]);
-    assert_eq!((&hits, route.as_str()), (&fresh, Some("Delta(1)")));
+    assert_eq!((&hits, route.as_str()), (&fresh, Some("delta")));
     let (hits, route, _) = query(&store, &[]);
-    assert_eq!((&hits, route.as_str()), (&fresh, Some("Sidecar")));
+    assert_eq!((&hits, route.as_str()), (&fresh, Some("sidecar")));
 
     // A damaged sidecar is named, rebuilt, and the answer does not change.
     let mut bytes = std::fs::read(&sidecar).unwrap();
     bytes[30] ^= 0xff;
     std::fs::write(&sidecar, bytes).unwrap();
     let (hits, route, stderr) = query(&store, &[]);
-    assert_eq!((&hits, route.as_str()), (&fresh, Some("Rebuild")));
+    assert_eq!((&hits, route.as_str()), (&fresh, Some("rebuild")));
     assert!(
         stderr.contains("is unusable") && stderr.contains(&*sidecar.to_string_lossy()),
         "{stderr}"

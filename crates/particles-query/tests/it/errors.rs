@@ -46,31 +46,31 @@ fn two_bad_rows(dir: &Path) -> std::path::PathBuf {
 fn a_filter_error_wins_over_an_earlier_dimension_error() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open_read_only(&two_bad_rows(dir.path())).unwrap();
-    let request = garde::Unvalidated::new(QueryRequest::default())
-        .validate()
-        .unwrap();
+    let now = Timestamp::parse("2026-06-01T00:00:00Z").unwrap();
+    let request = QueryRequest::question("q").validate(now).unwrap();
     let vector = vec![0.05f32; 384];
     let input = QueryInput {
         request: &request,
         vector: Some(&vector),
-        now: Timestamp::parse("2026-06-01T00:00:00Z").unwrap(),
+        now,
         norm_kernel: NormKernel::SkylakeX,
         exhaustive: false,
+        after_ranking: None,
     };
     let error = run_query(&store, &input).unwrap_err();
     assert!(
         matches!(
             error,
-            Error::Rank(particles_rank::Error::UnhashableProperty { .. })
+            Error::Filter(particles_candidates::Error::UnhashableProperty { .. })
         ),
         "{error:?}"
     );
     // Without the filter that raises, the dimension error is reported.
-    let request = garde::Unvalidated::new(QueryRequest {
+    let request = QueryRequest {
         include_document_meta: true,
-        ..QueryRequest::default()
-    })
-    .validate()
+        ..QueryRequest::question("q")
+    }
+    .validate(now)
     .unwrap();
     let error = run_query(
         &store,

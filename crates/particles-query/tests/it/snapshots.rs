@@ -23,9 +23,9 @@ fn vector(name: &str) -> Vec<f32> {
 /// The ranking as a table: one line per hit with its factors.
 fn ranking(store: &str, vector_file: Option<&str>, request: QueryRequest) -> String {
     let store = Store::open_read_only(&fixture(store)).unwrap();
-    let request = garde::Unvalidated::new(request).validate().unwrap();
-    let vector = vector_file.map(vector);
     let now = Timestamp::parse("2026-06-01T00:00:00Z").unwrap();
+    let request = request.validate(now).unwrap();
+    let vector = vector_file.map(vector);
     let input = QueryInput {
         request: &request,
         vector: vector.as_deref(),
@@ -33,6 +33,7 @@ fn ranking(store: &str, vector_file: Option<&str>, request: QueryRequest) -> Str
         // Fixed, so the snapshot does not depend on the CPU it runs on.
         norm_kernel: NormKernel::SkylakeX,
         exhaustive: false,
+        after_ranking: None,
     };
     let outcome = run_query(&store, &input).unwrap();
     let mut out = String::new();
@@ -71,7 +72,7 @@ fn ranking(store: &str, vector_file: Option<&str>, request: QueryRequest) -> Str
 fn top(k: u32) -> QueryRequest {
     QueryRequest {
         top_k: k,
-        ..QueryRequest::default()
+        ..QueryRequest::question("which coins are rare?")
     }
 }
 

@@ -1,313 +1,21 @@
-//! Query candidates in a columnar layout made for the scan.
-//!
-//! A [`CandidateSet`] holds what ranking needs of each candidate, and nothing it does
-//! not: the id, rowid and confidence (the order key), the embedding-model check, the
-//! vector (all vectors in one contiguous `f32` buffer), and [`RowTraits`], a small
-//! fixed-size record of what the filters and the score read from the particle
-//! (property flags, enums, the first source ref, the extractor, ...). Strings that
-//! repeat across rows (extractor names, entry and snapshot ids) are interned.
-//!
-//! Loaders fill a set from hydrated particles; a query then touches no JSON and
-//! allocates nothing per candidate. Hits are materialised as full particles only at
-//! the end, by id.
+//! The candidate set: every column of the scan, owned or viewed from shared bytes.
 
 use std::{
     collections::{HashMap, HashSet},
     sync::OnceLock,
 };
 
-use crate::{
-    column::{Column, StrColumn},
-    AssertionModality, Particle, ParticleType, StructuredClaim, UncertaintyNature,
-    EMBEDDING_MODEL_ID,
+use particles_model::{
+    Particle, ParticleType, StructuredClaim, EMBEDDING_MODEL_ID, LEGACY_EMBEDDING_MODEL_ID,
 };
 
-/// The outcome of a filter test that the reference does as a set-membership test:
-/// it can hold, not hold, or raise (`TypeError`) on a list or object value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FilterFlag {
-    /// The filter does not exclude the particle.
-    Keep,
-    /// The filter excludes the particle.
-    Exclude,
-    /// The reference raises on this particle's property value (named by the key).
-    Unhashable(&'static str),
-}
-
-/// The property keys the default filters read.
-pub mod keys {
-    /// `extraction:scope`.
-    pub const SCOPE: &str = "extraction:scope";
-    /// `extraction:scope_action`.
-    pub const SCOPE_ACTION: &str = "extraction:scope_action";
-    /// `extraction:polarity`.
-    pub const POLARITY: &str = "extraction:polarity";
-    /// `stance:holder`.
-    pub const STANCE_HOLDER: &str = "stance:holder";
-}
-
-impl Particle {
-    /// Whether the document-meta filter excludes this particle: non-empty properties
-    /// with scope `DOCUMENT_META` and an action other than `observe` or
-    /// `source_exempt`.
-    pub fn document_meta_flag(&self) -> FilterFlag {
-        use serde_json::Value;
-        let Some(properties) = self.properties.as_ref().filter(|p| !p.is_empty()) else {
-            return FilterFlag::Keep;
-        };
-        if properties.get(keys::SCOPE).and_then(Value::as_str) != Some("DOCUMENT_META") {
-            return FilterFlag::Keep;
-        }
-        match properties.get(keys::SCOPE_ACTION) {
-            Some(Value::Array(_) | Value::Object(_)) => FilterFlag::Unhashable(keys::SCOPE_ACTION),
-            Some(Value::String(action)) if action == "observe" || action == "source_exempt" => {
-                FilterFlag::Keep
-            }
-            _ => FilterFlag::Exclude,
-        }
-    }
-
-    /// Whether the polarity filter excludes this particle: a `DECLINED` or
-    /// `HYPOTHETICAL` polarity.
-    pub fn non_asserted_flag(&self) -> FilterFlag {
-        use serde_json::Value;
-        let Some(properties) = self.properties.as_ref().filter(|p| !p.is_empty()) else {
-            return FilterFlag::Keep;
-        };
-        match properties.get(keys::POLARITY) {
-            Some(Value::Array(_) | Value::Object(_)) => FilterFlag::Unhashable(keys::POLARITY),
-            Some(Value::String(polarity))
-                if polarity == "DECLINED" || polarity == "HYPOTHETICAL" =>
-            {
-                FilterFlag::Exclude
-            }
-            _ => FilterFlag::Keep,
-        }
-    }
-
-    /// Whether the particle carries a stance marker (a non-empty `stance:holder`
-    /// string); stances never rank.
-    pub fn has_stance_marker(&self) -> bool {
-        self.properties
-            .as_ref()
-            .and_then(|p| p.get(keys::STANCE_HOLDER))
-            .and_then(serde_json::Value::as_str)
-            .is_some_and(|holder| !holder.is_empty())
-    }
-}
-
-/// The fixed-size part of a candidate that filters and scoring read.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RowTraits {
-    /// `particle_type == NARRATIVE` (its score is demoted).
-    pub narrative: bool,
-    /// The confidence is `DERIVED` from premises.
-    pub derived: bool,
-    /// The document-meta filter's verdict.
-    pub document_meta: FilterFlag,
-    /// The polarity filter's verdict.
-    pub non_asserted: FilterFlag,
-    /// A stance marker is present.
-    pub stance: bool,
-    /// The uncertainty nature.
-    pub uncertainty_nature: UncertaintyNature,
-    /// The assertion modality.
-    pub assertion_modality: AssertionModality,
-    /// `asserted_at` in microseconds since the epoch (naive read as UTC).
-    pub asserted_at_micros: i64,
-    /// The interned extractor name; `None` when the particle has no extractor ref.
-    pub extractor: Option<u32>,
-    /// The first `SOURCE` ref: interned entry id and snapshot id.
-    pub source: Option<(u32, Option<u32>)>,
-    /// The interned co-evidential source key.
-    pub source_key: u32,
-}
-
-/// [`RowTraits`] packed as plain data, for a column that can live in a memory map.
-///
-/// Flag bits: 0 narrative, 1 derived, 2 stance, 3 has a source ref, 4-5 the
-/// document-meta verdict, 6-7 the polarity verdict (0 keep, 1 exclude, 2 raises),
-/// 8-15 the uncertainty nature and 16-23 the assertion modality (indexes into their
-/// `ALL` lists). `NONE` marks an absent interned string.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
-#[repr(C)]
-pub struct PackedTraits {
-    asserted_at_micros: i64,
-    flags: u32,
-    extractor: u32,
-    entry: u32,
-    snapshot: u32,
-    source_key: u32,
-    reserved: u32,
-}
-
-impl PackedTraits {
-    const NONE: u32 = u32::MAX;
-
-    fn pack(t: &RowTraits) -> PackedTraits {
-        let verdict = |flag: FilterFlag| match flag {
-            FilterFlag::Keep => 0u32,
-            FilterFlag::Exclude => 1,
-            FilterFlag::Unhashable(_) => 2,
-        };
-        let index = |found: Option<usize>| found.unwrap_or(0) as u32;
-        let flags = u32::from(t.narrative)
-            | u32::from(t.derived) << 1
-            | u32::from(t.stance) << 2
-            | u32::from(t.source.is_some()) << 3
-            | verdict(t.document_meta) << 4
-            | verdict(t.non_asserted) << 6
-            | index(
-                UncertaintyNature::ALL
-                    .iter()
-                    .position(|&n| n == t.uncertainty_nature),
-            ) << 8
-            | index(
-                AssertionModality::ALL
-                    .iter()
-                    .position(|&m| m == t.assertion_modality),
-            ) << 16;
-        let (entry, snapshot) = t.source.unwrap_or((Self::NONE, None));
-        PackedTraits {
-            asserted_at_micros: t.asserted_at_micros,
-            flags,
-            extractor: t.extractor.unwrap_or(Self::NONE),
-            entry,
-            snapshot: snapshot.unwrap_or(Self::NONE),
-            source_key: t.source_key,
-            reserved: 0,
-        }
-    }
-
-    fn unpack(self) -> RowTraits {
-        let verdict = |bits: u32, key: &'static str| match bits & 3 {
-            0 => FilterFlag::Keep,
-            1 => FilterFlag::Exclude,
-            _ => FilterFlag::Unhashable(key),
-        };
-        let some = |at: u32| (at != Self::NONE).then_some(at);
-        let nature = ((self.flags >> 8) & 0xff) as usize;
-        let modality = ((self.flags >> 16) & 0xff) as usize;
-        RowTraits {
-            narrative: self.flags & 1 != 0,
-            derived: self.flags & 2 != 0,
-            stance: self.flags & 4 != 0,
-            document_meta: verdict(self.flags >> 4, keys::SCOPE_ACTION),
-            non_asserted: verdict(self.flags >> 6, keys::POLARITY),
-            uncertainty_nature: UncertaintyNature::ALL
-                .get(nature)
-                .copied()
-                .unwrap_or(UncertaintyNature::ALL[0]),
-            assertion_modality: AssertionModality::ALL
-                .get(modality)
-                .copied()
-                .unwrap_or(AssertionModality::ALL[0]),
-            asserted_at_micros: self.asserted_at_micros,
-            extractor: some(self.extractor),
-            source: (self.flags & 8 != 0).then(|| (self.entry, some(self.snapshot))),
-            source_key: self.source_key,
-        }
-    }
-
-    /// Whether every field is one `pack` can produce, with string indexes below
-    /// `strings`.
-    fn is_valid(&self, strings: usize) -> bool {
-        let index_ok = |at: u32| (at as usize) < strings;
-        let optional_ok = |at: u32| at == Self::NONE || index_ok(at);
-        let has_source = self.flags & 8 != 0;
-        self.flags >> 24 == 0
-            && (self.flags >> 4) & 3 != 3
-            && (self.flags >> 6) & 3 != 3
-            && ((self.flags >> 8) & 0xff) < UncertaintyNature::ALL.len() as u32
-            && ((self.flags >> 16) & 0xff) < AssertionModality::ALL.len() as u32
-            && optional_ok(self.extractor)
-            && if has_source {
-                index_ok(self.entry) && optional_ok(self.snapshot)
-            } else {
-                self.entry == Self::NONE && self.snapshot == Self::NONE
-            }
-            && index_ok(self.source_key)
-            && self.reserved == 0
-    }
-}
-
-/// Interned strings; the lookup index is built on first use, so a set read from a
-/// sidecar pays for it only when it is extended.
-#[derive(Debug, Clone, Default)]
-struct Interner {
-    strings: StrColumn,
-    index: Option<HashMap<String, u32>>,
-}
-
-impl Interner {
-    fn intern(&mut self, text: &str) -> u32 {
-        let strings = &self.strings;
-        let index = self.index.get_or_insert_with(|| {
-            (0..strings.len())
-                .map(|at| (strings.get(at).to_owned(), at as u32))
-                .collect()
-        });
-        if let Some(&at) = index.get(text) {
-            return at;
-        }
-        let at = u32::try_from(self.strings.len()).expect("fewer than 2^32 distinct strings");
-        self.strings.push(text);
-        index.insert(text.to_owned(), at);
-        at
-    }
-}
-
-/// A predicate over bytes.
-pub type BytesPredicate = dyn Fn(&[u8]) -> bool + Send + Sync;
-
-/// Checks bytes read back from a sidecar (its section checksum).
-#[derive(Clone)]
-pub struct BytesCheck(pub std::sync::Arc<BytesPredicate>);
-
-impl std::fmt::Debug for BytesCheck {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("BytesCheck")
-    }
-}
-
-/// Structured claims by particle id: parsed at build, or kept as JSON (from a
-/// sidecar) and checked and parsed on first use, since only claim filters read
-/// them (at a million rows they are 160 MB that a query without claim filters
-/// need not hash).
-#[derive(Debug, Clone, Default)]
-struct Claims {
-    parsed: OnceLock<(HashMap<String, StructuredClaim>, bool)>,
-    json: Option<Column<u8>>,
-    check: Option<BytesCheck>,
-}
-
-impl Claims {
-    /// The claims, and whether they are intact (checksum and parse).
-    fn load(&self) -> &(HashMap<String, StructuredClaim>, bool) {
-        self.parsed.get_or_init(|| match &self.json {
-            None => (HashMap::new(), true),
-            Some(json) => {
-                if self.check.as_ref().is_some_and(|check| !(check.0)(json)) {
-                    return (HashMap::new(), false);
-                }
-                match serde_json::from_slice(json) {
-                    Ok(map) => (map, true),
-                    Err(_) => (HashMap::new(), false),
-                }
-            }
-        })
-    }
-
-    fn map(&self) -> &HashMap<String, StructuredClaim> {
-        &self.load().0
-    }
-
-    fn map_mut(&mut self) -> &mut HashMap<String, StructuredClaim> {
-        self.map();
-        self.json = None;
-        &mut self.parsed.get_mut().expect("initialised by map() above").0
-    }
-}
+use crate::{
+    claims::{BytesCheck, Claims},
+    column::{Column, StrColumn},
+    filters::{document_meta_flag, has_stance_marker, non_asserted_flag},
+    interner::Interner,
+    traits::{PackedTraits, RowTraits},
+};
 
 /// Candidates in columns. Row `i` of every column is the same particle.
 ///
@@ -415,7 +123,7 @@ impl CandidateSet {
         }
         let model = model_id
             .filter(|m| !m.is_empty())
-            .unwrap_or(crate::LEGACY_EMBEDDING_MODEL_ID);
+            .unwrap_or(LEGACY_EMBEDDING_MODEL_ID);
         let source = particle.first_source_ref().map(|r| {
             let entry = self.strings.intern(&r.corpus_entry_id);
             let snapshot = r.snapshot_id.as_deref().map(|s| self.strings.intern(s));
@@ -424,9 +132,9 @@ impl CandidateSet {
         let traits = RowTraits {
             narrative: particle.particle_type == ParticleType::Narrative,
             derived: particle.is_derived(),
-            document_meta: particle.document_meta_flag(),
-            non_asserted: particle.non_asserted_flag(),
-            stance: particle.has_stance_marker(),
+            document_meta: document_meta_flag(particle),
+            non_asserted: non_asserted_flag(particle),
+            stance: has_stance_marker(particle),
             uncertainty_nature: particle.uncertainty_nature,
             assertion_modality: particle.assertion_modality,
             asserted_at_micros: particle.asserted_at.utc_micros(),
@@ -454,7 +162,8 @@ impl CandidateSet {
         self.model_current
             .push(u8::from(model == EMBEDDING_MODEL_ID));
         self.traits.push(PackedTraits::pack(&traits));
-        self.norms.push(crate::einsum_dot(vector, vector).sqrt());
+        self.norms
+            .push(crate::einsum::einsum_dot(vector, vector).sqrt());
         self.vectors.to_mut().extend_from_slice(vector);
         self.offsets.push(self.vectors.len() as u64);
     }
@@ -788,28 +497,4 @@ fn order_key_cmp(a: (f64, i64), b: (f64, i64)) -> std::cmp::Ordering {
     a.0.partial_cmp(&b.0)
         .unwrap_or_else(|| a.0.total_cmp(&b.0))
         .then(a.1.cmp(&b.1))
-}
-
-/// What a loader hands the ranking: a candidate set and the rows of it to rank, in
-/// `(confidence, rowid)` order.
-#[derive(Debug, Clone)]
-pub struct Selection {
-    /// The candidates (possibly shared with a cache).
-    pub set: std::sync::Arc<CandidateSet>,
-    /// The rows to rank, in loader order.
-    pub rows: Vec<usize>,
-    /// ACTIVE rows left out because their vector is of another embedding model.
-    pub skipped_other_model: usize,
-}
-
-impl Selection {
-    /// Every row of `set`, in its order.
-    pub fn all(set: CandidateSet, skipped_other_model: usize) -> Selection {
-        let rows = (0..set.len()).collect();
-        Selection {
-            set: std::sync::Arc::new(set),
-            rows,
-            skipped_other_model,
-        }
-    }
 }

@@ -1,0 +1,62 @@
+//! Query candidates in a columnar layout made for the scan.
+//!
+//! A [`CandidateSet`] holds what ranking needs of each candidate and nothing it does
+//! not: the id, rowid and confidence (the order key), the embedding-model check, the
+//! vector (all vectors in one contiguous `f32` buffer) with its norm, and
+//! [`RowTraits`], a small fixed-size record of what the filters and the score read
+//! from the particle (the default filters' verdicts, enums, the first source ref,
+//! the extractor). Strings that repeat across rows are interned. Loaders fill a set
+//! from hydrated particles once; a query then touches no JSON and allocates nothing
+//! per candidate.
+//!
+//! Columns are [`column::Column`]s: a `Vec`, or a view of shared bytes (a sidecar's
+//! memory map) behind the same slice, so a scan never copies a map. That view, and
+//! the SSE dot kernel ([`einsum_dot`], NumPy's reduction order, used for the stored
+//! norms), are this crate's only `unsafe` code; each block states its invariant.
+//!
+//! ```
+//! use particles_candidates::{CandidateSet, Selection};
+//! let set = CandidateSet::new();
+//! let selection = Selection::all(set, 0);
+//! assert!(selection.rows.is_empty());
+//! ```
+#![warn(missing_docs)]
+#![warn(clippy::unwrap_used)]
+
+mod claims;
+pub mod column;
+mod einsum;
+mod filters;
+mod interner;
+mod selection;
+mod set;
+mod traits;
+
+pub use crate::{
+    claims::{BytesCheck, BytesPredicate},
+    einsum::{einsum_dot, einsum_dot_portable},
+    filters::{
+        document_meta_flag, has_stance_marker, keys, non_asserted_flag, passes_filters,
+        within_recency_window, FilterFlag,
+    },
+    selection::Selection,
+    set::{CandidateColumns, CandidateSet, ColumnSlices, ColumnsError},
+    traits::{PackedTraits, RowTraits},
+};
+
+/// Errors from testing a candidate against the filters.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A property the filters test for membership holds a list or object, where the
+    /// reference raises `TypeError`. Fix the particle's properties.
+    #[error("particle {id}: property {key:?} is a list or object, not a value")]
+    UnhashableProperty {
+        /// The particle id.
+        id: String,
+        /// The property key.
+        key: String,
+    },
+}
+
+/// The result type of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

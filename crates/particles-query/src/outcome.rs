@@ -1,0 +1,144 @@
+//! What a query returns: the hits and everything that explains them, all read in
+//! the ranking's snapshot. Every type here serialises to the JSON `particles-rs
+//! query --json` prints.
+
+use particles_model::{policy::SourceFacts, Particle};
+use particles_rank::Factors;
+use serde::Serialize;
+
+use crate::{AsOfNote, WindowCoverage, WindowHit};
+
+/// One ranked particle.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Hit {
+    /// 1 for the first hit.
+    pub rank: usize,
+    /// The particle id.
+    pub id: String,
+    /// Cosine similarity (the effective confidence without a query vector).
+    pub similarity: f64,
+    /// Effective confidence (noisy-OR merged for a co-evidential representative).
+    pub effective_confidence: f64,
+    /// The rank score the sort used.
+    pub score: f64,
+    /// Its rowid in the store.
+    pub rowid: i64,
+    /// The factors of the effective confidence before any merge.
+    pub factors: Factors,
+    /// The first source's facts.
+    pub source: SourceFacts,
+    /// With `as_of`: why a hit retired now was believed at T.
+    pub as_of_note: Option<AsOfNote>,
+    /// With a window: how the hit sits in it.
+    pub window_hit: Option<WindowHit>,
+    /// The particle, fully hydrated, in the reference's JSON shape.
+    pub particle: Particle,
+}
+
+/// The claim filters' disclosure: how the filtered slice relates to the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct ClaimCoverage {
+    /// ACTIVE particles in the store.
+    pub active_total: u64,
+    /// ACTIVE particles carrying a structured claim.
+    pub with_claims: u64,
+    /// Candidates whose claim matched.
+    pub matched: usize,
+    /// Candidates whose object could not be compared with a gt/lt bound
+    /// (disclosed, never silently dropped).
+    pub not_normalizable_excluded: usize,
+}
+
+/// Counts that explain a result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct QueryStats {
+    /// Candidates the loader returned.
+    pub candidates: usize,
+    /// ACTIVE rows skipped because their vector is of another embedding model.
+    pub skipped_other_model: usize,
+    /// Candidates dropped by the filters (document-meta, polarity, stance, ...).
+    pub filtered_out: usize,
+    /// Candidates whose effective confidence was below `min_confidence`.
+    pub below_min_confidence: usize,
+    /// Hits dropped by the co-evidential collapse.
+    pub collapsed: usize,
+    /// Candidates never fully scored because their score bound could not reach the
+    /// top k (their source facts were not even read).
+    pub pruned: usize,
+}
+
+/// Where a query's time went, in seconds, named like the reference benchmark's
+/// stages. `decode` is the loader's time outside SQLite and hydration (vector
+/// parsing, the model check, a cache's selection). Time outside every stage (the
+/// hits' particles read by id, call overhead) is the caller's residual.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct StageTimings {
+    /// Schema guard and policy snapshot.
+    pub setup: f64,
+    /// Preparing the query vector (its norm); encoding happens before the query.
+    pub embed: f64,
+    /// Inside SQLite for the loader's statements.
+    pub sql_fetch: f64,
+    /// The rest of the loader: vector parsing, model check, cache selection.
+    pub decode: f64,
+    /// Rows turned into particles by the loader.
+    pub hydrate: f64,
+    /// The candidate filters.
+    pub filters: f64,
+    /// Source facts (chunked lookups).
+    pub source_rows: f64,
+    /// Stale-support discounts.
+    pub support_discounts: f64,
+    /// Cosine and effective confidence.
+    pub scoring: f64,
+    /// Sort and top-k cut.
+    pub sort: f64,
+    /// Co-evidential collapse.
+    pub collapse: f64,
+}
+
+/// What a query touched, for the benchmark's counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct WorkCounters {
+    /// Candidates the loader returned.
+    pub rows_read: usize,
+    /// Bytes of embedding JSON the loader decoded.
+    pub embedding_json_bytes: u64,
+    /// Rows the loader hydrated into particles.
+    pub models_hydrated: u64,
+    /// Candidates scored (after the filters and the confidence floor).
+    pub candidates_scored: usize,
+    /// Distinct snapshot ids looked up for source facts.
+    pub snapshot_ids_looked_up: usize,
+    /// Distinct corpus-entry ids looked up for source facts.
+    pub entry_ids_looked_up: usize,
+}
+
+/// A query's answer, every part of it read in one snapshot of the store.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QueryOutcome {
+    /// The hits in rank order (at most `top_k`).
+    pub hits: Vec<Hit>,
+    /// With `as_of`: retired candidates left out because no rung dated their
+    /// retirement (the lens fails closed and says so).
+    pub as_of_excluded_undatable: usize,
+    /// With a window: what the window route saw.
+    pub window_coverage: Option<WindowCoverage>,
+    /// With claim filters: how the filtered slice relates to the store.
+    pub claim_coverage: Option<ClaimCoverage>,
+    /// Requested tags that no taxonomy defines and no particle carries (the
+    /// reference keeps them literally, so they match nothing).
+    pub unknown_tags: Vec<String>,
+    /// With `subject_id`: whether any particle is linked to that subject.
+    pub subject_linked: Option<bool>,
+    /// Request fields this engine accepted and validated but does not act on yet.
+    pub not_applied: Vec<&'static str>,
+    /// Counts that explain the hits.
+    pub stats: QueryStats,
+    /// Where the time went.
+    #[serde(skip)]
+    pub timings: StageTimings,
+    /// What was touched.
+    #[serde(skip)]
+    pub work: WorkCounters,
+}
