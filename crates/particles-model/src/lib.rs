@@ -24,6 +24,7 @@ mod ids;
 mod particle;
 pub mod policy;
 mod request;
+pub mod response;
 mod timestamp;
 
 pub use crate::{

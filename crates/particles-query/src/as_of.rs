@@ -12,61 +12,11 @@
 use std::collections::{HashMap, HashSet};
 
 use particles_candidates::{CandidateSet, Selection};
-use particles_model::{Particle, Status, StatusReason, Timestamp};
+use particles_model::{
+    response::{AsOfNote, RetirementBasis, Successor},
+    Particle, Status, StatusReason, Timestamp,
+};
 use particles_store::{CandidateLoader, Store};
-use serde::Serialize;
-
-/// Which rung of the ladder dated a retirement.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RetirementBasis {
-    /// The stored `retired_at` column.
-    Stored,
-    /// The earliest particle that supersedes it.
-    Successor,
-    /// The latest retiring operator event naming it.
-    Event,
-    /// Its `valid_until`, for a `VALIDITY_EXPIRED` retirement.
-    ValidUntil,
-}
-
-impl RetirementBasis {
-    /// The reference's name for the rung.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RetirementBasis::Stored => "stored",
-            RetirementBasis::Successor => "successor",
-            RetirementBasis::Event => "event",
-            RetirementBasis::ValidUntil => "valid_until",
-        }
-    }
-}
-
-/// The particle that superseded a retired hit.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Successor {
-    /// Its id.
-    pub id: String,
-    /// Its content.
-    pub content: String,
-    /// When it was asserted (UTC).
-    pub asserted_at: Timestamp,
-}
-
-/// Why a hit that is retired now was still believed at T.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct AsOfNote {
-    /// Its current status.
-    pub status: Status,
-    /// Its current status reason.
-    pub status_reason: Option<StatusReason>,
-    /// When it was retired (after T), UTC.
-    pub retired_at: Timestamp,
-    /// The rung that dated it.
-    pub basis: RetirementBasis,
-    /// Its successor, when a particle supersedes it.
-    pub successor: Option<Successor>,
-}
 
 /// The store's retirement-dating facts, read once per query.
 pub(crate) struct RetirementIndex {

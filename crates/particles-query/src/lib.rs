@@ -49,9 +49,9 @@ mod scan;
 mod window;
 
 pub use crate::{
-    as_of::{AsOfLoader, AsOfNote, RetirementBasis, Successor},
+    as_of::AsOfLoader,
     outcome::{ClaimCoverage, Hit, QueryOutcome, QueryStats, StageTimings, WorkCounters},
-    window::{CloseBasis, WindowCoverage, WindowHit, WindowLoader, WindowReading},
+    window::WindowLoader,
 };
 
 use std::{

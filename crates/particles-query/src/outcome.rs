@@ -6,7 +6,7 @@ use particles_model::{policy::SourceFacts, Particle};
 use particles_rank::Factors;
 use serde::Serialize;
 
-use crate::{AsOfNote, WindowCoverage, WindowHit};
+use particles_model::response::{AsOfNote, WindowCoverage, WindowHit};
 
 /// One ranked particle.
 #[derive(Debug, Clone, PartialEq, Serialize)]

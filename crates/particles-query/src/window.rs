@@ -12,101 +12,18 @@
 use std::collections::HashMap;
 
 use particles_candidates::{CandidateSet, Selection};
-use particles_model::{Particle, Status, TimeWindow, Timestamp, ValidKind};
+use particles_model::{
+    response::{AsOfNote, CloseBasis, WindowCoverage, WindowHit, WindowReading},
+    Particle, Status, TimeWindow, Timestamp, ValidKind,
+};
 use particles_store::{CandidateLoader, Store};
-use serde::Serialize;
 
-use crate::as_of::{evaluate as evaluate_as_of, AsOfNote, RetirementIndex, Visibility};
+use crate::as_of::{evaluate as evaluate_as_of, RetirementIndex, Visibility};
 
 const BASIS_KEY: &str = "extraction:valid_from_basis";
 const GRANULARITY_KEY: &str = "extraction:valid_from_granularity";
 /// The `valid_from` bases whose successor start closes a retired state.
 const CLOSING_BASES: [&str; 5] = ["stated", "prose", "operator", "as-of", "session"];
-
-/// How a claim sits in the window.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum WindowReading {
-    /// It began in the window.
-    Began,
-    /// A state that began before the window and held in it.
-    InForce,
-    /// Held at the window, known from an "as of" statement.
-    HeldAt,
-    /// A coarse anchor (somewhere in a month or year) that meets the window.
-    Within,
-}
-
-impl WindowReading {
-    /// The reference's name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            WindowReading::Began => "BEGAN",
-            WindowReading::InForce => "IN_FORCE",
-            WindowReading::HeldAt => "HELD_AT",
-            WindowReading::Within => "WITHIN",
-        }
-    }
-}
-
-/// Why a retired state closed when it did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CloseBasis {
-    /// Its own `valid_until`.
-    ValidUntil,
-    /// Its successor's start.
-    Successor,
-    /// Its retirement instant.
-    RetiredAt,
-}
-
-impl CloseBasis {
-    /// The reference's name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CloseBasis::ValidUntil => "valid_until",
-            CloseBasis::Successor => "successor",
-            CloseBasis::RetiredAt => "retired_at",
-        }
-    }
-}
-
-/// An admitted claim's reading of the window.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct WindowHit {
-    /// How it sits in the window.
-    pub reading: WindowReading,
-    /// Its start (UTC when naive).
-    pub valid_from: Timestamp,
-    /// Event or state (or unkinded).
-    pub valid_kind: Option<ValidKind>,
-    /// A retired state's close.
-    pub closed_at: Option<Timestamp>,
-    /// What closed it.
-    pub close_basis: Option<CloseBasis>,
-    /// For a claim retired now: its retirement.
-    pub retired: Option<AsOfNote>,
-    /// The retired original this restatement stands in for.
-    pub restates: Option<String>,
-}
-
-/// What the window route saw.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-pub struct WindowCoverage {
-    /// Dated candidates loaded.
-    pub candidates: usize,
-    /// Admitted to the window.
-    pub admitted: usize,
-    /// ACTIVE beliefs without a start, store-wide (they can never be in a window).
-    pub undated: u64,
-    /// Dated but unkinded candidates (admitted only as `BEGAN`).
-    pub unkinded: usize,
-    /// Admitted claims that are retired now.
-    pub retired_admitted: usize,
-    /// Retired originals dropped for an admitted restatement.
-    pub restated: usize,
-}
 
 fn utc(timestamp: Timestamp) -> Timestamp {
     if timestamp.is_aware() {
@@ -401,7 +318,7 @@ impl CandidateLoader for WindowLoader {
         self.as_of_notes.clear();
         self.as_of_excluded_undatable = 0;
         let mut coverage = WindowCoverage {
-            candidates: rows.len(),
+            candidates: rows.len() as u64,
             undated: particles_store::count_active_undated(store)?,
             ..WindowCoverage::default()
         };
@@ -461,8 +378,8 @@ impl CandidateLoader for WindowLoader {
         for id in &dropped {
             self.hits.remove(id);
         }
-        coverage.restated += dropped.len();
-        coverage.retired_admitted -= dropped.len();
+        coverage.restated += dropped.len() as u64;
+        coverage.retired_admitted -= dropped.len() as u64;
         self.coverage = coverage;
         let mut set = CandidateSet::new();
         for row in admitted

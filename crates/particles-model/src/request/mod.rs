@@ -15,7 +15,7 @@
 mod bound;
 mod lax;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 pub use self::{
@@ -33,7 +33,7 @@ pub const MAX_QUESTION_CHARS: usize = 8192;
 
 /// Who the answer is written for (`AudienceHint`); it shapes only the answer's
 /// prompt, never the ranking.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum Audience {
     /// Numeric confidences and uncertainty classes.
@@ -63,7 +63,7 @@ impl Audience {
 }
 
 /// The bucket axis of the `group_by` aggregate (`StructuralGroupBy`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum GroupBy {
     /// The claim's subject (or the particle's subjects).
@@ -93,7 +93,7 @@ impl GroupBy {
 
 /// A world-time window; either end may be open, both equal is a point (`--on`).
 /// After validation both ends are aware (a naive end is read as UTC).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TimeWindow {
     /// The first instant in the window.
     pub start: Option<Timestamp>,
