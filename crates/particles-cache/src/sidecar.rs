@@ -49,7 +49,8 @@ use xxhash_rust::xxh3::xxh3_64;
 
 const MAGIC: &[u8; 8] = b"PRSCAR01";
 const FORMAT: &str = "particles-rs sidecar";
-const VERSION: u64 = 1;
+// 2: packed traits carry the calibration source (bits 24-27).
+const VERSION: u64 = 2;
 const HEADER_SPACE: usize = 4096;
 const SECTION_ALIGN: usize = 64;
 

@@ -132,6 +132,7 @@ impl CandidateSet {
         let traits = RowTraits {
             narrative: particle.particle_type == ParticleType::Narrative,
             derived: particle.is_derived(),
+            calibration_source: particle.confidence.calibration_source,
             document_meta: document_meta_flag(particle),
             non_asserted: non_asserted_flag(particle),
             stance: has_stance_marker(particle),

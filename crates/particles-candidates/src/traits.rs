@@ -1,7 +1,7 @@
 //! A row's fixed-size traits: what the filters and the score read of a particle,
 //! and their packed, plain-data form for a column that can live in a memory map.
 
-use particles_model::{AssertionModality, UncertaintyNature};
+use particles_model::{AssertionModality, CalibrationSource, UncertaintyNature};
 
 use crate::filters::{keys, FilterFlag};
 
@@ -12,6 +12,8 @@ pub struct RowTraits {
     pub narrative: bool,
     /// The confidence is `DERIVED` from premises.
     pub derived: bool,
+    /// Where the confidence value came from (the uncalibrated cap reads it).
+    pub calibration_source: CalibrationSource,
     /// The document-meta filter's verdict.
     pub document_meta: FilterFlag,
     /// The polarity filter's verdict.
@@ -36,8 +38,9 @@ pub struct RowTraits {
 ///
 /// Flag bits: 0 narrative, 1 derived, 2 stance, 3 has a source ref, 4-5 the
 /// document-meta verdict, 6-7 the polarity verdict (0 keep, 1 exclude, 2 raises),
-/// 8-15 the uncertainty nature and 16-23 the assertion modality (indexes into their
-/// `ALL` lists). `NONE` marks an absent interned string.
+/// 8-15 the uncertainty nature, 16-23 the assertion modality and 24-27 the
+/// calibration source (indexes into their `ALL` lists); 28-31 are zero. `NONE`
+/// marks an absent interned string.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 #[repr(C)]
 pub struct PackedTraits {
@@ -75,7 +78,12 @@ impl PackedTraits {
                 AssertionModality::ALL
                     .iter()
                     .position(|&m| m == t.assertion_modality),
-            ) << 16;
+            ) << 16
+            | index(
+                CalibrationSource::ALL
+                    .iter()
+                    .position(|&c| c == t.calibration_source),
+            ) << 24;
         let (entry, snapshot) = t.source.unwrap_or((Self::NONE, None));
         PackedTraits {
             asserted_at_micros: t.asserted_at_micros,
@@ -97,9 +105,14 @@ impl PackedTraits {
         let some = |at: u32| (at != Self::NONE).then_some(at);
         let nature = ((self.flags >> 8) & 0xff) as usize;
         let modality = ((self.flags >> 16) & 0xff) as usize;
+        let calibration = ((self.flags >> 24) & 0xf) as usize;
         RowTraits {
             narrative: self.flags & 1 != 0,
             derived: self.flags & 2 != 0,
+            calibration_source: CalibrationSource::ALL
+                .get(calibration)
+                .copied()
+                .unwrap_or(CalibrationSource::ALL[0]),
             stance: self.flags & 4 != 0,
             document_meta: verdict(self.flags >> 4, keys::SCOPE_ACTION),
             non_asserted: verdict(self.flags >> 6, keys::POLARITY),
@@ -124,7 +137,8 @@ impl PackedTraits {
         let index_ok = |at: u32| (at as usize) < strings;
         let optional_ok = |at: u32| at == Self::NONE || index_ok(at);
         let has_source = self.flags & 8 != 0;
-        self.flags >> 24 == 0
+        self.flags >> 28 == 0
+            && ((self.flags >> 24) & 0xf) < CalibrationSource::ALL.len() as u32
             && (self.flags >> 4) & 3 != 3
             && (self.flags >> 6) & 3 != 3
             && ((self.flags >> 8) & 0xff) < UncertaintyNature::ALL.len() as u32

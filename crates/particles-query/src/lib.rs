@@ -61,7 +61,9 @@ use std::{
 
 use particles_candidates::{CandidateSet, Selection};
 use particles_model::{Mode, Particle, Timestamp, ValidRequest};
-use particles_rank::{ClaimFilters, ClaimMatch, NormKernel, Policies, QueryVector, Ranked};
+use particles_rank::{
+    ClaimFilters, ClaimMatch, NormKernel, Policies, QueryVector, RankSettings, Ranked,
+};
 use particles_store::{CandidateLoader, Store, UncachedLoader};
 
 use crate::{
@@ -117,6 +119,8 @@ pub struct QueryInput<'a> {
     pub vector: Option<&'a [f32]>,
     /// The instant decay is evaluated at (the request's `as_of` replaces it).
     pub now: Timestamp,
+    /// The configuration keys that enter ranking.
+    pub settings: &'a RankSettings,
     /// The BLAS kernel whose rounding the query norm reproduces.
     pub norm_kernel: NormKernel,
     /// Score every candidate instead of stopping at the bound (the oracle of the
@@ -141,13 +145,19 @@ impl std::fmt::Debug for QueryInput<'_> {
     }
 }
 
+/// The reference's compiled defaults, for an install with no configuration.
+static DEFAULT_SETTINGS: std::sync::LazyLock<RankSettings> =
+    std::sync::LazyLock::new(RankSettings::default);
+
 impl<'a> QueryInput<'a> {
-    /// An input with the norm kernel detected for this machine.
+    /// An input with the reference's default settings and the norm kernel detected
+    /// for this machine.
     pub fn new(request: &'a ValidRequest, vector: Option<&'a [f32]>, now: Timestamp) -> Self {
         QueryInput {
             request,
             vector,
             now,
+            settings: &DEFAULT_SETTINGS,
             norm_kernel: NormKernel::detect(),
             exhaustive: false,
             after_ranking: None,
@@ -231,7 +241,7 @@ fn run_in_snapshot(
     let request = input.request;
     let started = Instant::now();
     particles_store::check_schema_version(store)?;
-    let policies = Policies::compile(&particles_store::load_policy_rows(store)?)?;
+    let policies = Policies::compile(&particles_store::load_policy_rows(store)?, input.settings)?;
     let mut timings = StageTimings {
         setup: started.elapsed().as_secs_f64(),
         ..StageTimings::default()
@@ -362,6 +372,7 @@ impl Ranking<'_> {
             top,
             |r| set.id(r.row),
             |r| set.string(set.traits(r.row).source_key),
+            self.policies.settings.equivalence_threshold,
             |id| particles_store::co_evidential_edges(self.store, id),
         )?;
         stats.collapsed = before_collapse - collapsed.len();
@@ -408,7 +419,14 @@ impl Ranking<'_> {
             stats.filtered_out = rows.len() - survivors.len();
             self.timings.filters = started.elapsed().as_secs_f64();
             let started = Instant::now();
-            let scanned = scan_candidates(set, &survivors, self.query, at_most_one, None)?;
+            let scanned = scan_candidates(
+                set,
+                &survivors,
+                self.query,
+                at_most_one,
+                self.policies,
+                None,
+            )?;
             self.timings.scoring += started.elapsed().as_secs_f64();
             Ok((scanned, claims))
         } else {
@@ -416,7 +434,14 @@ impl Ranking<'_> {
                 Ok(particles_candidates::passes_filters(set, row, request)?
                     && particles_candidates::within_recency_window(set, row, request, now))
             };
-            let scanned = scan_candidates(set, rows, self.query, at_most_one, Some(&keep))?;
+            let scanned = scan_candidates(
+                set,
+                rows,
+                self.query,
+                at_most_one,
+                self.policies,
+                Some(&keep),
+            )?;
             stats.filtered_out = rows.len() - scanned.survivors.len();
             self.timings.scoring += started.elapsed().as_secs_f64();
             Ok((scanned, None))
@@ -495,7 +520,7 @@ impl Ranking<'_> {
             let chunk = order.batch(next, batch).to_vec();
             next += chunk.len();
             let rows: Vec<usize> = chunk.iter().map(|&p| scanned.survivors[p]).collect();
-            let facts = lookups.read(self.store, set, &rows, self.timings)?;
+            let facts = lookups.read(self.store, set, &rows, self.policies, self.timings)?;
             let scoring_started = Instant::now();
             for ((&position, &row), (source, discount)) in chunk.iter().zip(&rows).zip(facts) {
                 let factors =
@@ -508,6 +533,7 @@ impl Ranking<'_> {
                     &factors,
                     similarity,
                     self.request.min_confidence,
+                    self.policies,
                 ) {
                     Some(ranked) => top.push(Scored {
                         position,
@@ -543,6 +569,7 @@ impl FactLookups {
         store: &Store,
         set: &CandidateSet,
         rows: &[usize],
+        policies: &Policies,
         timings: &mut StageTimings,
     ) -> Result<Vec<(particles_model::policy::SourceFacts, f64)>> {
         let started = Instant::now();
@@ -576,7 +603,8 @@ impl FactLookups {
             .into_iter()
             .zip(rows)
             .map(|(source, &row)| {
-                let discount = particles_rank::stale_support_discount(set, row, &premises);
+                let discount =
+                    particles_rank::stale_support_discount(set, row, &premises, policies);
                 (source, discount)
             })
             .collect())

@@ -2,7 +2,7 @@
 //! and each survivor's score bound, split across cores for large sets.
 
 use particles_candidates::CandidateSet;
-use particles_rank::QueryVector;
+use particles_rank::{Policies, QueryVector};
 
 use crate::{Error, Result};
 
@@ -27,6 +27,7 @@ pub(crate) fn scan_candidates(
     rows: &[usize],
     query: Option<&QueryVector>,
     at_most_one: bool,
+    policies: &Policies,
     keep: Option<&(dyn Fn(usize) -> Result<bool> + Sync)>,
 ) -> Result<Scanned> {
     /// One chunk's results, with its first filter error and first similarity
@@ -80,6 +81,7 @@ pub(crate) fn scan_candidates(
                 row,
                 similarity,
                 at_most_one,
+                policies,
             ));
         }
         part

@@ -4,10 +4,6 @@ use std::collections::{HashSet, VecDeque};
 
 use crate::{py_max, py_min, Ranked};
 
-/// The edge confidence an edge needs to be traversed (`query.equivalence_threshold`,
-/// compared after the identity equivalence lens).
-pub const EQUIVALENCE_THRESHOLD: f64 = 0.0;
-
 /// Noisy-OR of co-evidential members' effective confidences, `(eff, source key)`.
 ///
 /// Members sort by eff descending, then source key (code-point order); the k-th member
@@ -50,7 +46,8 @@ pub fn merge_co_evidential(entries: &[(f64, &str)]) -> f64 {
 ///
 /// Walking `top` in order, each not-yet-represented entry's closure over CO_EVIDENTIAL
 /// edges (through any particle, traversing edges whose confidence reaches
-/// [`EQUIVALENCE_THRESHOLD`]) is intersected with `top`; a group of two or more keeps
+/// `threshold`, the configured `query.equivalence_threshold` compared after the
+/// identity equivalence lens) is intersected with `top`; a group of two or more keeps
 /// its first member with the merged confidence and drops the rest. The survivors
 /// keep their pre-collapse positions: the list is not re-sorted.
 ///
@@ -64,6 +61,7 @@ pub fn collapse_co_evidential<'a, E>(
     top: Vec<Ranked>,
     id_of: impl Fn(&Ranked) -> &'a str,
     source_key_of: impl Fn(&Ranked) -> &'a str,
+    threshold: f64,
     mut edges: impl FnMut(&str) -> Result<Vec<(String, f64)>, E>,
 ) -> Result<Vec<Ranked>, E> {
     let ids: Vec<&str> = top.iter().map(&id_of).collect();
@@ -73,7 +71,7 @@ pub fn collapse_co_evidential<'a, E>(
         if represented[position] {
             continue;
         }
-        let closure = closure_of(ids[position], &mut edges)?;
+        let closure = co_evidential_closure(ids[position], threshold, &mut edges)?;
         let members: Vec<usize> = (0..top.len())
             .filter(|&i| closure.contains(ids[i]))
             .collect();
@@ -97,15 +95,23 @@ pub fn collapse_co_evidential<'a, E>(
     Ok(out)
 }
 
-fn closure_of<E>(
+/// The ids reachable from `start` over co-evidential edges whose confidence is at
+/// least `threshold` (breadth first, `start` included); `edges(id)` lists an id's
+/// neighbours with each edge's confidence.
+///
+/// # Errors
+///
+/// Whatever `edges` fails with.
+pub fn co_evidential_closure<E>(
     start: &str,
+    threshold: f64,
     edges: &mut impl FnMut(&str) -> Result<Vec<(String, f64)>, E>,
 ) -> Result<HashSet<String>, E> {
     let mut seen: HashSet<String> = HashSet::from([start.to_owned()]);
     let mut queue: VecDeque<String> = VecDeque::from([start.to_owned()]);
     while let Some(node) = queue.pop_front() {
         for (other, confidence) in edges(&node)? {
-            if confidence >= EQUIVALENCE_THRESHOLD && seen.insert(other.clone()) {
+            if confidence >= threshold && seen.insert(other.clone()) {
                 queue.push_back(other);
             }
         }

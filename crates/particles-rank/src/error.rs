@@ -32,6 +32,16 @@ pub enum Error {
         /// The candidate's.
         found: usize,
     },
+    /// A configured content-age decay rule's half-life makes the reference's decay
+    /// raise (zero divides by zero; a negative one overflows the power). Fix
+    /// `content_age_decay.sources` in the configuration.
+    #[error("content_age_decay half-life {half_life_days} makes the decay of an aged, dated source fail ({reason}); fix content_age_decay.sources in the configuration")]
+    DecayHalfLife {
+        /// The configured half-life.
+        half_life_days: f64,
+        /// Python's error message.
+        reason: &'static str,
+    },
 }
 
 /// The result type of this crate.

@@ -31,6 +31,7 @@ mod netloc;
 mod policy;
 mod pyregex;
 mod score;
+mod settings;
 mod similarity;
 
 use std::collections::HashMap;
@@ -40,15 +41,13 @@ use particles_model::{policy::SourceFacts, Status, Timestamp};
 
 pub use crate::{
     claims::{match_claim, ClaimFilters, ClaimMatch},
-    collapse::{collapse_co_evidential, merge_co_evidential, EQUIVALENCE_THRESHOLD},
+    collapse::{co_evidential_closure, collapse_co_evidential, merge_co_evidential},
     error::{Error, Result},
     netloc::{netloc, NetlocError},
     policy::{infer_domain, recency_factor, DecayPolicy, Policies, TrustPolicy},
     pyregex::PyRegex,
-    score::{
-        effective_confidence, py_max, py_min, rank_score, CONFIDENCE_WEIGHT, NARRATIVE_RANK_WEIGHT,
-        SIMILARITY_WEIGHT, STALE_SUPPORT_DISCOUNT,
-    },
+    score::{effective_confidence, py_max, py_min, rank_score},
+    settings::{ConformanceCap, DecayRule, RankSettings, UncalibratedCap},
     similarity::{sdot_openblas, NormKernel, QueryVector},
 };
 
@@ -79,13 +78,14 @@ pub struct Factors {
     pub discount: f64,
 }
 
-/// The stale-support factor of candidate `row`: [`STALE_SUPPORT_DISCOUNT`] for a
-/// derived particle with a premise that is missing from `premise_status` or not
-/// ACTIVE, else 1.0.
+/// The stale-support factor of candidate `row`: the configured
+/// `stale_support_discount` for a derived particle with a premise that is missing
+/// from `premise_status` or not ACTIVE, else 1.0.
 pub fn stale_support_discount(
     set: &CandidateSet,
     row: usize,
     premise_status: &HashMap<String, Status>,
+    policies: &Policies,
 ) -> f64 {
     if !set.traits(row).derived {
         return 1.0;
@@ -95,7 +95,7 @@ pub fn stale_support_discount(
         .iter()
         .any(|id| premise_status.get(id) != Some(&Status::Active));
     if stale {
-        STALE_SUPPORT_DISCOUNT
+        policies.settings.stale_support_discount
     } else {
         1.0
     }
@@ -105,7 +105,8 @@ pub fn stale_support_discount(
 ///
 /// # Errors
 ///
-/// [`Error::BadUri`] when the source URI cannot be split.
+/// [`Error::BadUri`] when the source URI cannot be split, [`Error::DecayHalfLife`]
+/// when a configured half-life makes the decay fail.
 pub fn factors(
     set: &CandidateSet,
     row: usize,
@@ -118,7 +119,7 @@ pub fn factors(
     Ok(Factors {
         extractor_weight: policies.extractor_weight(extractor),
         source_trust: policies.trust.evaluate(source)?.unwrap_or(1.0),
-        decay: policies.decay.factor(source, now),
+        decay: policies.decay.factor(source, now)?,
         discount,
     })
 }
@@ -150,9 +151,11 @@ pub fn score_with_similarity(
     factors: &Factors,
     similarity: Option<f64>,
     min_confidence: f64,
+    policies: &Policies,
 ) -> Option<Ranked> {
+    let traits = set.traits(row);
     let effective = effective_confidence(
-        set.confidence(row),
+        policies.capped_confidence(set.confidence(row), traits.calibration_source),
         factors.extractor_weight,
         factors.source_trust,
         factors.decay,
@@ -166,15 +169,16 @@ pub fn score_with_similarity(
         row,
         similarity,
         effective_confidence: effective,
-        score: rank_score(set.traits(row).narrative, similarity, effective),
+        score: policies.rank_score(traits.narrative, similarity, effective),
     })
 }
 
 /// An upper bound of candidate `row`'s rank score that needs no source lookup.
 ///
-/// Effective confidence is `min(1, max(0, v·w·r·d))·discount`; when every factor is at
-/// most 1 (`factors_at_most_one`), it is at most the stored confidence `v`, else at
-/// most 1. Rounding is monotonic, so the score computed the same way from that bound
+/// Effective confidence is `min(1, max(0, v·w·r·d))·discount` (with `v` at most the
+/// stored value, the uncalibrated cap only lowering it); when every factor is at
+/// most 1 ([`Policies::factors_at_most_one`]), it is at most the stored confidence,
+/// else at most 1. Rounding is monotonic, so the score computed the same way from that bound
 /// (and from the similarity, or the bound itself without a query vector) is never
 /// below the candidate's true score: a candidate whose bound is below the k-th best
 /// score found so far cannot enter the top k.
@@ -183,13 +187,14 @@ pub fn score_bound(
     row: usize,
     similarity: Option<f64>,
     factors_at_most_one: bool,
+    policies: &Policies,
 ) -> f64 {
     let confidence_bound = if factors_at_most_one {
         set.confidence(row).clamp(0.0, 1.0)
     } else {
         1.0
     };
-    rank_score(
+    policies.rank_score(
         set.traits(row).narrative,
         similarity.unwrap_or(confidence_bound),
         confidence_bound,

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use particles_model::{
     policy::{Lens, LensEntry, PolicyRows, SourceFacts},
-    AssertionModality, Timestamp,
+    AssertionModality, CalibrationSource, Timestamp,
 };
 
 use crate::{
@@ -13,23 +13,31 @@ use crate::{
     netloc::netloc,
     pyregex::PyRegex,
     score::{py_max, py_min},
+    settings::{ConformanceCap, RankSettings},
 };
 
 /// The extractor id a particle without an extractor ref is weighted as.
 const DEFAULT_EXTRACTOR: &str = "general-extractor";
 
-/// The reference's compiled `content_age_decay.sources` defaults:
-/// `(source_type, half_life_days, floor)`.
-const DEFAULT_DECAY: [(&str, f64, f64); 4] = [
-    ("REDDIT_POST", 60.0, 0.10),
-    ("GITHUB_REPO", 365.0, 0.40),
-    ("GITHUB_GIST", 180.0, 0.20),
-    ("GITHUB_PAGES", 365.0, 0.25),
-];
+/// The domain label a source type's statements are filed under: the first
+/// built-in extractor whose `MUST` clause lists the type claims it; only for a type
+/// no extractor claims is `trust.source_type_domains` consulted (so configuration
+/// cannot re-domain a claimed type).
+pub fn infer_domain<'a>(
+    source_type: &str,
+    source_type_domains: &'a [(String, String)],
+) -> Option<&'a str> {
+    if let Some(domain) = claimed_domain(source_type) {
+        return Some(domain);
+    }
+    source_type_domains
+        .iter()
+        .find(|(st, _)| st == source_type)
+        .map(|(_, domain)| domain.as_str())
+}
 
-/// The domain label a source type's statements are filed under (the reference's
-/// built-in extractors' applicability, then the `trust.source_type_domains` default).
-pub fn infer_domain(source_type: &str) -> Option<&'static str> {
+/// The built-in extractors' claims (query-path.md §5.2).
+fn claimed_domain(source_type: &str) -> Option<&'static str> {
     Some(match source_type {
         "TAXONOMY_DEFINITION" => "taxonomy",
         "TRUST_LENS_DEFINITION" => "trust lens",
@@ -46,7 +54,6 @@ pub fn infer_domain(source_type: &str) -> Option<&'static str> {
         "GITHUB_REPO" | "GITHUB_GIST" | "GITHUB_PAGES" => "software",
         "PYTHON_SOURCE" => "Python source code",
         "JOURNAL" => "personal journal / diary",
-        "CONVERSATION" => "agent-memory",
         _ => return None,
     })
 }
@@ -54,6 +61,8 @@ pub fn infer_domain(source_type: &str) -> Option<&'static str> {
 /// Source-trust policy: statements first, then domain baselines and URL modifiers.
 #[derive(Debug, Clone, Default)]
 pub struct TrustPolicy {
+    /// `trust.source_type_domains`.
+    source_type_domains: Vec<(String, String)>,
     statements: HashMap<(String, String, String), f64>,
     domain_scores: HashMap<String, f64>,
     url_patterns: Vec<(PyRegex, f64)>,
@@ -72,7 +81,7 @@ impl TrustPolicy {
     ///
     /// [`Error::BadUri`] where Python's `urlsplit` raises on the URI.
     pub fn evaluate(&self, source: &SourceFacts) -> Result<Option<f64>> {
-        if let Some(domain) = infer_domain(&source.source_type) {
+        if let Some(domain) = infer_domain(&source.source_type, &self.source_type_domains) {
             let lookup = |kind: &str, value: &str| {
                 self.statements
                     .get(&(domain.to_owned(), kind.to_owned(), value.to_owned()))
@@ -154,10 +163,23 @@ impl DecayPolicy {
         self.source_type_rules.get(source_type).copied()
     }
 
+    /// Whether every floor is at most 1 (a floor above 1 makes a factor above 1,
+    /// which only the final clamp caps).
+    pub fn floors_at_most_one(&self) -> bool {
+        self.source_type_rules
+            .values()
+            .all(|(_, floor)| *floor <= 1.0)
+            && self.url_rules.iter().all(|(_, _, floor)| *floor <= 1.0)
+    }
+
     /// The recency multiplier of a source at `now` (see [`recency_factor`]).
-    pub fn factor(&self, source: &SourceFacts, now: Timestamp) -> f64 {
+    ///
+    /// # Errors
+    ///
+    /// As [`recency_factor`], for a degenerate configured half-life.
+    pub fn factor(&self, source: &SourceFacts, now: Timestamp) -> Result<f64> {
         match self.resolve(&source.source_type, source.uri.as_deref()) {
-            None => 1.0,
+            None => Ok(1.0),
             Some((half_life, floor)) => recency_factor(source.published_at, half_life, floor, now),
         }
     }
@@ -166,21 +188,40 @@ impl DecayPolicy {
 /// `max(floor, 0.5 ** (age_days / half_life_days))`, 1.0 without a date or for
 /// content not older than `now`. The age is the exact microsecond difference
 /// converted as Python's `timedelta.total_seconds() / 86400.0`.
+///
+/// # Errors
+///
+/// Where Python raises and the reference's query aborts: [`Error::DecayHalfLife`]
+/// for a half-life of zero (`ZeroDivisionError`) and for a power that overflows
+/// (`OverflowError`, from a negative half-life).
 pub fn recency_factor(
     published_at: Option<Timestamp>,
     half_life_days: f64,
     floor: f64,
     now: Timestamp,
-) -> f64 {
+) -> Result<f64> {
     let Some(published_at) = published_at else {
-        return 1.0;
+        return Ok(1.0);
     };
     let age_micros = now.utc_micros() - published_at.utc_micros();
     let age_days = micros_to_seconds(age_micros) / 86_400.0;
     if age_days <= 0.0 {
-        return 1.0;
+        return Ok(1.0);
     }
-    py_max(floor, 0.5f64.powf(age_days / half_life_days))
+    if half_life_days == 0.0 {
+        return Err(Error::DecayHalfLife {
+            half_life_days,
+            reason: "float division by zero",
+        });
+    }
+    let power = 0.5f64.powf(age_days / half_life_days);
+    if power.is_infinite() {
+        return Err(Error::DecayHalfLife {
+            half_life_days,
+            reason: "math range error",
+        });
+    }
+    Ok(py_max(floor, power))
 }
 
 /// `micros / 10**6` correctly rounded, as Python's int true division. Exact through
@@ -197,9 +238,12 @@ fn micros_to_seconds(micros: i64) -> f64 {
     }
 }
 
-/// Everything scoring needs from the store's policy tables, composed once per query.
+/// Everything scoring needs from the store's policy tables and the configuration,
+/// composed once per query.
 #[derive(Debug, Clone, Default)]
 pub struct Policies {
+    /// The configuration keys that enter ranking.
+    pub settings: RankSettings,
     weights: HashMap<String, f64>,
     /// Source-trust policy.
     pub trust: TrustPolicy,
@@ -215,17 +259,35 @@ impl Policies {
     ///
     /// [`Error::InvalidLens`] when an adopted lens breaks a rule of the lens model;
     /// the reference aborts the query then too.
-    pub fn compile(rows: &PolicyRows) -> Result<Policies> {
+    pub fn compile(rows: &PolicyRows, settings: &RankSettings) -> Result<Policies> {
         let lenses = rows
             .lenses
             .iter()
             .map(ParsedLens::parse)
             .collect::<Result<Vec<_>>>()?;
+        let mut trust = compose_trust(rows, &lenses);
+        trust.source_type_domains = settings.source_type_domains.clone();
         Ok(Policies {
-            weights: compose_weights(rows, &lenses),
-            trust: compose_trust(rows, &lenses),
-            decay: compose_decay(&lenses),
+            settings: settings.clone(),
+            weights: compose_weights(rows, &lenses, settings.conformance_cap.as_ref()),
+            trust,
+            decay: compose_decay(&lenses, settings),
         })
+    }
+
+    /// The stored confidence as scoring reads it: capped by
+    /// `confidence.uncalibrated_cap` when that is enabled and lists the particle's
+    /// calibration source (Python `min`, so a NaN value stays).
+    pub fn capped_confidence(&self, value: f64, source: CalibrationSource) -> f64 {
+        match &self.settings.uncalibrated_cap {
+            Some(cap) if cap.sources.contains(&source) => py_min(value, cap.cap_value),
+            _ => value,
+        }
+    }
+
+    /// The rank score with the configured weights (see [`crate::rank_score`]).
+    pub fn rank_score(&self, narrative: bool, similarity: f64, effective: f64) -> f64 {
+        crate::score::rank_score(&self.settings, narrative, similarity, effective)
     }
 
     /// Whether every factor of effective confidence is at most 1: extractor weights
@@ -233,7 +295,10 @@ impl Policies {
     /// discount is at most 1). Then effective confidence never exceeds the stored
     /// confidence, which is what score bounds rely on.
     pub fn factors_at_most_one(&self) -> bool {
-        self.weights.values().all(|w| *w <= 1.0) && self.trust.statement_ranks_at_most_one()
+        self.weights.values().all(|w| *w <= 1.0)
+            && self.trust.statement_ranks_at_most_one()
+            && self.decay.floors_at_most_one()
+            && self.settings.stale_support_discount <= 1.0
     }
 
     /// The trust weight of an extractor: its registered (lens-capped) weight, 1.0
@@ -408,7 +473,11 @@ impl ParsedLens {
     }
 }
 
-fn compose_weights(rows: &PolicyRows, lenses: &[ParsedLens]) -> HashMap<String, f64> {
+fn compose_weights(
+    rows: &PolicyRows,
+    lenses: &[ParsedLens],
+    cap: Option<&ConformanceCap>,
+) -> HashMap<String, f64> {
     let mut weights: HashMap<String, f64> = rows
         .extractors
         .iter()
@@ -429,6 +498,19 @@ fn compose_weights(rows: &PolicyRows, lenses: &[ParsedLens]) -> HashMap<String, 
             Some(current) => py_min(*current, weight),
         };
         weights.insert(id, composed);
+    }
+    // The conformance cap binds registered extractors only; lens-only ids are
+    // never capped.
+    if let Some(cap) = cap {
+        for record in &rows.extractors {
+            if record.conformance_required_failure == Some(true)
+                && !cap.exempt.contains(&record.extractor_id)
+            {
+                if let Some(weight) = weights.get_mut(&record.extractor_id) {
+                    *weight = py_min(*weight, cap.cap_value);
+                }
+            }
+        }
     }
     weights
 }
@@ -509,16 +591,18 @@ fn compose_trust(rows: &PolicyRows, lenses: &[ParsedLens]) -> TrustPolicy {
         }
     }
     TrustPolicy {
+        source_type_domains: Vec::new(),
         statements,
         domain_scores,
         url_patterns,
     }
 }
 
-fn compose_decay(lenses: &[ParsedLens]) -> DecayPolicy {
-    let mut source_type_rules: HashMap<String, (f64, f64)> = DEFAULT_DECAY
+fn compose_decay(lenses: &[ParsedLens], settings: &RankSettings) -> DecayPolicy {
+    let mut source_type_rules: HashMap<String, (f64, f64)> = settings
+        .decay_sources
         .iter()
-        .map(|(st, h, f)| ((*st).to_owned(), (*h, *f)))
+        .map(|(st, rule)| (st.clone(), (rule.half_life_days, rule.floor)))
         .collect();
     let mut lens_source_type: Vec<(String, (f64, f64))> = Vec::new();
     let mut lens_url: Vec<(String, (f64, f64))> = Vec::new();
@@ -602,7 +686,7 @@ mod tests {
 
     #[test]
     fn seeded_store_worked_values() {
-        let policies = Policies::compile(&seeded()).unwrap();
+        let policies = Policies::compile(&seeded(), &RankSettings::default()).unwrap();
         assert_eq!(
             rank(&policies, "https://en.wikipedia.org/wiki/Special:Foo"),
             Some(0.49999999999999994)
@@ -620,11 +704,11 @@ mod tests {
         let now = Timestamp::parse("2024-07-01T00:00:00").unwrap();
         let days_ago =
             |days: i64| Timestamp::from_utc_micros(now.utc_micros() - days * 86_400_000_000);
-        assert_eq!(recency_factor(days_ago(60), 60.0, 0.1, now), 0.5);
-        assert_eq!(recency_factor(days_ago(600), 60.0, 0.1, now), 0.1);
-        assert_eq!(recency_factor(days_ago(0), 60.0, 0.1, now), 1.0);
-        assert_eq!(recency_factor(days_ago(365), 365.0, 0.4, now), 0.5);
-        assert_eq!(recency_factor(days_ago(-3), 60.0, 0.1, now), 1.0);
-        assert_eq!(recency_factor(None, 60.0, 0.1, now), 1.0);
+        assert_eq!(recency_factor(days_ago(60), 60.0, 0.1, now).unwrap(), 0.5);
+        assert_eq!(recency_factor(days_ago(600), 60.0, 0.1, now).unwrap(), 0.1);
+        assert_eq!(recency_factor(days_ago(0), 60.0, 0.1, now).unwrap(), 1.0);
+        assert_eq!(recency_factor(days_ago(365), 365.0, 0.4, now).unwrap(), 0.5);
+        assert_eq!(recency_factor(days_ago(-3), 60.0, 0.1, now).unwrap(), 1.0);
+        assert_eq!(recency_factor(None, 60.0, 0.1, now).unwrap(), 1.0);
     }
 }

@@ -1,15 +1,5 @@
 //! Effective confidence and the rank score, in the reference's f64 operation order.
 
-/// The weight of similarity in the rank score (`query.similarity_weight`).
-pub const SIMILARITY_WEIGHT: f64 = 0.6;
-/// The weight of effective confidence in the rank score (`query.confidence_weight`).
-pub const CONFIDENCE_WEIGHT: f64 = 0.4;
-/// The multiplier of a NARRATIVE particle's score (`query.narrative_rank_weight`).
-pub const NARRATIVE_RANK_WEIGHT: f64 = 0.6;
-/// The factor of a derived particle with a missing or non-ACTIVE premise
-/// (`consolidation.abstraction.stale_support_discount`).
-pub const STALE_SUPPORT_DISCOUNT: f64 = 0.5;
-
 /// Python's `max(a, b)`: `a` unless `b > a` (so `max(0.0, NaN)` is 0.0).
 pub fn py_max(a: f64, b: f64) -> f64 {
     if b > a {
@@ -35,13 +25,19 @@ pub fn effective_confidence(value: f64, weight: f64, trust: f64, decay: f64, dis
     py_min(1.0, py_max(0.0, product)) * discount
 }
 
-/// `0.6 × sim + 0.4 × eff`, then × 0.6 for a narrative. Not simplified: with no
-/// query vector (`sim == eff`) it can differ from `eff` in the last bit, as the
-/// reference's does.
-pub fn rank_score(narrative: bool, similarity: f64, effective: f64) -> f64 {
-    let score = SIMILARITY_WEIGHT * similarity + CONFIDENCE_WEIGHT * effective;
+/// `sw × sim + cw × eff` (each product rounded, then the sum: never a fused
+/// multiply-add), then × the narrative weight for a narrative. Not simplified:
+/// with no query vector (`sim == eff`) it can differ from `eff` in the last bit,
+/// as the reference's does.
+pub fn rank_score(
+    settings: &crate::RankSettings,
+    narrative: bool,
+    similarity: f64,
+    effective: f64,
+) -> f64 {
+    let score = settings.similarity_weight * similarity + settings.confidence_weight * effective;
     if narrative {
-        score * NARRATIVE_RANK_WEIGHT
+        score * settings.narrative_rank_weight
     } else {
         score
     }

@@ -193,6 +193,7 @@ fn rank_at(
         request: &query,
         vector: vector.as_deref(),
         now: Timestamp::parse("2026-06-01T00:00:00Z").unwrap(),
+        settings: &particles_rank::RankSettings::default(),
         norm_kernel: NormKernel::SkylakeX,
         exhaustive,
         after_ranking: None,

@@ -199,6 +199,7 @@ fn damaged_claims_are_caught_when_a_claim_filter_reads_them() {
             request,
             vector: None,
             now: particles_model::Timestamp::parse("2026-06-01T00:00:00Z").unwrap(),
+            settings: &particles_rank::RankSettings::default(),
             norm_kernel: particles_rank::NormKernel::SkylakeX,
             exhaustive: false,
             after_ranking: None,

@@ -114,6 +114,7 @@ fn run(
         request: &request,
         vector,
         now: Timestamp::parse("2026-06-01T00:00:00Z").unwrap(),
+        settings: &particles_rank::RankSettings::default(),
         norm_kernel: NormKernel::SkylakeX,
         exhaustive: false,
         after_ranking: None,

@@ -53,6 +53,7 @@ fn a_filter_error_wins_over_an_earlier_dimension_error() {
         request: &request,
         vector: Some(&vector),
         now,
+        settings: &particles_rank::RankSettings::default(),
         norm_kernel: NormKernel::SkylakeX,
         exhaustive: false,
         after_ranking: None,

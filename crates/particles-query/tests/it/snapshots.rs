@@ -31,6 +31,7 @@ fn ranking(store: &str, vector_file: Option<&str>, request: QueryRequest) -> Str
         vector: vector.as_deref(),
         now,
         // Fixed, so the snapshot does not depend on the CPU it runs on.
+        settings: &particles_rank::RankSettings::default(),
         norm_kernel: NormKernel::SkylakeX,
         exhaustive: false,
         after_ranking: None,
