@@ -1,0 +1,177 @@
+//! The Anthropic messages API, as the reference's SDK (anthropic 2.14.0) sends and
+//! retries it (§6.6).
+
+use std::{thread, time::Duration};
+
+use serde_json::{json, Value};
+
+use super::http::{Client, Redirects, Reply};
+use crate::{prompt::Prompt, pytext, settings::AnthropicSettings, Error};
+
+/// The `anthropic-version` header SDK 2.14.0 pins.
+pub const ANTHROPIC_VERSION: &str = "2026-10-21";
+/// The SDK's cap on one retry's computed delay.
+const MAX_RETRY_DELAY: Duration = Duration::from_secs(8);
+
+/// One completion: the first text block, stripped.
+pub(crate) fn complete(
+    settings: &AnthropicSettings,
+    prompt: &Prompt,
+    max_tokens: u32,
+) -> Result<String, Error> {
+    let key = settings
+        .api_key
+        .as_deref()
+        .ok_or(Error::MissingAnthropicKey)?;
+    let url = format!("{}/v1/messages", settings.base_url.trim_end_matches('/'));
+    let headers = [
+        ("authorization", format!("Bearer {key}")),
+        ("anthropic-version", ANTHROPIC_VERSION.to_owned()),
+    ];
+    let body = json!({
+        "max_tokens": max_tokens,
+        "messages": [{"role": "user", "content": prompt.user}],
+        "model": settings.model,
+        "system": prompt.system,
+    })
+    .to_string();
+    let client = Client::new(
+        settings.connect_timeout,
+        settings.timeout,
+        Redirects::Follow,
+    );
+
+    let mut retries_taken = 0;
+    loop {
+        let retries_left = retries_taken < settings.max_retries;
+        let wait = match client.post_json(&url, &headers, &body) {
+            Ok(reply) if (200..300).contains(&reply.status) => {
+                return message_text(&reply.body, max_tokens);
+            }
+            Ok(reply) => {
+                if !(retries_left && should_retry(&reply)) {
+                    return Err(status_error(&reply));
+                }
+                reply
+                    .retry_after()
+                    .unwrap_or_else(|| backoff(settings.retry_base_delay, retries_taken))
+            }
+            Err(transport) => {
+                if !retries_left {
+                    return Err(if transport.is_timeout() {
+                        Error::AnthropicTimeout
+                    } else {
+                        Error::AnthropicConnection
+                    });
+                }
+                backoff(settings.retry_base_delay, retries_taken)
+            }
+        };
+        thread::sleep(wait);
+        retries_taken += 1;
+    }
+}
+
+/// The SDK's rule: an explicit `x-should-retry` wins, else 408, 409, 429 and 5xx.
+fn should_retry(reply: &Reply) -> bool {
+    match reply.should_retry_header() {
+        Some("true") => true,
+        Some("false") => false,
+        _ => matches!(reply.status, 408 | 409 | 429) || reply.status >= 500,
+    }
+}
+
+/// `min(base · 2^n, 8 s)`, less up to a quarter at random.
+fn backoff(base: Duration, retries_taken: u32) -> Duration {
+    let delay = base
+        .saturating_mul(2u32.saturating_pow(retries_taken.min(30)))
+        .min(MAX_RETRY_DELAY);
+    delay.mul_f64(1.0 - 0.25 * unit_random())
+}
+
+/// A number in `[0, 1)` from the OS, for jitter; no randomness means no jitter.
+fn unit_random() -> f64 {
+    let mut bytes = [0u8; 8];
+    match getrandom::fill(&mut bytes) {
+        Ok(()) => (u64::from_le_bytes(bytes) >> 11) as f64 / (1u64 << 53) as f64,
+        Err(_) => 0.0,
+    }
+}
+
+/// The SDK's status error text: `Error code: N - <repr of the JSON body>`, or the
+/// body's text when it is not JSON, or `Error code: N` when it is empty.
+fn status_error(reply: &Reply) -> Error {
+    let text = pytext::strip(&reply.body);
+    let message = match serde_json::from_str::<Value>(text) {
+        Ok(body) => format!("Error code: {} - {}", reply.status, pytext::py_repr(&body)),
+        Err(_) if !text.is_empty() => text.to_owned(),
+        Err(_) => format!("Error code: {}", reply.status),
+    };
+    Error::AnthropicStatus {
+        status: reply.status,
+        message,
+    }
+}
+
+/// A refusal is an error; otherwise the first content block that has a `text`.
+fn message_text(body: &str, max_tokens: u32) -> Result<String, Error> {
+    let message: Value = serde_json::from_str(body).map_err(|source| Error::MalformedReply {
+        detail: source.to_string(),
+    })?;
+    let stop_reason = message.get("stop_reason").filter(|value| !value.is_null());
+    if stop_reason.and_then(Value::as_str) == Some("refusal") {
+        let category = message
+            .get("stop_details")
+            .and_then(|details| details.get("category"))
+            .filter(|category| !matches!(category, Value::Null | Value::Bool(false)))
+            .filter(|category| category.as_str() != Some(""))
+            .map(pytext::py_str);
+        return Err(Error::AnthropicRefusal { category });
+    }
+    let Some(blocks) = message.get("content").and_then(Value::as_array) else {
+        return Err(Error::MalformedReply {
+            detail: "the message has no content list".to_owned(),
+        });
+    };
+    let text = blocks.iter().find_map(|block| block.get("text"));
+    match text {
+        Some(text) => Ok(pytext::strip(&pytext::py_str(text)).to_owned()),
+        None => Err(Error::AnthropicNoText {
+            stop_reason: stop_reason.map(pytext::py_str),
+            max_tokens,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn message_shapes() {
+        let thinking_then_text = r#"{"content": [{"type": "thinking", "thinking": "..."},
+            {"type": "text", "text": " answer \n"}], "stop_reason": "end_turn"}"#;
+        assert_eq!(message_text(thinking_then_text, 5).unwrap(), "answer");
+        let refused =
+            r#"{"content": [], "stop_reason": "refusal", "stop_details": {"category": "cyber"}}"#;
+        assert_eq!(
+            message_text(refused, 5).unwrap_err().to_string(),
+            "Anthropic declined the request (stop_reason=refusal, category=cyber) — the \
+             model's safety classifiers refused this content"
+        );
+        let only_thinking =
+            r#"{"content": [{"type": "thinking", "thinking": "."}], "stop_reason": "max_tokens"}"#;
+        assert_eq!(
+            message_text(only_thinking, 4096).unwrap_err().to_string(),
+            "Anthropic response carried no text block (stop_reason=max_tokens, max_tokens=4096). \
+             To fix: raise query.answer_max_tokens (llm purpose query_response)"
+        );
+    }
+
+    #[test]
+    fn backoff_is_bounded() {
+        let base = Duration::from_millis(500);
+        assert!(backoff(base, 0) <= base && backoff(base, 0) >= base.mul_f64(0.75));
+        assert!(backoff(base, 10) <= MAX_RETRY_DELAY);
+    }
+}
