@@ -115,6 +115,16 @@ pub enum Error {
         /// The cap the call was sent with.
         max_tokens: u32,
     },
+    /// A 200 reply whose body does not start a JSON value (Python's `json` message).
+    #[error("Expecting value: line {line} column {column} (char {char_index})")]
+    JsonExpectingValue {
+        /// 1-based line of the first non-whitespace character.
+        line: usize,
+        /// 1-based column of it.
+        column: usize,
+        /// Its 0-based index in characters.
+        char_index: usize,
+    },
     /// A 200 reply whose body is not the JSON the protocol promises.
     #[error("LLM endpoint reply is not valid JSON: {detail}")]
     MalformedReply {

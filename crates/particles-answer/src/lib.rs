@@ -22,8 +22,9 @@
 //! reference's, byte for byte. The prompt's instructions are our own wording of
 //! the same content.
 //!
-//! Known differences from the reference: a 200 reply whose body is not JSON is
-//! reported in our words (the reference shows Python's `JSONDecodeError` text);
+//! Known differences from the reference: a 200 reply whose body is malformed JSON
+//! is reported in our words (the reference shows Python's `JSONDecodeError` text;
+//! a body that starts no JSON value at all gets that text here too);
 //! transport failures are named as httpx names the common ones (refused, timed out,
 //! disconnected, unknown host) and otherwise carry ureq's message; egress host
 //! names are compared lower-cased without IDNA encoding; Anthropic replies are

@@ -42,10 +42,7 @@ pub(crate) fn complete(
     for attempt in 0..=settings.max_retries {
         match client.post_json(&url, &headers, &body) {
             Ok(reply) if reply.status == 200 => {
-                let payload: Value =
-                    serde_json::from_str(&reply.body).map_err(|source| Error::MalformedReply {
-                        detail: source.to_string(),
-                    })?;
+                let payload = parse_reply(&reply.body)?;
                 return reply_text(&payload, &provider_model, max_tokens);
             }
             Ok(reply) => {
@@ -66,6 +63,34 @@ pub(crate) fn complete(
     Err(Error::RetriesExhausted {
         attempts: settings.max_retries + 1,
         detail: last_detail,
+    })
+}
+
+/// The reply's JSON. A body that cannot even start a JSON value (an HTML error
+/// page, plain text, nothing) is reported with the message Python's `json` gives
+/// it, which is what the reference shows; other malformed bodies in our words.
+fn parse_reply(body: &str) -> Result<Value, Error> {
+    serde_json::from_str(body).map_err(|source| {
+        let start = body.trim_start_matches([' ', '\t', '\n', '\r']);
+        let can_start = start.starts_with(['{', '[', '"', '-', 't', 'f', 'n', 'N', 'I'])
+            || start.starts_with(|ch: char| ch.is_ascii_digit());
+        if can_start {
+            return Error::MalformedReply {
+                detail: source.to_string(),
+            };
+        }
+        let skipped = &body[..body.len() - start.len()];
+        let char_index = skipped.chars().count();
+        let line = 1 + skipped.matches('\n').count();
+        let column = match skipped.rfind('\n') {
+            Some(newline) => skipped[newline..].chars().count() - 1,
+            None => char_index,
+        } + 1;
+        Error::JsonExpectingValue {
+            line,
+            column,
+            char_index,
+        }
     })
 }
 
@@ -182,6 +207,21 @@ mod tests {
             "echo: Bearer [REDACTED] and Bearer [REDACTED] BEARER"
         );
         assert_eq!(scrub_body(&"é".repeat(600)).chars().count(), 500);
+    }
+
+    #[test]
+    fn bodies_that_start_no_json_value() {
+        let message = |body: &str| parse_reply(body).unwrap_err().to_string();
+        assert_eq!(
+            message("<html>"),
+            "Expecting value: line 1 column 1 (char 0)"
+        );
+        assert_eq!(message(""), "Expecting value: line 1 column 1 (char 0)");
+        assert_eq!(
+            message(" \n\n  oops"),
+            "Expecting value: line 3 column 3 (char 5)"
+        );
+        assert!(message("{\"a\" 1}").starts_with("LLM endpoint reply is not valid JSON"));
     }
 
     #[test]

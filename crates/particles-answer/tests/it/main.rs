@@ -1,5 +1,7 @@
 //! Integration tests of particles-answer: one module per topic.
 
+/// The whole answer step against the reference's `_build_response`.
+mod answer_reference;
 /// The Anthropic protocol against the scripted server.
 mod anthropic;
 /// Particles and settings the protocol tests share.
