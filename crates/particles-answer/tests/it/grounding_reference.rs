@@ -44,7 +44,7 @@ fn grounding_matches_the_reference() {
         .iter()
         .map(|reply| (*reply).to_owned())
         .collect();
-    let mut rng = SplitMix(0x5eed_0f_91_0d_ed);
+    let mut rng = SplitMix(0x5eed_0f91_0ded);
     replies.extend((0..400).map(|_| generate_reply(&mut rng)));
 
     let reference = run_reference(
