@@ -27,9 +27,10 @@
 //! a body that starts no JSON value at all gets that text here too);
 //! transport failures are named as httpx names the common ones (refused, timed out,
 //! disconnected, unknown host) and otherwise carry ureq's message; egress host
-//! names are compared lower-cased without IDNA encoding; Anthropic replies are
-//! never streamed (the SDK streams above 21 333 tokens), `retry-after` dates are
-//! not read, and redirects are followed by ureq's rules.
+//! names are compared lower-cased without IDNA encoding; Anthropic `retry-after`
+//! dates are not read (seconds and milliseconds are), and Anthropic redirects are
+//! followed by ureq's rules. Above 21 333 tokens the Anthropic call is streamed, as
+//! the reference's adapter streams it, and the events are added up the SDK's way.
 //!
 //! ```
 //! use std::collections::HashMap;

@@ -10,6 +10,10 @@ use crate::{prompt::Prompt, pytext, settings::AnthropicSettings, Error};
 
 /// The `anthropic-version` header SDK 2.14.0 pins.
 pub const ANTHROPIC_VERSION: &str = "2026-10-21";
+/// The largest cap sent as one plain request; above it the reference's adapter
+/// streams, because the SDK refuses a plain request whose reply could outlast ten
+/// minutes at its assumed 128 000 tokens an hour.
+const NONSTREAMING_MAX_TOKENS: u32 = 21_333;
 /// The SDK's cap on one retry's computed delay.
 const MAX_RETRY_DELAY: Duration = Duration::from_secs(8);
 
@@ -28,13 +32,17 @@ pub(crate) fn complete(
         ("authorization", format!("Bearer {key}")),
         ("anthropic-version", ANTHROPIC_VERSION.to_owned()),
     ];
-    let body = json!({
+    let streamed = max_tokens > NONSTREAMING_MAX_TOKENS;
+    let mut body = json!({
         "max_tokens": max_tokens,
         "messages": [{"role": "user", "content": prompt.user}],
         "model": settings.model,
         "system": prompt.system,
-    })
-    .to_string();
+    });
+    if streamed {
+        body["stream"] = json!(true);
+    }
+    let body = body.to_string();
     let client = Client::new(
         settings.connect_timeout,
         settings.timeout,
@@ -46,7 +54,14 @@ pub(crate) fn complete(
         let retries_left = retries_taken < settings.max_retries;
         let wait = match client.post_json(&url, &headers, &body) {
             Ok(reply) if (200..300).contains(&reply.status) => {
-                return message_text(&reply.body, max_tokens);
+                let message = if streamed {
+                    accumulate_stream(&reply)?
+                } else {
+                    serde_json::from_str(&reply.body).map_err(|source| Error::MalformedReply {
+                        detail: source.to_string(),
+                    })?
+                };
+                return message_text(&message, max_tokens);
             }
             Ok(reply) => {
                 if !(retries_left && should_retry(&reply)) {
@@ -113,11 +128,128 @@ fn status_error(reply: &Reply) -> Error {
     }
 }
 
+/// The message a streamed reply's server-sent events add up to, as the SDK's
+/// stream helper accumulates it; an `error` event is a status error.
+fn accumulate_stream(reply: &Reply) -> Result<Value, Error> {
+    let mut message: Option<Value> = None;
+    for (event, data) in server_sent_events(&reply.body) {
+        match event.as_deref() {
+            None | Some("ping") => continue,
+            Some("error") => {
+                let text = data.as_str();
+                let message = match serde_json::from_str::<Value>(text) {
+                    Ok(body) => pytext::py_str(&body),
+                    Err(_) if !text.is_empty() => text.to_owned(),
+                    Err(_) => format!("Error code: {}", reply.status),
+                };
+                return Err(Error::AnthropicStatus {
+                    status: reply.status,
+                    message,
+                });
+            }
+            Some(_) if data.is_empty() => continue,
+            Some(name) => {
+                let payload: Value =
+                    serde_json::from_str(&data).map_err(|source| Error::MalformedReply {
+                        detail: format!("stream event {name}: {source}"),
+                    })?;
+                message = Some(apply_event(message, name, &payload)?);
+            }
+        }
+    }
+    message.ok_or_else(|| Error::MalformedReply {
+        detail: "the stream carried no message_start event".to_owned(),
+    })
+}
+
+fn apply_event(message: Option<Value>, name: &str, payload: &Value) -> Result<Value, Error> {
+    let Some(mut message) = message else {
+        return match name {
+            "message_start" => Ok(payload.get("message").cloned().unwrap_or(Value::Null)),
+            _ => Err(Error::MalformedReply {
+                detail: format!("Unexpected event order, got {name} before \"message_start\""),
+            }),
+        };
+    };
+    let index = payload.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
+    match name {
+        "content_block_start" => {
+            if let Some(content) = message.get_mut("content").and_then(Value::as_array_mut) {
+                content.push(payload.get("content_block").cloned().unwrap_or(Value::Null));
+            }
+        }
+        "content_block_delta" => {
+            let delta = payload.get("delta").cloned().unwrap_or(Value::Null);
+            let block = message
+                .get_mut("content")
+                .and_then(|content| content.get_mut(index));
+            if let Some(block) = block {
+                let kind = block
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                let append = |block: &mut Value, field: &str, key: &str| {
+                    let more = delta.get(key).and_then(Value::as_str).unwrap_or_default();
+                    let text = block.get(field).and_then(Value::as_str).unwrap_or_default();
+                    block[field] = Value::String(format!("{text}{more}"));
+                };
+                match (delta.get("type").and_then(Value::as_str), kind.as_str()) {
+                    (Some("text_delta"), "text") => append(block, "text", "text"),
+                    (Some("thinking_delta"), "thinking") => append(block, "thinking", "thinking"),
+                    (Some("signature_delta"), "thinking") => {
+                        block["signature"] = delta.get("signature").cloned().unwrap_or(Value::Null);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        "message_delta" => {
+            let delta = payload.get("delta").cloned().unwrap_or(Value::Null);
+            for field in ["stop_reason", "stop_sequence", "stop_details"] {
+                message[field] = delta.get(field).cloned().unwrap_or(Value::Null);
+            }
+        }
+        _ => {}
+    }
+    Ok(message)
+}
+
+/// `(event, data)` pairs of a `text/event-stream` body; data lines joined by `\n`.
+fn server_sent_events(body: &str) -> Vec<(Option<String>, String)> {
+    let mut events = Vec::new();
+    let mut event: Option<String> = None;
+    let mut data: Vec<&str> = Vec::new();
+    for line in body
+        .split('\n')
+        .map(|line| line.strip_suffix('\r').unwrap_or(line))
+    {
+        if line.is_empty() {
+            if event.is_some() || !data.is_empty() {
+                events.push((event.take(), data.join("\n")));
+                data.clear();
+            }
+            continue;
+        }
+        if line.starts_with(':') {
+            continue;
+        }
+        let (field, value) = line.split_once(':').unwrap_or((line, ""));
+        let value = value.strip_prefix(' ').unwrap_or(value);
+        match field {
+            "event" => event = Some(value.to_owned()),
+            "data" => data.push(value),
+            _ => {}
+        }
+    }
+    if event.is_some() || !data.is_empty() {
+        events.push((event, data.join("\n")));
+    }
+    events
+}
+
 /// A refusal is an error; otherwise the first content block that has a `text`.
-fn message_text(body: &str, max_tokens: u32) -> Result<String, Error> {
-    let message: Value = serde_json::from_str(body).map_err(|source| Error::MalformedReply {
-        detail: source.to_string(),
-    })?;
+fn message_text(message: &Value, max_tokens: u32) -> Result<String, Error> {
     let stop_reason = message.get("stop_reason").filter(|value| !value.is_null());
     if stop_reason.and_then(Value::as_str) == Some("refusal") {
         let category = message
@@ -151,18 +283,24 @@ mod tests {
     fn message_shapes() {
         let thinking_then_text = r#"{"content": [{"type": "thinking", "thinking": "..."},
             {"type": "text", "text": " answer \n"}], "stop_reason": "end_turn"}"#;
-        assert_eq!(message_text(thinking_then_text, 5).unwrap(), "answer");
+        let parse = |text: &str| serde_json::from_str::<Value>(text).unwrap();
+        assert_eq!(
+            message_text(&parse(thinking_then_text), 5).unwrap(),
+            "answer"
+        );
         let refused =
             r#"{"content": [], "stop_reason": "refusal", "stop_details": {"category": "cyber"}}"#;
         assert_eq!(
-            message_text(refused, 5).unwrap_err().to_string(),
+            message_text(&parse(refused), 5).unwrap_err().to_string(),
             "Anthropic declined the request (stop_reason=refusal, category=cyber) — the \
              model's safety classifiers refused this content"
         );
         let only_thinking =
             r#"{"content": [{"type": "thinking", "thinking": "."}], "stop_reason": "max_tokens"}"#;
         assert_eq!(
-            message_text(only_thinking, 4096).unwrap_err().to_string(),
+            message_text(&parse(only_thinking), 4096)
+                .unwrap_err()
+                .to_string(),
             "Anthropic response carried no text block (stop_reason=max_tokens, max_tokens=4096). \
              To fix: raise query.answer_max_tokens (llm purpose query_response)"
         );

@@ -59,6 +59,8 @@ struct Scenario {
     provider: Provider,
     egress: Option<(Value, EgressPosture)>,
     steps: Vec<Step>,
+    /// `query.answer_retry_max_tokens`.
+    retry_cap: u32,
     /// The reference's text for this failure is Python's own exception text.
     same_error_text: bool,
 }
@@ -76,6 +78,7 @@ fn base(name: &'static str, steps: Vec<Step>) -> Scenario {
         provider: Provider::fake(),
         egress: None,
         steps,
+        retry_cap: 16384,
         same_error_text: true,
     }
 }
@@ -379,6 +382,46 @@ fn scenarios() -> Vec<Scenario> {
                 )],
             )
         },
+        Scenario {
+            provider: Provider::Anthropic { key: Some("sk-ant-1") },
+            grounded: true,
+            retry_cap: 32000,
+            ..base(
+                "anthropic, a streamed retry above the plain-request ceiling",
+                vec![
+                    Step::json(200, message_reply(json!([]), "max_tokens")),
+                    Step::Reply {
+                        status: 200,
+                        headers: vec![("content-type".into(), "text/event-stream".into())],
+                        body: fixture::event_stream(&[
+                            ("thinking", "Let me think."),
+                            ("text", "Gold does not rust [p-1a2b3c4d]. "),
+                            ("text", "Proofs are pretty [p-deadbeef, p-00]."),
+                        ]),
+                    },
+                ],
+            )
+        },
+        Scenario {
+            provider: Provider::Anthropic { key: Some("sk-ant-1") },
+            retry_cap: 32000,
+            ..base(
+                "anthropic, an error event in the stream",
+                vec![
+                    Step::json(200, message_reply(json!([]), "max_tokens")),
+                    Step::Reply {
+                        status: 200,
+                        headers: vec![("content-type".into(), "text/event-stream".into())],
+                        body: "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\
+                               \"type\":\"message\",\"role\":\"assistant\",\"model\":\"c\",\"content\":[],\
+                               \"stop_reason\":null,\"usage\":{\"input_tokens\":1,\"output_tokens\":0}}}\n\n\
+                               event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\
+                               \"message\":\"Overloaded\"}}\n\n"
+                            .into(),
+                    },
+                ],
+            )
+        },
     ]
 }
 
@@ -517,6 +560,7 @@ fn run_ours(scenario: &Scenario, base_url: &str, server: &Server) -> Ours {
         }
     };
     let mut settings = AnswerSettings::new(provider);
+    settings.answer_retry_max_tokens = scenario.retry_cap;
     if let Some((_, posture)) = &scenario.egress {
         settings.egress = posture.clone();
     }
@@ -577,6 +621,7 @@ fn reference_scenario(scenario: &Scenario, base_url: &str) -> Value {
         "gaps": scenario.gap.iter().collect::<Vec<_>>(),
         "llm": llm,
         "env": env,
+        "answer_retry_max_tokens": scenario.retry_cap,
         "network": scenario.egress.as_ref().map_or_else(|| json!({"egress": "open"}), |(network, _)| network.clone()),
     })
 }

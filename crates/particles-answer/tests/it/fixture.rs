@@ -176,3 +176,59 @@ pub fn message_reply(content: Value, stop_reason: &str) -> Value {
         "usage": {"input_tokens": 10, "output_tokens": 5},
     })
 }
+
+/// A streamed Anthropic reply: `message_start`, one block per `(type, text)`
+/// (`thinking` or `text`) sent in two deltas each, `message_delta`, `message_stop`.
+pub fn event_stream(blocks: &[(&str, &str)]) -> String {
+    let mut events = vec![
+        (
+            "message_start",
+            json!({"type": "message_start", "message": {"id": "msg_1", "type": "message",
+            "role": "assistant", "model": "claude-test", "content": [], "stop_reason": null,
+            "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+        ),
+        ("ping", json!({"type": "ping"})),
+    ];
+    for (index, (kind, text)) in blocks.iter().enumerate() {
+        let (start, delta_type) = match *kind {
+            "thinking" => (
+                json!({"type": "thinking", "thinking": "", "signature": ""}),
+                "thinking_delta",
+            ),
+            _ => (json!({"type": "text", "text": ""}), "text_delta"),
+        };
+        events.push((
+            "content_block_start",
+            json!({"type": "content_block_start", "index": index, "content_block": start}),
+        ));
+        let middle = text
+            .char_indices()
+            .nth(text.chars().count() / 2)
+            .map_or(text.len(), |(at, _)| at);
+        for part in [&text[..middle], &text[middle..]] {
+            let field = if *kind == "thinking" {
+                "thinking"
+            } else {
+                "text"
+            };
+            events.push((
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": index, "delta": {"type": delta_type, field: part}}),
+            ));
+        }
+        events.push((
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": index}),
+        ));
+    }
+    events.push((
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": "end_turn",
+        "stop_sequence": null}, "usage": {"output_tokens": 42}}),
+    ));
+    events.push(("message_stop", json!({"type": "message_stop"})));
+    events
+        .iter()
+        .map(|(name, data)| format!("event: {name}\ndata: {data}\n\n"))
+        .collect()
+}
