@@ -121,7 +121,7 @@ fn generate(
     let prompt = build_prompt(input, handles, &new_nonce()?);
     let call = |max_tokens| {
         provider::check_egress(&settings.provider, &settings.egress)?;
-        provider::complete(&settings.provider, &prompt, max_tokens)
+        provider::complete(&settings.provider, &prompt, max_tokens, &settings.egress)
     };
     match call(settings.answer_max_tokens) {
         // Only a reply without text is worth re-issuing, and only at a larger cap:

@@ -5,8 +5,14 @@ use std::{thread, time::Duration};
 
 use serde_json::{json, Value};
 
-use super::http::{Client, Redirects, Reply};
-use crate::{prompt::Prompt, pytext, settings::AnthropicSettings, Error};
+use super::http::{Client, Reply, TransportError};
+use crate::{
+    egress::{host_port, EgressPosture},
+    prompt::Prompt,
+    pytext,
+    settings::AnthropicSettings,
+    Error,
+};
 
 /// The `anthropic-version` header SDK 2.14.0 pins.
 pub const ANTHROPIC_VERSION: &str = "2026-10-21";
@@ -14,6 +20,8 @@ pub const ANTHROPIC_VERSION: &str = "2026-10-21";
 /// streams, because the SDK refuses a plain request whose reply could outlast ten
 /// minutes at its assumed 128 000 tokens an hour.
 const NONSTREAMING_MAX_TOKENS: u32 = 21_333;
+/// The most redirects httpx follows before giving up.
+const MAX_REDIRECTS: usize = 20;
 /// The SDK's cap on one retry's computed delay.
 const MAX_RETRY_DELAY: Duration = Duration::from_secs(8);
 
@@ -22,6 +30,7 @@ pub(crate) fn complete(
     settings: &AnthropicSettings,
     prompt: &Prompt,
     max_tokens: u32,
+    egress: &EgressPosture,
 ) -> Result<String, Error> {
     let key = settings
         .api_key
@@ -43,16 +52,12 @@ pub(crate) fn complete(
         body["stream"] = json!(true);
     }
     let body = body.to_string();
-    let client = Client::new(
-        settings.connect_timeout,
-        settings.timeout,
-        Redirects::Follow,
-    );
+    let client = Client::new(settings.connect_timeout, settings.timeout);
 
     let mut retries_taken = 0;
     loop {
         let retries_left = retries_taken < settings.max_retries;
-        let wait = match client.post_json(&url, &headers, &body) {
+        let wait = match send_following_redirects(&client, &url, &headers, &body, egress) {
             Ok(reply) if (200..300).contains(&reply.status) => {
                 let message = if streamed {
                     accumulate_stream(&reply)?
@@ -71,9 +76,9 @@ pub(crate) fn complete(
                     .retry_after()
                     .unwrap_or_else(|| backoff(settings.retry_base_delay, retries_taken))
             }
-            Err(transport) => {
+            Err(failure) => {
                 if !retries_left {
-                    return Err(if transport.is_timeout() {
+                    return Err(if failure.is_some_and(|transport| transport.is_timeout()) {
                         Error::AnthropicTimeout
                     } else {
                         Error::AnthropicConnection
@@ -85,6 +90,73 @@ pub(crate) fn complete(
         thread::sleep(wait);
         retries_taken += 1;
     }
+}
+
+/// One attempt, redirects followed as the SDK's httpx client follows them: 301,
+/// 302 and 303 turn the POST into a GET, 307 and 308 repeat it, and the key is
+/// dropped when the origin changes. Every hop is held to the egress posture; a hop
+/// it refuses fails the attempt as a connection error does in the SDK (`None`).
+fn send_following_redirects(
+    client: &Client,
+    url: &str,
+    headers: &[(&str, String)],
+    body: &str,
+    egress: &EgressPosture,
+) -> Result<Reply, Option<TransportError>> {
+    let mut url = url.to_owned();
+    let mut headers = headers.to_vec();
+    let mut post = true;
+    for hop in 0..=MAX_REDIRECTS {
+        if hop > 0 {
+            let (host, port) = host_port(&url);
+            egress.check(&host, port).map_err(|_| None)?;
+        }
+        let reply = if post {
+            client.post_json(&url, &headers, body)
+        } else {
+            client.get(&url, &headers)
+        }
+        .map_err(Some)?;
+        let Some(location) = reply.redirect_location() else {
+            return Ok(reply);
+        };
+        let next = join_url(&url, location);
+        if origin(&next) != origin(&url) {
+            headers.retain(|(name, _)| *name != "authorization");
+        }
+        post = post && matches!(reply.status, 307 | 308);
+        url = next;
+    }
+    // httpx's TooManyRedirects, which the SDK reports as a connection error.
+    Err(None)
+}
+
+/// `scheme://authority` of an absolute URL, lower-cased.
+fn origin(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    format!("{}://{}", scheme.to_lowercase(), authority.to_lowercase())
+}
+
+/// A `location` resolved against the URL it came from.
+fn join_url(base: &str, location: &str) -> String {
+    if location.contains("://") {
+        return location.to_owned();
+    }
+    let scheme = base.split_once("://").map_or("http", |(scheme, _)| scheme);
+    if let Some(rest) = location.strip_prefix("//") {
+        return format!("{scheme}://{rest}");
+    }
+    let origin = origin(base);
+    if location.starts_with('/') {
+        return format!("{origin}{location}");
+    }
+    let path = base[origin.len().min(base.len())..]
+        .split(['?', '#'])
+        .next()
+        .unwrap_or_default();
+    let directory = path.rfind('/').map_or("/", |slash| &path[..=slash]);
+    format!("{origin}{directory}{location}")
 }
 
 /// The SDK's rule: an explicit `x-should-retry` wins, else 408, 409, 429 and 5xx.
@@ -304,6 +376,18 @@ mod tests {
             "Anthropic response carried no text block (stop_reason=max_tokens, max_tokens=4096). \
              To fix: raise query.answer_max_tokens (llm purpose query_response)"
         );
+    }
+
+    #[test]
+    fn redirect_targets() {
+        assert_eq!(join_url("http://a:1/v1/messages", "/x"), "http://a:1/x");
+        assert_eq!(
+            join_url("http://a:1/v1/messages", "y?z"),
+            "http://a:1/v1/y?z"
+        );
+        assert_eq!(join_url("https://a/v1", "//b/c"), "https://b/c");
+        assert_eq!(join_url("https://a/v1", "http://c/d"), "http://c/d");
+        assert_eq!(origin("HTTP://A:1/x"), origin("http://a:1/y"));
     }
 
     #[test]

@@ -3,32 +3,29 @@
 
 use std::{io, time::Duration};
 
-use ureq::config::RedirectAuthHeaders;
-
 /// The largest reply body read (a completion is far smaller; this only bounds a
 /// misbehaving endpoint).
 const MAX_BODY_BYTES: u64 = 64 * 1024 * 1024;
-
-/// How the client treats redirects.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Redirects {
-    /// A 3xx is the reply (httpx's default, which the OpenAI-compatible adapter uses).
-    Keep,
-    /// Followed, as the Anthropic SDK's client does.
-    Follow,
-}
 
 /// A reply of any status.
 #[derive(Debug)]
 pub(crate) struct Reply {
     pub(crate) status: u16,
     pub(crate) body: String,
+    location: Option<String>,
     retry_after_ms: Option<String>,
     retry_after: Option<String>,
     should_retry: Option<String>,
 }
 
 impl Reply {
+    /// The `location` of a redirect (301, 302, 303, 307, 308).
+    pub(crate) fn redirect_location(&self) -> Option<&str> {
+        matches!(self.status, 301 | 302 | 303 | 307 | 308)
+            .then_some(self.location.as_deref())
+            .flatten()
+    }
+
     /// `x-should-retry`, lower-cased.
     pub(crate) fn should_retry_header(&self) -> Option<&str> {
         self.should_retry.as_deref()
@@ -95,26 +92,18 @@ impl TransportError {
 }
 
 /// A blocking client with one timeout for connecting and one for each read and
-/// write (httpx's `Timeout` semantics, not a wall-clock cap on the call).
+/// write (httpx's `Timeout` semantics, not a wall-clock cap on the call). It never
+/// follows a redirect itself: the caller decides, and checks each hop's egress.
 pub(crate) struct Client {
     agent: ureq::Agent,
 }
 
 impl Client {
-    pub(crate) fn new(
-        connect_timeout: Duration,
-        io_timeout: Duration,
-        redirects: Redirects,
-    ) -> Client {
-        let max_redirects = match redirects {
-            Redirects::Keep => 0,
-            Redirects::Follow => 20,
-        };
+    pub(crate) fn new(connect_timeout: Duration, io_timeout: Duration) -> Client {
         let config = ureq::Agent::config_builder()
             .http_status_as_error(false)
-            .max_redirects(max_redirects)
+            .max_redirects(0)
             .max_redirects_will_error(false)
-            .redirect_auth_headers(RedirectAuthHeaders::SameHost)
             .user_agent(concat!("particles-rs/", env!("CARGO_PKG_VERSION")))
             .accept("application/json")
             .timeout_connect(Some(connect_timeout))
@@ -140,32 +129,50 @@ impl Client {
         for (name, value) in headers {
             request = request.header(*name, value.as_str());
         }
-        let mut response = request.send(body).map_err(transport_error)?;
-        let header = |name: &str| {
-            response
-                .headers()
-                .get(name)
-                .and_then(|value| value.to_str().ok())
-                .map(str::to_owned)
-        };
-        let retry_after_ms = header("retry-after-ms");
-        let retry_after = header("retry-after");
-        let should_retry = header("x-should-retry").map(|value| value.to_ascii_lowercase());
-        let status = response.status().as_u16();
-        let bytes = response
-            .body_mut()
-            .with_config()
-            .limit(MAX_BODY_BYTES)
-            .read_to_vec()
-            .map_err(transport_error)?;
-        Ok(Reply {
-            status,
-            body: String::from_utf8_lossy(&bytes).into_owned(),
-            retry_after_ms,
-            retry_after,
-            should_retry,
-        })
+        read_reply(request.send(body).map_err(transport_error)?)
     }
+
+    /// GETs a URL (where a redirect turned the POST into a GET).
+    pub(crate) fn get(
+        &self,
+        url: &str,
+        headers: &[(&str, String)],
+    ) -> Result<Reply, TransportError> {
+        let mut request = self.agent.get(url);
+        for (name, value) in headers {
+            request = request.header(*name, value.as_str());
+        }
+        read_reply(request.call().map_err(transport_error)?)
+    }
+}
+
+fn read_reply(mut response: ureq::http::Response<ureq::Body>) -> Result<Reply, TransportError> {
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned)
+    };
+    let location = header("location");
+    let retry_after_ms = header("retry-after-ms");
+    let retry_after = header("retry-after");
+    let should_retry = header("x-should-retry").map(|value| value.to_ascii_lowercase());
+    let status = response.status().as_u16();
+    let bytes = response
+        .body_mut()
+        .with_config()
+        .limit(MAX_BODY_BYTES)
+        .read_to_vec()
+        .map_err(transport_error)?;
+    Ok(Reply {
+        status,
+        body: String::from_utf8_lossy(&bytes).into_owned(),
+        location,
+        retry_after_ms,
+        retry_after,
+        should_retry,
+    })
 }
 
 /// Names a ureq failure as httpx would name the same event, with httpx's message

@@ -36,9 +36,13 @@ pub(crate) fn complete(
     provider: &ProviderSettings,
     prompt: &Prompt,
     max_tokens: u32,
+    egress: &EgressPosture,
 ) -> Result<String, Error> {
     match provider {
-        ProviderSettings::Anthropic(settings) => anthropic::complete(settings, prompt, max_tokens),
+        // The SDK's client follows redirects, each hop held to the posture.
+        ProviderSettings::Anthropic(settings) => {
+            anthropic::complete(settings, prompt, max_tokens, egress)
+        }
         ProviderSettings::OpenAiCompatible(settings) => {
             openai::complete(settings, prompt, max_tokens)
         }

@@ -4,7 +4,7 @@ use std::{thread, time::Duration};
 
 use serde_json::{json, Map, Value};
 
-use super::http::{Client, Redirects};
+use super::http::Client;
 use crate::{
     egress::is_cleartext_remote, prompt::Prompt, pytext, settings::OpenAiCompatibleSettings, Error,
 };
@@ -35,7 +35,7 @@ pub(crate) fn complete(
         settings.base_url.trim_end_matches('/')
     );
     let body = request_body(settings, prompt, max_tokens).to_string();
-    let client = Client::new(settings.timeout, settings.timeout, Redirects::Keep);
+    let client = Client::new(settings.timeout, settings.timeout);
     let provider_model = format!("{}:{}", settings.name, settings.model);
 
     let mut last_detail = String::new();

@@ -404,6 +404,32 @@ fn scenarios() -> Vec<Scenario> {
         },
         Scenario {
             provider: Provider::Anthropic { key: Some("sk-ant-1") },
+            ..base(
+                "anthropic, redirects",
+                vec![
+                    Step::text(307, "").with_header("location", "/moved/v1/messages"),
+                    Step::text(302, "").with_header("location", "elsewhere"),
+                    Step::json(200, message_reply(json!([{"type": "text", "text": "Moved."}]), "end_turn")),
+                ],
+            )
+        },
+        Scenario {
+            provider: Provider::Anthropic { key: Some("sk-ant-1") },
+            egress: Some((
+                json!({"egress": "allowlist", "allow": [{"host": "127.0.0.1"}]}),
+                EgressPosture::Allowlist(vec![AllowEntry { host: "127.0.0.1".into(), port: None }]),
+            )),
+            ..base(
+                "anthropic, a redirect the posture refuses",
+                vec![
+                    Step::text(308, "").with_header("location", "http://127.0.0.2:9/x"),
+                    Step::text(308, "").with_header("location", "http://127.0.0.2:9/x"),
+                    Step::text(308, "").with_header("location", "http://127.0.0.2:9/x"),
+                ],
+            )
+        },
+        Scenario {
+            provider: Provider::Anthropic { key: Some("sk-ant-1") },
             retry_cap: 32000,
             ..base(
                 "anthropic, an error event in the stream",
@@ -638,6 +664,22 @@ fn compare_requests(
         return Err(format!("{} requests against {}", ours.len(), theirs.len()));
     }
     for (ours, theirs) in ours.iter().zip(theirs) {
+        if (&ours.method, &ours.path) != (&theirs.method, &theirs.path)
+            || ours.header("authorization") != theirs.header("authorization")
+        {
+            return Err(format!(
+                "{} {} (authorization {:?}) against {} {} ({:?})",
+                ours.method,
+                ours.path,
+                ours.header("authorization"),
+                theirs.method,
+                theirs.path,
+                theirs.header("authorization")
+            ));
+        }
+        if ours.body.is_empty() && theirs.body.is_empty() {
+            continue;
+        }
         let (ours_body, theirs_body) = (ours.json(), theirs.json());
         let keys = |body: &Value| {
             body.as_object()
