@@ -1,0 +1,304 @@
+//! Python's string predicates and trims, where the reference's behaviour hangs on them.
+//!
+//! The reference parses replies with `str.strip()`, `str.split()`, `re`'s `\s`, `\d`
+//! and `[^\W_]`. Each of those has a Unicode definition that Rust's `char` methods
+//! do not share: `\s` adds the four information separators U+001C..U+001F to
+//! `White_Space`, and `isalnum` is a general-category test (letters and numbers),
+//! not the `Alphabetic` property, which also holds combining vowel signs and circled
+//! letters. A sentence boundary decided on the wrong definition changes an
+//! attribution, so the parser uses these instead.
+
+use serde_json::Value;
+use unicode_general_category::{get_general_category, GeneralCategory};
+
+/// Python's `str.isspace()` (and `re`'s `\s` for `str` patterns).
+pub(crate) fn is_space(ch: char) -> bool {
+    ch.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&ch)
+}
+
+/// Python's `str.isalnum()`: a letter (`L*`) or a number (`N*`).
+pub(crate) fn is_alnum(ch: char) -> bool {
+    use GeneralCategory::*;
+    matches!(
+        get_general_category(ch),
+        UppercaseLetter
+            | LowercaseLetter
+            | TitlecaseLetter
+            | ModifierLetter
+            | OtherLetter
+            | DecimalNumber
+            | LetterNumber
+            | OtherNumber
+    )
+}
+
+/// Python's `str.isdecimal()` (and `re`'s `\d`): general category `Nd`.
+pub(crate) fn is_decimal(ch: char) -> bool {
+    ch.is_ascii_digit() || get_general_category(ch) == GeneralCategory::DecimalNumber
+}
+
+/// `str.strip()` with no argument.
+pub(crate) fn strip(text: &str) -> &str {
+    text.trim_matches(is_space)
+}
+
+/// `str.lstrip()` with no argument.
+pub(crate) fn lstrip(text: &str) -> &str {
+    text.trim_start_matches(is_space)
+}
+
+/// `str.rstrip()` with no argument.
+pub(crate) fn rstrip(text: &str) -> &str {
+    text.trim_end_matches(is_space)
+}
+
+/// `" ".join(text.split())`: runs of whitespace become one space, ends trimmed.
+pub(crate) fn collapse_spaces(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for word in text.split(is_space).filter(|word| !word.is_empty()) {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    out
+}
+
+/// `text[:n]` for a count of code points, as Python slices.
+pub(crate) fn take_chars(text: &str, n: usize) -> &str {
+    match text.char_indices().nth(n) {
+        Some((byte, _)) => &text[..byte],
+        None => text,
+    }
+}
+
+/// The byte offset of the first non-space character at or after `at`.
+pub(crate) fn skip_spaces(text: &str, at: usize) -> usize {
+    at + text[at..]
+        .find(|ch: char| !is_space(ch))
+        .unwrap_or(text.len() - at)
+}
+
+/// A lower-case ASCII word matched at `at` as Python's `re.IGNORECASE` matches it:
+/// ASCII case, plus U+0130 and U+0131 for `i` and the Kelvin sign for `k` (the only
+/// extra equivalents of the letters the reference's patterns spell). Returns the end
+/// of the match.
+pub(crate) fn literal_ci(text: &str, at: usize, word: &str) -> Option<usize> {
+    let mut chars = text[at..].char_indices();
+    for expected in word.chars() {
+        let (_, ch) = chars.next()?;
+        let same = ch.to_ascii_lowercase() == expected
+            || (expected == 'i' && matches!(ch, '\u{130}' | '\u{131}'))
+            || (expected == 'k' && ch == '\u{212a}');
+        if !same {
+            return None;
+        }
+    }
+    Some(chars.next().map_or(text.len(), |(idx, _)| at + idx))
+}
+
+/// Python's `str()` of a value `json.loads` produced: a string is itself, anything
+/// else its `repr`.
+pub(crate) fn py_str(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        other => py_repr(other),
+    }
+}
+
+/// Python's `repr()` of a value `json.loads` produced (`{'a': [1, 2.0, None]}`).
+pub(crate) fn py_repr(value: &Value) -> String {
+    let mut out = String::new();
+    write_repr(value, &mut out);
+    out
+}
+
+fn write_repr(value: &Value, out: &mut String) {
+    match value {
+        Value::Null => out.push_str("None"),
+        Value::Bool(true) => out.push_str("True"),
+        Value::Bool(false) => out.push_str("False"),
+        Value::Number(number) => match (number.as_i64(), number.as_u64(), number.as_f64()) {
+            (Some(int), _, _) => out.push_str(&int.to_string()),
+            (_, Some(int), _) => out.push_str(&int.to_string()),
+            (_, _, Some(float)) => out.push_str(&float_repr(float)),
+            _ => out.push_str(&number.to_string()),
+        },
+        Value::String(text) => out.push_str(&str_repr(text)),
+        Value::Array(items) => {
+            out.push('[');
+            for (idx, item) in items.iter().enumerate() {
+                if idx > 0 {
+                    out.push_str(", ");
+                }
+                write_repr(item, out);
+            }
+            out.push(']');
+        }
+        Value::Object(members) => {
+            out.push('{');
+            for (idx, (key, item)) in members.iter().enumerate() {
+                if idx > 0 {
+                    out.push_str(", ");
+                }
+                out.push_str(&str_repr(key));
+                out.push_str(": ");
+                write_repr(item, out);
+            }
+            out.push('}');
+        }
+    }
+}
+
+/// `repr(float)`: the shortest round-tripping digits, positional for decimal
+/// exponents -4..16, else `d.ddde±XX`.
+fn float_repr(value: f64) -> String {
+    if value.is_nan() {
+        return "nan".to_owned();
+    }
+    if value.is_infinite() {
+        return if value > 0.0 { "inf" } else { "-inf" }.to_owned();
+    }
+    let scientific = format!("{value:e}");
+    let (mantissa, exponent) = scientific
+        .split_once('e')
+        .expect("LowerExp always writes an exponent");
+    let exponent: i32 = exponent
+        .parse()
+        .expect("LowerExp writes a decimal exponent");
+    let (sign, mantissa) = mantissa
+        .strip_prefix('-')
+        .map_or(("", mantissa), |rest| ("-", rest));
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    if (-4..16).contains(&exponent) {
+        let point = exponent + 1;
+        let text = if point <= 0 {
+            format!("0.{}{digits}", "0".repeat(point.unsigned_abs() as usize))
+        } else if point as usize >= digits.len() {
+            format!("{digits}{}.0", "0".repeat(point as usize - digits.len()))
+        } else {
+            format!(
+                "{}.{}",
+                &digits[..point as usize],
+                &digits[point as usize..]
+            )
+        };
+        format!("{sign}{text}")
+    } else {
+        let (head, rest) = digits.split_at(1);
+        let fraction = if rest.is_empty() {
+            String::new()
+        } else {
+            format!(".{rest}")
+        };
+        let exp_sign = if exponent < 0 { '-' } else { '+' };
+        format!(
+            "{sign}{head}{fraction}e{exp_sign}{:02}",
+            exponent.unsigned_abs()
+        )
+    }
+}
+
+/// `repr(str)`: single quotes unless the text holds a single quote and no double
+/// one; backslash escapes for the quote, backslash, `\t\n\r` and characters Python
+/// does not print.
+fn str_repr(text: &str) -> String {
+    let quote = if text.contains('\'') && !text.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push(quote);
+    for ch in text.chars() {
+        match ch {
+            '\\' => out.push_str("\\\\"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            _ if ch == quote => {
+                out.push('\\');
+                out.push(ch);
+            }
+            _ if is_printable(ch) => out.push(ch),
+            _ if (ch as u32) < 0x100 => out.push_str(&format!("\\x{:02x}", ch as u32)),
+            _ if (ch as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", ch as u32)),
+            _ => out.push_str(&format!("\\U{:08x}", ch as u32)),
+        }
+    }
+    out.push(quote);
+    out
+}
+
+/// Python's `str.isprintable()` for one character: not a control, format,
+/// surrogate, private-use or unassigned character, nor a separator other than
+/// the ASCII space.
+fn is_printable(ch: char) -> bool {
+    use GeneralCategory::*;
+    ch == ' '
+        || !matches!(
+            get_general_category(ch),
+            Control
+                | Format
+                | Surrogate
+                | PrivateUse
+                | Unassigned
+                | LineSeparator
+                | ParagraphSeparator
+                | SpaceSeparator
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn space_is_pythons() {
+        for ch in [
+            '\t', '\n', '\u{b}', '\u{c}', '\r', '\u{1c}', '\u{1f}', ' ', '\u{85}',
+        ] {
+            assert!(is_space(ch), "{ch:?}");
+        }
+        for ch in [
+            '\u{a0}', '\u{1680}', '\u{2000}', '\u{200a}', '\u{2028}', '\u{3000}',
+        ] {
+            assert!(is_space(ch), "{ch:?}");
+        }
+        for ch in ['\u{200b}', '\u{feff}', 'a', '\u{180e}'] {
+            assert!(!is_space(ch), "{ch:?}");
+        }
+    }
+
+    #[test]
+    fn alnum_is_a_category_test() {
+        assert!(is_alnum('a') && is_alnum('\u{e9}') && is_alnum('\u{2160}') && is_alnum('\u{b2}'));
+        // Other_Alphabetic but neither a letter nor a number: Python says no.
+        assert!(!is_alnum('\u{24b6}') && !is_alnum('\u{93e}') && !is_alnum('_'));
+        assert!(is_decimal('\u{661}') && !is_decimal('\u{b2}'));
+    }
+
+    #[test]
+    fn reprs_are_pythons() {
+        let value: Value = serde_json::from_str(
+            r#"{"type": "error", "error": {"message": "it's \"bad\"\n\u0007", "n": [1, 2.5, 1e16, 1e-5, 100.0, null, true]}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            py_repr(&value),
+            r#"{'type': 'error', 'error': {'message': 'it\'s "bad"\n\x07', 'n': [1, 2.5, 1e+16, 1e-05, 100.0, None, True]}}"#
+        );
+        assert_eq!(str_repr("it's"), r#""it's""#);
+        assert_eq!(float_repr(0.0001), "0.0001");
+        assert_eq!(float_repr(123456789012345680.0), "1.2345678901234568e+17");
+        assert_eq!(float_repr(-1.5), "-1.5");
+    }
+
+    #[test]
+    fn trims_and_splits() {
+        assert_eq!(strip("\u{1c} a b \u{85}"), "a b");
+        assert_eq!(collapse_spaces("  a \n\t b  "), "a b");
+        assert_eq!(take_chars("\u{e9}t\u{e9}", 2), "\u{e9}t");
+        assert_eq!(take_chars("ab", 5), "ab");
+    }
+}
