@@ -142,7 +142,11 @@ class Walker:
             entry["validators"].append(self.rule(name, ""))
         for field_name, info in cls.model_fields.items():
             field = {"name": field_name, "type": self.type_of(info.annotation)}
-            field["type"].update(bounds(info.metadata))
+            # Constraints bind the value, so an Optional carries them on its inner type.
+            target = field["type"]
+            while target["kind"] == "optional":
+                target = target["inner"]
+            target.update(bounds(info.metadata))
             if info.is_required():
                 field["required"] = True
             else:

@@ -1,0 +1,1 @@
+//! The public API on files in temporary directories.

@@ -1,0 +1,287 @@
+//! The differential test against the reference: generated config files (and
+//! the committed regressions) loaded by the reference's own `validate_config()`
+//! in one Python process, and by `particles_config::load`, with the verdicts,
+//! every error location and every effective value compared (floats bit-equal).
+
+use std::{
+    collections::BTreeMap,
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use particles_config::{load, Environment, Error};
+
+use crate::generate::{self, Rng};
+
+/// Generated documents per run; `PARTICLES_CONFIG_DIFF_CASES` raises it, and
+/// `PARTICLES_CONFIG_DIFF_SEED` moves the seed, for longer hunts.
+const N_GENERATED: usize = 600;
+const SEED: u64 = 0x5EED_C0F1_6000_0001;
+
+fn knob(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("the crate sits at crates/particles-config")
+        .to_owned()
+}
+
+/// The reference's interpreter, or `None` (with a note) when it is not installed.
+pub fn reference_python() -> Option<PathBuf> {
+    let python = workspace_root().join(".reference/venv/bin/python");
+    if python.exists() {
+        return Some(python);
+    }
+    let message = format!(
+        "the reference is not installed at {}; run `cargo xtask reference` to install it",
+        python.display()
+    );
+    if std::env::var("PARTICLES_REQUIRE_REFERENCE").is_ok_and(|v| v == "1") {
+        panic!("{message} (PARTICLES_REQUIRE_REFERENCE=1)");
+    }
+    eprintln!("skipping the reference comparison: {message}");
+    None
+}
+
+struct Case {
+    label: String,
+    yaml: String,
+    env: BTreeMap<String, String>,
+}
+
+fn cases() -> Vec<Case> {
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../../schema/schema.json")).expect("schema.json parses");
+    let mut rng = Rng::new(knob("PARTICLES_CONFIG_DIFF_SEED", SEED));
+    let n_generated = usize::try_from(knob("PARTICLES_CONFIG_DIFF_CASES", N_GENERATED as u64))
+        .unwrap_or(N_GENERATED);
+    let mut out: Vec<Case> = (0..n_generated)
+        .map(|index| {
+            let case = generate::case(&mut rng, &schema);
+            Case {
+                label: format!("generated #{index}"),
+                yaml: case.yaml,
+                env: case.env,
+            }
+        })
+        .collect();
+    let regressions: Vec<serde_json::Value> =
+        serde_json::from_str(include_str!("regressions.json")).expect("regressions.json parses");
+    for (index, regression) in regressions.iter().enumerate() {
+        out.push(Case {
+            label: format!(
+                "regression #{index} ({})",
+                regression["note"].as_str().unwrap_or_default()
+            ),
+            yaml: regression["yaml"].as_str().unwrap_or_default().to_owned(),
+            env: regression["env"]
+                .as_object()
+                .map(|map| {
+                    map.iter()
+                        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        });
+    }
+    out
+}
+
+/// Python's tagged scalar against our JSON value.
+fn same_scalar(python: &str, ours: &serde_json::Value) -> bool {
+    let (tag, text) = python.split_at(2);
+    match (tag, ours) {
+        ("s:", serde_json::Value::String(s)) => s == text,
+        ("i:", serde_json::Value::Number(n)) => n.to_string() == text,
+        ("i:", serde_json::Value::String(s)) => s == text,
+        ("f:", value) => {
+            let Ok(expected) = text.parse::<f64>() else {
+                return false;
+            };
+            let actual = match value {
+                serde_json::Value::Number(n) if n.is_f64() => n.as_f64().unwrap_or(f64::NAN),
+                serde_json::Value::String(s) => match s.as_str() {
+                    "inf" => f64::INFINITY,
+                    "-inf" => f64::NEG_INFINITY,
+                    "nan" => f64::NAN,
+                    _ => return false,
+                },
+                _ => return false,
+            };
+            (expected.is_nan() && actual.is_nan()) || expected.to_bits() == actual.to_bits()
+        }
+        _ => false,
+    }
+}
+
+fn same_value(python: &serde_json::Value, ours: &serde_json::Value) -> bool {
+    match (python, ours) {
+        (serde_json::Value::Null, serde_json::Value::Null) => true,
+        (serde_json::Value::Bool(a), serde_json::Value::Bool(b)) => a == b,
+        (serde_json::Value::String(tagged), value) => same_scalar(tagged, value),
+        (serde_json::Value::Array(a), serde_json::Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same_value(x, y))
+        }
+        (serde_json::Value::Object(a), serde_json::Value::Object(b)) => {
+            a.len() == b.len()
+                && a.iter()
+                    .zip(b)
+                    .all(|((ka, va), (kb, vb))| ka == kb && same_value(va, vb))
+        }
+        _ => false,
+    }
+}
+
+fn compare(
+    case: &Case,
+    file: &Path,
+    verdict: &serde_json::Value,
+    home: &Path,
+) -> Result<(), String> {
+    let mut vars = case.env.clone();
+    vars.insert("HOME".to_owned(), home.display().to_string());
+    vars.insert("PARTICLES_CONFIG".to_owned(), file.display().to_string());
+    let env = Environment::new(vars, home);
+    let ours = load(None, &env);
+    let expected = verdict["verdict"].as_str().unwrap_or_default();
+    match (expected, &ours) {
+        ("ok", Ok(loaded)) => {
+            let dump = &verdict["dump"];
+            for entry in loaded.entries() {
+                let python = entry
+                    .key
+                    .split('.')
+                    .try_fold(dump, |value, key| value.get(key))
+                    .ok_or_else(|| format!("{} is missing from the reference's dump", entry.key))?;
+                if !same_value(python, &entry.value) {
+                    return Err(format!(
+                        "{}: reference {python}, ours {}",
+                        entry.key, entry.value
+                    ));
+                }
+            }
+            let query = &loaded.config().query;
+            let sw = dump["query"]["similarity_weight"]
+                .as_str()
+                .unwrap_or_default();
+            let expected = sw.strip_prefix("f:").and_then(|t| t.parse::<f64>().ok());
+            let bit_equal = expected.is_some_and(|e| {
+                e.to_bits() == query.similarity_weight.to_bits()
+                    || (e.is_nan() && query.similarity_weight.is_nan())
+            });
+            if !bit_equal {
+                return Err(format!(
+                    "typed query.similarity_weight {} vs {sw}",
+                    query.similarity_weight
+                ));
+            }
+            let url = dump["storage"]["database_url"].as_str().unwrap_or_default();
+            if url != format!("s:{}", loaded.config().storage.database_url) {
+                return Err(format!("typed storage.database_url differs from {url}"));
+            }
+            Ok(())
+        }
+        ("invalid", Err(Error::Invalid { errors, .. })) => {
+            let theirs: Vec<(String, String)> = verdict["errors"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|pair| {
+                    (
+                        pair[0].as_str().unwrap_or_default().to_owned(),
+                        pair[1].as_str().unwrap_or_default().to_owned(),
+                    )
+                })
+                .collect();
+            let mine: Vec<(String, String)> = errors
+                .0
+                .iter()
+                .map(|e| (e.key.clone(), e.kind.clone()))
+                .collect();
+            if theirs == mine {
+                Ok(())
+            } else {
+                Err(format!(
+                    "errors differ:\n  reference {theirs:?}\n  ours      {mine:?}"
+                ))
+            }
+        }
+        ("yaml", Err(Error::Yaml { .. })) | ("env", Err(Error::EnvIntoNonMapping { .. })) => Ok(()),
+        _ => Err(format!(
+            "verdicts differ: reference {}, ours {}",
+            verdict,
+            match &ours {
+                Ok(_) => "ok".to_owned(),
+                Err(error) => error.to_string(),
+            }
+        )),
+    }
+}
+
+#[test]
+fn config_verdicts_match_the_reference() {
+    let Some(python) = reference_python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    let cases = cases();
+    let mut manifest = Vec::new();
+    let mut files = Vec::new();
+    for (index, case) in cases.iter().enumerate() {
+        let file = dir.path().join(format!("case-{index}.yaml"));
+        std::fs::write(&file, &case.yaml).expect("write case");
+        manifest.push(serde_json::json!({"file": file, "env": case.env}));
+        files.push(file);
+    }
+    let manifest_path = dir.path().join("manifest.json");
+    let out_path = dir.path().join("verdicts.json");
+    std::fs::write(
+        &manifest_path,
+        serde_json::to_string(&manifest).expect("json"),
+    )
+    .expect("write");
+    let oracle = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/oracle.py");
+    let status = Command::new(&python)
+        .arg(&oracle)
+        .arg(&manifest_path)
+        .arg(&out_path)
+        .status()
+        .expect("run the reference");
+    assert!(status.success(), "the oracle failed");
+    let verdicts: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(&out_path).expect("verdicts")).expect("json");
+    assert_eq!(verdicts.len(), cases.len());
+    let mut failures = Vec::new();
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for ((case, file), verdict) in cases.iter().zip(&files).zip(&verdicts) {
+        *counts
+            .entry(verdict["verdict"].as_str().unwrap_or("?").to_owned())
+            .or_default() += 1;
+        if let Err(why) = compare(case, file, verdict, &home) {
+            failures.push(format!(
+                "{}: {why}\n--- env {:?}\n{}---",
+                case.label, case.env, case.yaml
+            ));
+        }
+    }
+    eprintln!(
+        "compared {} documents with the reference: {counts:?}",
+        cases.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {} documents disagree:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+}
