@@ -254,6 +254,9 @@ fn construct_error(line: usize, column: usize, message: impl Into<String>) -> Ya
 /// The composed graph, before construction (PyYAML's nodes).
 #[derive(Debug, Clone)]
 struct Composed {
+    /// Node identity: an alias yields a copy with its anchor's id, as PyYAML
+    /// hands out the same node object.
+    id: usize,
     kind: ComposedKind,
     tag: Option<Tag>,
     line: usize,
@@ -274,6 +277,7 @@ struct Composer<'input> {
     parser: Parser<'input, saphyr_parser::StrInput<'input>>,
     anchors: Vec<Option<Composed>>,
     n_nodes: usize,
+    next_id: usize,
 }
 
 impl<'input> Composer<'input> {
@@ -321,6 +325,8 @@ impl<'input> Composer<'input> {
         let line = span.start.line();
         let column = span.start.col() + 1;
         self.count(line, column)?;
+        self.next_id += 1;
+        let id = self.next_id;
         match event {
             Event::Alias(anchor) => match self.anchors.get(anchor).cloned().flatten() {
                 Some(node) => {
@@ -334,6 +340,7 @@ impl<'input> Composer<'input> {
             },
             Event::Scalar(text, style, anchor, tag) => {
                 let node = Composed {
+                    id,
                     kind: ComposedKind::Scalar {
                         text: text.into_owned(),
                         plain: style == ScalarStyle::Plain,
@@ -355,6 +362,7 @@ impl<'input> Composer<'input> {
                     items.push(self.node(event, span)?);
                 }
                 let node = Composed {
+                    id,
                     kind: ComposedKind::Seq(items),
                     tag: tag.map(|tag| tag.into_owned()),
                     line,
@@ -376,6 +384,7 @@ impl<'input> Composer<'input> {
                     pairs.push((key, value));
                 }
                 let node = Composed {
+                    id,
                     kind: ComposedKind::Map(pairs),
                     tag: tag.map(|tag| tag.into_owned()),
                     line,
@@ -413,6 +422,7 @@ pub(crate) fn safe_load(text: &str) -> Result<Option<Node>, YamlError> {
         parser: Parser::new_from_str(text),
         anchors: Vec::new(),
         n_nodes: 0,
+        next_id: 0,
     };
     let mut document: Option<Composed> = None;
     let mut n_documents = 0usize;
@@ -975,23 +985,62 @@ fn is_value_key(node: &Composed) -> bool {
     scalar_resolves_to(node, Resolved::Value, "value")
 }
 
-/// PyYAML's `flatten_mapping`: merged pairs first (in the order that lets the
-/// earlier of several merged mappings win), then the mapping's own pairs.
+/// The identity PyYAML 6.0.4 de-duplicates merged keys by: `id()` of the key
+/// node's string. Aliased nodes share it; distinct nodes share it only when
+/// CPython caches the string (the empty string and one Latin-1 character).
+#[derive(PartialEq, Eq)]
+enum KeyIdentity {
+    Node(usize),
+    Cached(String),
+}
+
+fn key_identity(key: &Composed) -> KeyIdentity {
+    match &key.kind {
+        ComposedKind::Scalar { text, .. } => {
+            let mut chars = text.chars();
+            match (chars.next(), chars.next()) {
+                (None, _) => KeyIdentity::Cached(String::new()),
+                (Some(c), None) if (c as u32) < 256 => KeyIdentity::Cached(text.clone()),
+                _ => KeyIdentity::Node(key.id),
+            }
+        }
+        _ => KeyIdentity::Node(key.id),
+    }
+}
+
+/// PyYAML's `flatten_mapping` (6.0.4): the pairs of every merged mapping, in
+/// order, each key identity once (the first merged occurrence), then the
+/// mapping's own pairs. Construction then lets later pairs win, so among
+/// merged mappings with distinct key nodes the *later* one wins, and the
+/// mapping's own keys beat every merged one.
 fn flatten_mapping(node: &Composed) -> Result<Vec<(&Composed, &Composed)>, YamlError> {
     let ComposedKind::Map(pairs) = &node.kind else {
         return Ok(Vec::new());
     };
     let mut merged: Vec<(&Composed, &Composed)> = Vec::new();
+    let mut seen: Vec<KeyIdentity> = Vec::new();
     let mut own: Vec<(&Composed, &Composed)> = Vec::new();
+    fn take<'a>(
+        pairs: Vec<(&'a Composed, &'a Composed)>,
+        merged: &mut Vec<(&'a Composed, &'a Composed)>,
+        seen: &mut Vec<KeyIdentity>,
+    ) {
+        for (key, value) in pairs {
+            let identity = key_identity(key);
+            if !seen.contains(&identity) {
+                seen.push(identity);
+                merged.push((key, value));
+            }
+        }
+    }
     for (key, value) in pairs {
         if !is_merge_key(key) {
             own.push((key, value));
             continue;
         }
         match &value.kind {
-            ComposedKind::Map(_) => merged.extend(flatten_mapping(value)?),
+            ComposedKind::Map(_) => take(flatten_mapping(value)?, &mut merged, &mut seen),
             ComposedKind::Seq(items) => {
-                let mut submerge = Vec::new();
                 for item in items {
                     if !matches!(item.kind, ComposedKind::Map(_)) {
                         return Err(construct_error(
@@ -1000,10 +1049,7 @@ fn flatten_mapping(node: &Composed) -> Result<Vec<(&Composed, &Composed)>, YamlE
                             "while constructing a mapping, expected a mapping for merging",
                         ));
                     }
-                    submerge.push(flatten_mapping(item)?);
-                }
-                for pairs in submerge.into_iter().rev() {
-                    merged.extend(pairs);
+                    take(flatten_mapping(item)?, &mut merged, &mut seen);
                 }
             }
             ComposedKind::Scalar { .. } => return Err(construct_error(

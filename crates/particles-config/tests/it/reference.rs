@@ -72,6 +72,28 @@ fn cases() -> Vec<Case> {
             }
         })
         .collect();
+    let probes = [
+        ("query", "similarity_weight"),
+        ("query", "default_top_k"),
+        ("query", "grounded_answers"),
+        ("embeddings", "normalization"),
+    ];
+    for scalar in generate::TRICKY_SCALARS {
+        for (section, key) in probes {
+            out.push(Case {
+                label: format!("scalar {scalar:?} in {section}.{key}"),
+                yaml: format!("{section}:\n  {key}: {scalar}\n"),
+                env: BTreeMap::new(),
+            });
+        }
+    }
+    for (index, yaml) in generate::TRICKY_DOCUMENTS.iter().enumerate() {
+        out.push(Case {
+            label: format!("document #{index}"),
+            yaml: (*yaml).to_owned(),
+            env: BTreeMap::new(),
+        });
+    }
     let regressions: Vec<serde_json::Value> =
         serde_json::from_str(include_str!("regressions.json")).expect("regressions.json parses");
     for (index, regression) in regressions.iter().enumerate() {
