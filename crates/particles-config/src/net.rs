@@ -88,7 +88,7 @@ pub(crate) fn ip_network(text: &str) -> Option<Network> {
             if mask.checked_shl(ones).unwrap_or(0) == 0 {
                 u8::try_from(ones).ok()?
             } else if (!mask).checked_shl(zeros).unwrap_or(0) == 0 {
-                u8::try_from(32 - zeros).ok()?
+                u8::try_from(zeros).ok()?
             } else {
                 return None;
             }

@@ -157,7 +157,8 @@ mod tests {
 
     #[test]
     fn refused_urls() {
-        let cases: [(&str, fn(&Error) -> bool); 7] = [
+        type Expect = fn(&Error) -> bool;
+        let cases: [(&str, Expect); 7] = [
             ("", |e| matches!(e, Error::EmptyStoreUrl { .. })),
             ("sqlite+aiosqlite://", |e| {
                 matches!(e, Error::InMemoryStore { .. })

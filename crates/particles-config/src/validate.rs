@@ -323,12 +323,7 @@ impl Validator<'_> {
     /// pydantic-core checks `le`, `lt`, `ge`, `gt` in that order and reports the
     /// first that fails; NaN fails every one.
     fn bounds(&mut self, ty: &Type, value: &Number<'_>, loc: &[String], pos: &Pos) -> bool {
-        let checks: [(
-            &Option<serde_json::Number>,
-            &'static str,
-            &str,
-            fn(std::cmp::Ordering) -> bool,
-        ); 4] = [
+        let checks: [Check<'_>; 4] = [
             (&ty.le, "less_than_equal", "less than or equal to", |o| {
                 o.is_le()
             }),
@@ -362,6 +357,14 @@ impl Validator<'_> {
         true
     }
 }
+
+/// A bound, its error type, its wording, and whether an ordering satisfies it.
+type Check<'t> = (
+    &'t Option<serde_json::Number>,
+    &'static str,
+    &'static str,
+    fn(std::cmp::Ordering) -> bool,
+);
 
 /// A number under a bound check.
 enum Number<'a> {

@@ -632,11 +632,14 @@ fn is_timestamp(text: &str) -> bool {
     timestamp_parts(text).is_some()
 }
 
+/// Hour, minute, second and the zone offset (hours, minutes) if given.
+type TimeParts = (u32, u32, u32, Option<(i32, u32)>);
+
 struct TimestampParts {
     year: u32,
     month: u32,
     day: u32,
-    time: Option<(u32, u32, u32, Option<(i32, u32)>)>,
+    time: Option<TimeParts>,
 }
 
 fn take_digits(text: &str, min: usize, max: usize) -> Option<(&str, &str)> {
