@@ -241,6 +241,29 @@ mod tests {
         assert!(matches!(str_as_int(&"9".repeat(40)), Ok(Int::Big(_))));
     }
 
+    proptest::proptest! {
+        /// The string-to-int fast path against the obvious reading: strip the
+        /// spaces, the `_` between digits and an all-zero fraction, then parse.
+        #[test]
+        fn str_as_int_is_the_obvious_parse(
+            value in proptest::num::i64::ANY,
+            underscores in proptest::collection::vec(proptest::bool::ANY, 0..20),
+            zeros in 0usize..3,
+            spaces in 0usize..3,
+        ) {
+            let digits = value.unsigned_abs().to_string();
+            let mut text = String::new();
+            if value < 0 { text.push('-'); }
+            for (index, digit) in digits.chars().enumerate() {
+                if index > 0 && underscores.get(index).copied().unwrap_or(false) { text.push('_'); }
+                text.push(digit);
+            }
+            if zeros > 0 { text.push('.'); text.push_str(&"0".repeat(zeros)); }
+            let padded = format!("{}{text}{}", " ".repeat(spaces), " ".repeat(spaces));
+            proptest::prop_assert_eq!(str_as_int(&padded), Ok(Int::Small(i128::from(value))));
+        }
+    }
+
     #[test]
     fn floats_from_strings() {
         for (text, expected) in [

@@ -103,6 +103,21 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// The positional/scientific rewrite keeps Rust's shortest digits, so
+        /// it must parse back to the same bits (Python's repr round-trips too).
+        #[test]
+        fn float_repr_round_trips(bits in proptest::num::u64::ANY) {
+            let value = f64::from_bits(bits);
+            proptest::prop_assume!(value.is_finite());
+            let text = float_repr(value);
+            proptest::prop_assert_eq!(text.parse::<f64>().map(f64::to_bits), Ok(bits), "{}", text);
+            let positional = text.contains('.') && !text.contains('e');
+            let exponent = format!("{value:e}").split_once('e').and_then(|(_, e)| e.parse::<i32>().ok());
+            proptest::prop_assert_eq!(positional, exponent.is_some_and(|e| (-4..16).contains(&e)));
+        }
+    }
+
     #[test]
     fn strings_print_as_python_repr() {
         assert_eq!(str_repr("a"), "'a'");
