@@ -161,6 +161,185 @@ fn same_value(python: &serde_json::Value, ours: &serde_json::Value) -> bool {
     }
 }
 
+fn float(value: f64) -> serde_json::Value {
+    serde_json::Number::from_f64(value).map_or_else(
+        || {
+            let text = if value.is_nan() {
+                "nan"
+            } else if value > 0.0 {
+                "inf"
+            } else {
+                "-inf"
+            };
+            serde_json::Value::String(text.to_owned())
+        },
+        serde_json::Value::Number,
+    )
+}
+
+/// The typed view, key by key, to compare with the reference's dump: a field
+/// read from the wrong key shows here even where two defaults coincide.
+fn typed_values(config: &particles_config::Config) -> Vec<(&'static str, serde_json::Value)> {
+    use serde_json::json;
+    let q = &config.query;
+    let opt = |value: &Option<String>| value.as_ref().map_or(serde_json::Value::Null, |v| json!(v));
+    vec![
+        ("query.default_top_k", json!(q.default_top_k)),
+        (
+            "query.default_min_confidence",
+            float(q.default_min_confidence),
+        ),
+        (
+            "query.equivalence_threshold",
+            float(q.equivalence_threshold),
+        ),
+        ("query.similarity_weight", float(q.similarity_weight)),
+        ("query.confidence_weight", float(q.confidence_weight)),
+        (
+            "query.narrative_rank_weight",
+            float(q.narrative_rank_weight),
+        ),
+        ("query.truncation_min_gap", float(q.truncation_min_gap)),
+        (
+            "query.truncation_near_margin",
+            float(q.truncation_near_margin),
+        ),
+        (
+            "query.truncation_near_count",
+            json!(q.truncation_near_count),
+        ),
+        ("query.relevance_floor", float(q.relevance_floor)),
+        ("query.answer_max_tokens", json!(q.answer_max_tokens)),
+        (
+            "query.answer_retry_max_tokens",
+            json!(q.answer_retry_max_tokens),
+        ),
+        ("query.grounded_answers", json!(q.grounded_answers)),
+        ("query.candidate_cache", json!(q.candidate_cache)),
+        (
+            "query.candidate_cache_freeze_rows",
+            json!(q.candidate_cache_freeze_rows),
+        ),
+        ("storage.database_url", json!(config.storage.database_url)),
+        ("storage.max_page_size", json!(config.storage.max_page_size)),
+        (
+            "storage.write_lock.enabled",
+            json!(config.storage.write_lock_enabled),
+        ),
+        (
+            "contestedness.callout_threshold",
+            float(config.contestedness.callout_threshold),
+        ),
+        (
+            "contestedness.badge_enabled",
+            json!(config.contestedness.badge_enabled),
+        ),
+        (
+            "source_passage.locate_min_overlap",
+            float(config.source_passage.locate_min_overlap),
+        ),
+        (
+            "source_passage.max_passage_chars",
+            json!(config.source_passage.max_passage_chars),
+        ),
+        (
+            "source_passage.query_show_limit",
+            json!(config.source_passage.query_show_limit),
+        ),
+        ("engine.base_url", opt(&config.engine.base_url)),
+        (
+            "engine.timeout_seconds",
+            float(config.engine.timeout_seconds),
+        ),
+        (
+            "engine.allow_plaintext_token",
+            json!(config.engine.allow_plaintext_token),
+        ),
+        (
+            "api.max_request_body_bytes",
+            json!(config.api.max_request_body_bytes),
+        ),
+        ("api.bind_host", json!(config.api.bind_host)),
+        (
+            "api.rate_limit_per_minute",
+            json!(config.api.rate_limit_per_minute),
+        ),
+        (
+            "api.require_auth_for_reads",
+            json!(config.api.require_auth_for_reads),
+        ),
+        ("api.trusted_proxies", json!(config.api.trusted_proxies)),
+        ("api.allowed_hosts", json!(config.api.allowed_hosts)),
+        ("api.allowed_origins", json!(config.api.allowed_origins)),
+        (
+            "mcp.rate_limit_per_minute",
+            json!(config.mcp.rate_limit_per_minute),
+        ),
+        ("build.date", opt(&config.build.date)),
+        ("embeddings.dim", json!(config.embeddings.dim)),
+        (
+            "embeddings.normalization",
+            json!(config.embeddings.normalization),
+        ),
+        (
+            "embeddings.progress_bars",
+            json!(config.embeddings.progress_bars),
+        ),
+        ("cli.heartbeat_seconds", float(config.cli.heartbeat_seconds)),
+        (
+            "cli.warn_unused_config",
+            json!(config.cli.warn_unused_config),
+        ),
+        (
+            "subjects.wikidata_link_suppress_threshold",
+            float(config.wikidata_link_suppress_threshold),
+        ),
+        (
+            "consolidation.abstraction.stale_support_discount",
+            float(config.stale_support_discount),
+        ),
+        (
+            "confidence.uncalibrated_cap.enabled",
+            json!(config.uncalibrated_cap.enabled),
+        ),
+        (
+            "confidence.uncalibrated_cap.cap_value",
+            float(config.uncalibrated_cap.cap_value),
+        ),
+        (
+            "confidence.uncalibrated_cap.sources",
+            json!(config.uncalibrated_cap.sources),
+        ),
+        (
+            "conformance.trust_cap.enabled",
+            json!(config.conformance_trust_cap.enabled),
+        ),
+        (
+            "conformance.trust_cap.cap_value",
+            float(config.conformance_trust_cap.cap_value),
+        ),
+        (
+            "conformance.trust_cap.exempt",
+            json!(config.conformance_trust_cap.exempt),
+        ),
+        (
+            "document_precedence.rank_penalty",
+            float(config.document_precedence.rank_penalty),
+        ),
+        ("owner_lens.rank_lift", float(config.owner_lens.rank_lift)),
+        ("llm.default.provider", json!(config.llm.default.provider)),
+        ("llm.default.model", json!(config.llm.default.model)),
+        (
+            "network.egress",
+            json!(match config.network.egress {
+                particles_config::Egress::Open => "open",
+                particles_config::Egress::None => "none",
+                particles_config::Egress::Allowlist => "allowlist",
+            }),
+        ),
+    ]
+}
+
 fn compare(
     case: &Case,
     file: &Path,
@@ -189,24 +368,27 @@ fn compare(
                     ));
                 }
             }
-            let query = &loaded.config().query;
-            let sw = dump["query"]["similarity_weight"]
-                .as_str()
-                .unwrap_or_default();
-            let expected = sw.strip_prefix("f:").and_then(|t| t.parse::<f64>().ok());
-            let bit_equal = expected.is_some_and(|e| {
-                e.to_bits() == query.similarity_weight.to_bits()
-                    || (e.is_nan() && query.similarity_weight.is_nan())
-            });
-            if !bit_equal {
-                return Err(format!(
-                    "typed query.similarity_weight {} vs {sw}",
-                    query.similarity_weight
-                ));
-            }
-            let url = dump["storage"]["database_url"].as_str().unwrap_or_default();
-            if url != format!("s:{}", loaded.config().storage.database_url) {
-                return Err(format!("typed storage.database_url differs from {url}"));
+            for (key, ours) in typed_values(loaded.config()) {
+                let python = key
+                    .split('.')
+                    .try_fold(dump, |value, key| value.get(key))
+                    .ok_or_else(|| format!("typed {key} is missing from the reference's dump"))?;
+                // Typed integers are i64 and saturate; Python's are unbounded.
+                let saturated = python
+                    .as_str()
+                    .and_then(|t| t.strip_prefix("i:"))
+                    .is_some_and(|t| {
+                        t.parse::<i64>().is_err()
+                            && ours
+                                == serde_json::json!(if t.starts_with('-') {
+                                    i64::MIN
+                                } else {
+                                    i64::MAX
+                                })
+                    });
+                if !saturated && !same_value(python, &ours) {
+                    return Err(format!("typed {key}: reference {python}, ours {ours}"));
+                }
             }
             Ok(())
         }
