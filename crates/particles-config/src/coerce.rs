@@ -22,6 +22,7 @@ pub(crate) enum Refusal {
     FloatType,
     FloatParsing,
     StringType,
+    StringUnicode,
 }
 
 impl Refusal {
@@ -38,6 +39,7 @@ impl Refusal {
             Refusal::FloatType => "float_type",
             Refusal::FloatParsing => "float_parsing",
             Refusal::StringType => "string_type",
+            Refusal::StringUnicode => "string_unicode",
         }
     }
 
@@ -62,6 +64,9 @@ impl Refusal {
                 "Input should be a valid number, unable to parse string as a number"
             }
             Refusal::StringType => "Input should be a valid string",
+            Refusal::StringUnicode => {
+                "Input should be a valid string, unable to parse raw data as a unicode string"
+            }
         }
     }
 }
@@ -89,6 +94,9 @@ pub(crate) fn to_bool(value: &NodeValue) -> Result<bool, Refusal> {
             }
         }
         NodeValue::Str(text) => str_as_bool(text),
+        NodeValue::Bytes(bytes) => {
+            str_as_bool(std::str::from_utf8(bytes).map_err(|_| Refusal::BoolParsing)?)
+        }
         _ => Err(Refusal::BoolType),
     }
 }
@@ -111,6 +119,9 @@ pub(crate) fn to_int(value: &NodeValue) -> Result<Int, Refusal> {
         NodeValue::Int(value) => Ok(value.clone()),
         NodeValue::Float(value) => float_as_int(*value),
         NodeValue::Str(text) => str_as_int(text),
+        NodeValue::Bytes(bytes) => {
+            str_as_int(std::str::from_utf8(bytes).map_err(|_| Refusal::IntParsing)?)
+        }
         _ => Err(Refusal::IntType),
     }
 }
@@ -181,6 +192,9 @@ pub(crate) fn to_float(value: &NodeValue) -> Result<f64, Refusal> {
         NodeValue::Int(value) => value.to_f64().ok_or(Refusal::FloatType),
         NodeValue::Float(value) => Ok(*value),
         NodeValue::Str(text) => str_as_float(text),
+        NodeValue::Bytes(bytes) => {
+            str_as_float(std::str::from_utf8(bytes).map_err(|_| Refusal::FloatParsing)?)
+        }
         _ => Err(Refusal::FloatType),
     }
 }
@@ -204,6 +218,8 @@ pub(crate) fn str_as_float(text: &str) -> Result<f64, Refusal> {
 pub(crate) fn to_str(value: &NodeValue) -> Result<&str, Refusal> {
     match value {
         NodeValue::Str(text) => Ok(text),
+        // pydantic decodes bytes (`!!binary`) as UTF-8.
+        NodeValue::Bytes(bytes) => std::str::from_utf8(bytes).map_err(|_| Refusal::StringUnicode),
         _ => Err(Refusal::StringType),
     }
 }

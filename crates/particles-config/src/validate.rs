@@ -256,6 +256,15 @@ impl Validator<'_> {
                     loc.push(entry.key.key_text());
                     let key = match &entry.key.value {
                         NodeValue::Str(key) => Some(key.clone()),
+                        NodeValue::Bytes(bytes) => match std::str::from_utf8(bytes) {
+                            Ok(key) => Some(key.to_owned()),
+                            Err(_) => {
+                                loc.push("[key]".to_owned());
+                                self.refuse(loc, Refusal::StringUnicode, &entry.key.pos);
+                                loc.pop();
+                                None
+                            }
+                        },
                         _ => {
                             loc.push("[key]".to_owned());
                             self.refuse(loc, Refusal::StringType, &entry.key.pos);

@@ -105,6 +105,8 @@ pub(crate) enum NodeValue {
     /// A `date` or `datetime` (PyYAML's timestamp), kept as its text. Every
     /// configuration field refuses it, so only its kind matters.
     Timestamp(String),
+    /// `!!binary`: Python `bytes`.
+    Bytes(Vec<u8>),
     Seq(Vec<Node>),
     Map(Vec<Entry>),
 }
@@ -119,6 +121,7 @@ impl NodeValue {
             NodeValue::Float(_) => "a float",
             NodeValue::Str(_) => "a string",
             NodeValue::Timestamp(_) => "a timestamp",
+            NodeValue::Bytes(_) => "bytes",
             NodeValue::Seq(_) => "a list",
             NodeValue::Map(_) => "a mapping",
         }
@@ -154,6 +157,10 @@ impl Node {
             NodeValue::Null => "None".to_owned(),
             NodeValue::Float(value) => crate::pyfmt::float_repr(*value),
             NodeValue::Timestamp(text) => text.clone(),
+            NodeValue::Bytes(bytes) => format!(
+                "b{}",
+                crate::pyfmt::str_repr(&String::from_utf8_lossy(bytes))
+            ),
             NodeValue::Seq(_) | NodeValue::Map(_) => "?".to_owned(),
         }
     }
@@ -179,6 +186,7 @@ pub(crate) fn keys_equal(a: &NodeValue, b: &NodeValue) -> bool {
         (NodeValue::Null, NodeValue::Null) => true,
         (NodeValue::Str(a), NodeValue::Str(b)) => a == b,
         (NodeValue::Timestamp(a), NodeValue::Timestamp(b)) => a == b,
+        (NodeValue::Bytes(a), NodeValue::Bytes(b)) => a == b,
         _ => match (number(a), number(b)) {
             (Some(Number::Int(a)), Some(Number::Int(b))) => a == b,
             (Some(Number::Big(a)), Some(Number::Big(b))) => a == b,
@@ -275,6 +283,10 @@ const MAX_NODES: usize = 1_000_000;
 
 struct Composer<'input> {
     parser: Parser<'input, saphyr_parser::StrInput<'input>>,
+    /// The text, to read anchor names back (the parser keeps only ids).
+    text: &'input str,
+    /// Anchor names defined in this document: PyYAML refuses a repeat.
+    anchor_names: Vec<String>,
     anchors: Vec<Option<Composed>>,
     n_nodes: usize,
     next_id: usize,
@@ -299,14 +311,41 @@ impl<'input> Composer<'input> {
         }
     }
 
-    fn remember(&mut self, anchor: usize, node: &Composed) {
+    /// The anchor name in the node properties at `span` (`&name`, possibly
+    /// after a tag): the parser's node spans start at the properties.
+    fn anchor_name(&self, span: Span) -> Option<String> {
+        let start = self.text.char_indices().nth(span.start.index())?.0;
+        let mut rest = &self.text[start..];
+        if rest.starts_with('!') {
+            let end = rest.find(char::is_whitespace)?;
+            rest = rest[end..].trim_start();
+        }
+        let name = rest.strip_prefix('&')?;
+        let end = name
+            .find(|c: char| c.is_whitespace() || ",[]{}".contains(c))
+            .unwrap_or(name.len());
+        Some(name[..end].to_owned())
+    }
+
+    fn remember(&mut self, anchor: usize, node: &Composed, span: Span) -> Result<(), YamlError> {
         if anchor == 0 {
-            return;
+            return Ok(());
+        }
+        if let Some(name) = self.anchor_name(span) {
+            if self.anchor_names.contains(&name) {
+                return Err(construct_error(
+                    node.line,
+                    node.column,
+                    format!("found duplicate anchor '{name}'"),
+                ));
+            }
+            self.anchor_names.push(name);
         }
         if self.anchors.len() <= anchor {
             self.anchors.resize(anchor + 1, None);
         }
         self.anchors[anchor] = Some(node.clone());
+        Ok(())
     }
 
     fn count(&mut self, line: usize, column: usize) -> Result<(), YamlError> {
@@ -349,7 +388,7 @@ impl<'input> Composer<'input> {
                     line,
                     column,
                 };
-                self.remember(anchor, &node);
+                self.remember(anchor, &node, span)?;
                 Ok(node)
             }
             Event::SequenceStart(anchor, tag) => {
@@ -368,7 +407,7 @@ impl<'input> Composer<'input> {
                     line,
                     column,
                 };
-                self.remember(anchor, &node);
+                self.remember(anchor, &node, span)?;
                 Ok(node)
             }
             Event::MappingStart(anchor, tag) => {
@@ -390,7 +429,7 @@ impl<'input> Composer<'input> {
                     line,
                     column,
                 };
-                self.remember(anchor, &node);
+                self.remember(anchor, &node, span)?;
                 Ok(node)
             }
             other => Err(YamlError {
@@ -418,8 +457,12 @@ fn node_size(node: &Composed) -> usize {
 
 /// `yaml.safe_load(text)`: `None` for an empty stream.
 pub(crate) fn safe_load(text: &str) -> Result<Option<Node>, YamlError> {
+    // YAML 1.1 (PyYAML) reads NEL as a line break; YAML 1.2 parsers do not.
+    let text = text.replace('\u{85}', "\n");
     let mut composer = Composer {
-        parser: Parser::new_from_str(text),
+        parser: Parser::new_from_str(&text),
+        text: &text,
+        anchor_names: Vec::new(),
         anchors: Vec::new(),
         n_nodes: 0,
         next_id: 0,
@@ -442,6 +485,7 @@ pub(crate) fn safe_load(text: &str) -> Result<Option<Node>, YamlError> {
                 }
                 // PyYAML's anchors do not outlive their document.
                 composer.anchors.clear();
+                composer.anchor_names.clear();
             }
             event => {
                 let node = composer.node(event, span)?;
@@ -450,6 +494,54 @@ pub(crate) fn safe_load(text: &str) -> Result<Option<Node>, YamlError> {
         }
     }
     document.map(|node| construct(&node)).transpose()
+}
+
+/// `base64.decodebytes` as PyYAML's `!!binary` calls it: characters outside
+/// the alphabet are skipped, the padding must complete the last quantum.
+fn decode_base64(text: &str) -> Result<Vec<u8>, String> {
+    if !text.is_ascii() {
+        return Err("failed to convert base64 data into ascii".to_owned());
+    }
+    let value = |c: u8| match c {
+        b'A'..=b'Z' => Some(c - b'A'),
+        b'a'..=b'z' => Some(c - b'a' + 26),
+        b'0'..=b'9' => Some(c - b'0' + 52),
+        b'+' => Some(62),
+        b'/' => Some(63),
+        _ => None,
+    };
+    let mut sextets = Vec::new();
+    let mut padding = 0usize;
+    for byte in text.bytes() {
+        if byte == b'=' {
+            padding += 1;
+            if (sextets.len() + padding) % 4 == 0 {
+                break;
+            }
+        } else if let Some(sextet) = value(byte) {
+            if padding > 0 {
+                padding = 0;
+            }
+            sextets.push(sextet);
+        }
+    }
+    let remainder = sextets.len() % 4;
+    if remainder == 1 {
+        return Err("failed to decode base64 data: invalid number of data characters".to_owned());
+    }
+    if remainder != 0 && padding < 4 - remainder {
+        return Err("failed to decode base64 data: Incorrect padding".to_owned());
+    }
+    let mut out = Vec::with_capacity(sextets.len() * 3 / 4);
+    for chunk in sextets.chunks(4) {
+        let mut bits = 0u32;
+        for (index, sextet) in chunk.iter().enumerate() {
+            bits |= u32::from(*sextet) << (18 - 6 * index);
+        }
+        let bytes = bits.to_be_bytes();
+        out.extend_from_slice(&bytes[1..chunk.len()]);
+    }
+    Ok(out)
 }
 
 /// What a plain (or `!`-tagged) scalar resolves to under PyYAML's resolver.
@@ -884,7 +976,14 @@ fn construct(node: &Composed) -> Result<Node, YamlError> {
                 Some("tag:yaml.org,2002:timestamp") => Resolved::Timestamp,
                 Some("tag:yaml.org,2002:merge") => Resolved::Merge,
                 Some("tag:yaml.org,2002:value") => Resolved::Value,
-                Some("tag:yaml.org,2002:map" | "tag:yaml.org,2002:seq") => {
+                Some("tag:yaml.org,2002:binary") => {
+                    let bytes = decode_base64(text)
+                        .map_err(|message| construct_error(node.line, node.column, message))?;
+                    return Ok(Node::new(NodeValue::Bytes(bytes), pos));
+                }
+                Some(
+                    "tag:yaml.org,2002:map" | "tag:yaml.org,2002:seq" | "tag:yaml.org,2002:set",
+                ) => {
                     return Err(construct_error(
                         node.line,
                         node.column,
@@ -923,9 +1022,31 @@ fn construct(node: &Composed) -> Result<Node, YamlError> {
             let items = items.iter().map(construct).collect::<Result<Vec<_>, _>>()?;
             Ok(Node::new(NodeValue::Seq(items), pos))
         }
-        ComposedKind::Map(_) => {
+        ComposedKind::Map(pairs) => {
             match tag.as_deref() {
                 None | Some("!") | Some("tag:yaml.org,2002:map") => {}
+                // A Python set of the keys. pydantic turns it into a list in
+                // Python's set order, which is hash order; document order here.
+                Some("tag:yaml.org,2002:set") => {
+                    let mut items: Vec<Node> = Vec::with_capacity(pairs.len());
+                    for (key, _) in pairs {
+                        if matches!(key.kind, ComposedKind::Seq(_) | ComposedKind::Map(_)) {
+                            return Err(construct_error(
+                                key.line,
+                                key.column,
+                                "found unhashable key",
+                            ));
+                        }
+                        let item = construct(key)?;
+                        if !items
+                            .iter()
+                            .any(|seen| keys_equal(&seen.value, &item.value))
+                        {
+                            items.push(item);
+                        }
+                    }
+                    return Ok(Node::new(NodeValue::Seq(items), pos));
+                }
                 Some(other) => return Err(unknown_tag(other)),
             }
             let pairs = flatten_mapping(node)?;

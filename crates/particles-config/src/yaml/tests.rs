@@ -216,3 +216,15 @@ fn positions_are_one_based() {
     assert_eq!(inner[0].key_pos, Pos::File { line: 3, column: 3 });
     assert_eq!(inner[0].value.pos, Pos::File { line: 3, column: 8 });
 }
+
+#[test]
+fn binary_sets_anchors_and_nel() {
+    assert!(matches!(scalar("!!binary aGk="), NodeValue::Bytes(b) if b == b"hi"));
+    assert!(load_error("a: !!binary aGk\n").message.contains("padding"));
+    assert!(matches!(scalar("!!set {x, y}"), NodeValue::Seq(items) if items.len() == 2));
+    let error = load_error("a: &x 1\nb: &x 2\n");
+    assert!(error.message.contains("duplicate anchor 'x'"), "{error:?}");
+    // The same name may come back in the next document only; one document is fine.
+    assert!(safe_load("a: &x 1\nb: *x\n").is_ok());
+    assert!(matches!(scalar("\u{85}"), NodeValue::Null));
+}

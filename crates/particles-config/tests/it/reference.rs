@@ -419,8 +419,12 @@ fn compare(
         }
         ("yaml", Err(Error::Yaml { .. })) | ("env", Err(Error::EnvIntoNonMapping { .. })) => Ok(()),
         _ => Err(format!(
-            "verdicts differ: reference {}, ours {}",
-            verdict,
+            "verdicts differ: reference {} {}, ours {}",
+            expected,
+            verdict
+                .get("errors")
+                .map(ToString::to_string)
+                .unwrap_or_default(),
             match &ours {
                 Ok(_) => "ok".to_owned(),
                 Err(error) => error.to_string(),
