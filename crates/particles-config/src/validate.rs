@@ -3,15 +3,22 @@
 //! values, dict-valued keys replacing their defaults, and one error per bad
 //! leaf, collected in field order.
 //!
-//! Ported validators (the `rules` in the schema): the egress allow-list host,
-//! the network posture, `api.allowed_hosts` / `allowed_origins` /
-//! `trusted_proxies`, `build.date` (blank is unset), the `llm` price and
-//! cache-read merges and the provider wiring (`local` inserted, `anthropic`
-//! reserved, dangling provider names refused), the calibration sources of the
-//! uncalibrated cap, `subjects` (abstain <= suppress), the audit and memory
+//! Every field and model validator of the reference is ported (the `rules` and
+//! `validators` of `schema.json`; `schema/generate.py` fails on one it does not
+//! know): the egress allow-list host, the network posture, `api.allowed_hosts` /
+//! `allowed_origins` / `trusted_proxies`, `build.date` (blank is unset), the `llm`
+//! price and cache-read merges and the provider wiring (`local` inserted,
+//! `anthropic` reserved, dangling provider names refused), the calibration sources
+//! of the uncalibrated cap, `subjects` (abstain <= suppress), the audit and memory
 //! benchmark per-model merges and sign checks, the rot benchmark checkpoints, the
-//! relevance-floor benchmark floors, and the write-stores-reconcile-in-multi
-//! check on the root.
+//! relevance-floor benchmark floors, and the write-stores-reconcile-in-multi check
+//! on the root.
+//!
+//! Approximations, not checked to the letter: the network rules parse addresses
+//! with a port of the parts of Python's `ipaddress` and `urlsplit` they use (the
+//! reason text of an unparseable `trusted_proxies` entry, IPv6 scope ids and the
+//! NFKC check of a non-ASCII netloc may differ), and lower-casing is Rust's
+//! Unicode `to_lowercase`, not Python's `str.lower`.
 
 use std::collections::HashMap;
 

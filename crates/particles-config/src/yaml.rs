@@ -6,7 +6,12 @@
 //! 90, a float needs a dot), the safe constructor's tags, merge keys `<<`,
 //! anchors and aliases, Python's dict semantics for repeated keys (the last
 //! value wins, the first position stays, and `1`, `1.0` and `true` are one key),
-//! and the refusal of several documents in one stream.
+//! and the refusal of several documents in one stream or of a repeated anchor.
+//!
+//! Known gaps: `!!omap` and `!!pairs` are refused (PyYAML builds lists of
+//! pairs); a `!!set` becomes a list in document order (Python's is hash order);
+//! U+2028/U+2029 are not line breaks here; and where YAML 1.1 and 1.2 syntax
+//! differ beyond what the differential corpus covers, the parser is 1.2.
 
 use std::fmt;
 

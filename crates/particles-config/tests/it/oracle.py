@@ -11,7 +11,7 @@ set to the file and the case's variables are added; then the reference's own
 OUT receives one JSON verdict per case:
   {"verdict": "ok", "dump": ...}          the whole model_dump(), scalars tagged
   {"verdict": "invalid", "errors": [[loc, type], ...]}
-  {"verdict": "yaml"}                     safe_load refused the file
+  {"verdict": "yaml", "line": n|null}    safe_load refused the file (at that line)
   {"verdict": "env"}                      an override hit a non-mapping section
   {"verdict": "crash", "error": repr}     anything else
 Scalars are tagged so that JSON keeps Python's types: "i:<int>", "f:<repr>",
@@ -75,8 +75,11 @@ def main():
         except pydantic.ValidationError as e:
             errors = [[loc_text(err["loc"]), err["type"]] for err in e.errors()]
             verdicts.append({"verdict": "invalid", "errors": errors})
+        except yaml.MarkedYAMLError as e:
+            mark = e.problem_mark or e.context_mark
+            verdicts.append({"verdict": "yaml", "line": mark.line + 1 if mark else None})
         except (yaml.YAMLError, ValueError, KeyError, OverflowError):
-            verdicts.append({"verdict": "yaml"})
+            verdicts.append({"verdict": "yaml", "line": None})
         except (TypeError, AttributeError):
             verdicts.append({"verdict": "env"})
         except Exception as e:  # noqa: BLE001 - reported, compared, never hidden

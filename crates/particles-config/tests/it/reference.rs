@@ -417,7 +417,16 @@ fn compare(
                 ))
             }
         }
-        ("yaml", Err(Error::Yaml { .. })) | ("env", Err(Error::EnvIntoNonMapping { .. })) => Ok(()),
+        ("yaml", Err(Error::Yaml { line, .. })) => {
+            // The line PyYAML's mark names, when it has one, is the line we name.
+            match verdict["line"].as_u64() {
+                Some(theirs) if usize::try_from(theirs).ok() != Some(*line) => Err(format!(
+                    "YAML error at line {line}, the reference says line {theirs}"
+                )),
+                _ => Ok(()),
+            }
+        }
+        ("env", Err(Error::EnvIntoNonMapping { .. })) => Ok(()),
         _ => Err(format!(
             "verdicts differ: reference {} {}, ours {}",
             expected,
