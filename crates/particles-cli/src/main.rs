@@ -5,6 +5,7 @@
 //! as success.
 
 mod bench;
+mod config_cmd;
 mod encode;
 mod import;
 mod output;
@@ -22,6 +23,11 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "particles-rs", version, about, long_about = None)]
 struct Cli {
+    /// The configuration file to read, instead of PARTICLES_CONFIG or
+    /// ~/.particles/config.yaml (the reference's discovery).
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<std::path::PathBuf>,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -30,6 +36,9 @@ struct Cli {
 enum Command {
     /// Rank a store's ACTIVE beliefs against a question (or by confidence alone).
     Query(Box<query::QueryArgs>),
+    /// The configuration as this engine reads it (the reference's file, keys and
+    /// environment overrides).
+    Config(config_cmd::ConfigArgs),
     /// Answer queries line by line on standard input, keeping the candidate cache
     /// warm between them.
     Serve(serve::ServeArgs),
@@ -63,15 +72,19 @@ impl std::error::Error for UsageError {}
 fn main() -> ExitCode {
     bench::mark_process_start();
     let cli = Cli::parse();
-    let result = match cli.command {
-        Command::Query(args) => query::run(*args),
-        Command::Serve(args) => serve::run(&args),
-        Command::Store(args) => store_cmd::run(args),
-        Command::Sidecar(args) => sidecar_cmd::run(args),
-        Command::Benchmark(args) => bench::run(args),
-        Command::Embed(args) => encode::run(&args),
-        Command::Import(args) => import::run(&args),
-    };
+    let result =
+        match cli.command {
+            Command::Query(args) => config_cmd::Configured::load(cli.config.as_deref())
+                .and_then(|c| query::run(*args, &c)),
+            Command::Config(args) => config_cmd::run(&args, cli.config.as_ref()),
+            Command::Serve(args) => config_cmd::Configured::load(cli.config.as_deref())
+                .and_then(|c| serve::run(&args, &c)),
+            Command::Store(args) => store_cmd::run(args),
+            Command::Sidecar(args) => sidecar_cmd::run(args),
+            Command::Benchmark(args) => bench::run(args),
+            Command::Embed(args) => encode::run(&args),
+            Command::Import(args) => import::run(&args),
+        };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

@@ -19,9 +19,14 @@ use crate::{output, UsageError};
 
 #[derive(Debug, Args)]
 pub(crate) struct QueryArgs {
-    /// The store file (a Particles SQLite database). Opened read-only.
-    #[arg(long, value_name = "PATH")]
-    store: PathBuf,
+    /// The store: a handle of the configuration's `storage.stores` (or
+    /// `default`), or a store file. Repeat it to query several stores at once (a
+    /// federated query, under the first store's policies, as the reference's
+    /// `particles query --store A --store B`); a handle federates even alone.
+    /// Without it: the configured default store (`storage.database_url`, or
+    /// `DATABASE_URL`). Stores are opened read-only.
+    #[arg(long = "store", value_name = "HANDLE|PATH")]
+    stores: Vec<String>,
 
     /// The question (1..=8192 characters). It is encoded unless --vector-file gives
     /// its vector or --no-embedding ranks by confidence alone.
@@ -295,37 +300,126 @@ pub(crate) struct Answer {
     pub(crate) ranked_by_similarity: bool,
 }
 
-/// Runs a validated request through `loader`, with the envelope's vector (checked
-/// for length and finiteness) or none.
-pub(crate) fn execute(
-    store: &Store,
-    loader: &mut dyn CandidateLoader,
-    request: &ValidRequest,
-    vector: Option<&[f32]>,
-    now: Option<Timestamp>,
-) -> Result<Answer> {
-    if let Some(vector) = vector {
-        check_vector(vector)?;
+/// The stores of a query, open, each with its loader (a cache over its sidecar, or
+/// uncached): one for a plain query, several (or a lone handle) for a federation.
+pub(crate) struct OpenStores {
+    federated: bool,
+    names: Vec<String>,
+    paths: Vec<PathBuf>,
+    stores: Vec<Store>,
+    caches: Vec<Option<CandidateCache>>,
+}
+
+impl OpenStores {
+    /// Opens every store of `selection` read-only, each with a cache over its
+    /// sidecar unless `--no-sidecar`.
+    pub(crate) fn open(
+        selection: &particles_engine::StoreSelection,
+        sidecar: &SidecarArgs,
+        write: SidecarWrite,
+    ) -> Result<OpenStores> {
+        let mut open = OpenStores {
+            federated: selection.federated,
+            names: Vec::new(),
+            paths: Vec::new(),
+            stores: Vec::new(),
+            caches: Vec::new(),
+        };
+        for target in &selection.targets {
+            open.stores.push(Store::open_read_only(&target.path)?);
+            open.caches
+                .push((!sidecar.no_sidecar).then(|| sidecar.cache(&target.path, write)));
+            open.names.push(target.name());
+            open.paths.push(target.path.clone());
+        }
+        Ok(open)
     }
-    let now = match now {
-        Some(now) => now,
-        None => Timestamp::now(),
-    };
-    let outcome =
-        run_query_with(store, loader, &QueryInput::new(request, vector, now)).map_err(|error| {
-            match error {
-                particles_query::Error::UnsupportedMode { .. } => {
-                    anyhow::Error::new(UsageError(error.to_string()))
+
+    /// The first store's cache (a plain query's), if any.
+    pub(crate) fn first_cache(&self) -> Option<&CandidateCache> {
+        self.caches.first().and_then(Option::as_ref)
+    }
+
+    /// Turns on huge pages for every cache (long-lived processes).
+    pub(crate) fn set_huge_pages(&mut self) {
+        for cache in self.caches.iter_mut().flatten() {
+            cache.set_huge_pages(true);
+        }
+    }
+
+    /// Where the answer's warnings point.
+    pub(crate) fn label(&self) -> String {
+        self.names.join(", ")
+    }
+
+    /// Writes each cache's sidecar as its policy says, and prints the notes.
+    pub(crate) fn persist(&mut self) {
+        for (cache, path) in self.caches.iter_mut().zip(&self.paths) {
+            if let Some(cache) = cache {
+                cache.persist(path);
+                for note in cache.take_notes() {
+                    eprintln!("note: {note}");
                 }
-                error => anyhow::Error::new(error)
-                    .context(format!("query on {} failed", store.path().display())),
             }
+        }
+    }
+
+    /// Runs a validated request with the envelope's vector (checked for length and
+    /// finiteness) or none: a plain query on the one store, or a federation.
+    pub(crate) fn execute(
+        &mut self,
+        request: &ValidRequest,
+        vector: Option<&[f32]>,
+        now: Option<Timestamp>,
+        settings: &particles_engine::Settings,
+    ) -> Result<Answer> {
+        if let Some(vector) = vector {
+            check_vector(vector)?;
+        }
+        let now = now.unwrap_or_else(Timestamp::now);
+        let input = QueryInput {
+            settings: &settings.rank,
+            prune_margin: settings.truncation.prune_margin(),
+            ..QueryInput::new(request, vector, now)
+        };
+        let mut uncached = vec![UncachedLoader; self.stores.len()];
+        let outcome = if self.federated {
+            let mut members: Vec<particles_query::FederationMember<'_>> = self
+                .names
+                .iter()
+                .zip(&self.stores)
+                .zip(self.caches.iter_mut().zip(uncached.iter_mut()))
+                .map(
+                    |((name, store), (cache, uncached))| particles_query::FederationMember {
+                        handle: name.clone(),
+                        store,
+                        loader: match cache {
+                            Some(cache) => cache as &mut dyn CandidateLoader,
+                            None => uncached as &mut dyn CandidateLoader,
+                        },
+                    },
+                )
+                .collect();
+            particles_query::run_federated(&mut members, &input)
+        } else {
+            let loader: &mut dyn CandidateLoader = match self.caches[0].as_mut() {
+                Some(cache) => cache,
+                None => &mut uncached[0],
+            };
+            run_query_with(&self.stores[0], loader, &input)
+        };
+        let outcome = outcome.map_err(|error| match error {
+            particles_query::Error::UnsupportedMode { .. } => {
+                anyhow::Error::new(UsageError(error.to_string()))
+            }
+            error => anyhow::Error::new(error).context(format!("query on {} failed", self.label())),
         })?;
-    Ok(Answer {
-        outcome,
-        now,
-        ranked_by_similarity: vector.is_some(),
-    })
+        Ok(Answer {
+            outcome,
+            now,
+            ranked_by_similarity: vector.is_some(),
+        })
+    }
 }
 
 /// Validates a request with the reference's rules, as a usage error naming every
@@ -381,27 +475,30 @@ impl QueryArgs {
     }
 }
 
-pub(crate) fn run(args: QueryArgs) -> Result<()> {
+pub(crate) fn run(args: QueryArgs, config: &crate::config_cmd::Configured) -> Result<()> {
     let request = validate(args.request())?;
     let envelope = args.envelope(&request)?;
-    let store = Store::open_read_only(&args.store)?;
-    // A one-shot process queries through a cache that starts from the sidecar: a
-    // warm start when the sidecar is current, a delta or a build (written back after
+    let selection = config.stores(&args.stores)?;
+    // A one-shot process queries through caches that start from the sidecars: a
+    // warm start when a sidecar is current, a delta or a build (written back after
     // the answer is printed) otherwise. Subject calls never build; as-of and window
     // queries use their own loaders.
-    let mut cache =
-        (!args.sidecar.no_sidecar).then(|| args.sidecar.cache(&args.store, SidecarWrite::OnChange));
-    let vector = envelope.vector.as_deref();
-    let answer = match cache.as_mut() {
-        Some(cache) => execute(&store, cache, &request, vector, envelope.now)?,
-        None => execute(&store, &mut UncachedLoader, &request, vector, envelope.now)?,
+    let mut stores = OpenStores::open(&selection, &args.sidecar, SidecarWrite::OnChange)?;
+    let answer = stores.execute(
+        &request,
+        envelope.vector.as_deref(),
+        envelope.now,
+        &config.settings,
+    )?;
+    warn_about(&answer.outcome, &request, &stores.label());
+    let cache = if stores.federated {
+        None
+    } else {
+        stores.first_cache().map(output::CacheReport::of)
     };
-    warn_about(&answer.outcome, &request, &args.store);
-
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     if args.json {
-        let cache = cache.as_ref().map(output::CacheReport::of);
         output::write_json(&mut out, &answer, &request, cache)?;
     } else {
         output::write_table(&mut out, &answer.outcome, answer.now)?;
@@ -409,17 +506,12 @@ pub(crate) fn run(args: QueryArgs) -> Result<()> {
     out.flush()?;
     drop(out);
     // After the answer: the next process starts from this state.
-    if let Some(cache) = cache.as_mut() {
-        cache.persist(&args.store);
-        for note in cache.take_notes() {
-            eprintln!("note: {note}");
-        }
-    }
+    stores.persist();
     Ok(())
 }
 
 /// The warnings a person should see beside the answer (stderr).
-pub(crate) fn warn_about(outcome: &QueryOutcome, request: &ValidRequest, store: &Path) {
+pub(crate) fn warn_about(outcome: &QueryOutcome, request: &ValidRequest, store: &str) {
     if outcome.stats.skipped_other_model > 0 {
         eprintln!(
             "warning: skipped {} ACTIVE belief(s) embedded by another model than {}; re-embed them to make them searchable",
@@ -429,15 +521,11 @@ pub(crate) fn warn_about(outcome: &QueryOutcome, request: &ValidRequest, store: 
     }
     for tag in &outcome.unknown_tags {
         eprintln!(
-            "warning: --tag {tag:?}: no taxonomy in {} defines this tag and no belief carries it, so it matches nothing",
-            store.display()
+            "warning: --tag {tag:?}: no taxonomy in {store} defines this tag and no belief carries it, so it matches nothing"
         );
     }
     if let (Some(false), Some(subject)) = (outcome.subject_linked, &request.subject_id) {
-        eprintln!(
-            "warning: no belief in {} is linked to subject {subject:?}",
-            store.display()
-        );
+        eprintln!("warning: no belief in {store} is linked to subject {subject:?}");
     }
     if !outcome.not_applied.is_empty() {
         eprintln!(

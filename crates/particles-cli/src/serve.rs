@@ -13,14 +13,12 @@ use std::{
 
 use anyhow::{Context, Result};
 use clap::Args;
-use particles_cache::CandidateCache;
 use particles_model::{Envelope, QueryRequest, Timestamp};
-use particles_store::Store;
 use serde_json::{json, Value};
 
 use crate::{
     output::{AnswerJson, CacheReport},
-    query::execute,
+    query::OpenStores,
 };
 
 #[derive(Debug, Args)]
@@ -30,9 +28,12 @@ pub(crate) struct ServeArgs {
     #[arg(long, required = true)]
     stdio: bool,
 
-    /// The store file. Opened read-only, once; the cache follows its writes.
-    #[arg(long, value_name = "PATH")]
-    store: PathBuf,
+    /// The store, as `query --store` takes it: a handle of the configuration or a
+    /// file; repeat it for a federated query on every line. Without it, the
+    /// configured default store. Each store is opened read-only, once, with its
+    /// own cache that follows its writes.
+    #[arg(long = "store", value_name = "HANDLE|PATH")]
+    stores: Vec<String>,
 
     /// The encoder's model directory, for questions sent without a vector
     /// (default: PARTICLES_MODEL_DIR, else the user cache).
@@ -43,14 +44,16 @@ pub(crate) struct ServeArgs {
     sidecar: crate::query::SidecarArgs,
 }
 
-pub(crate) fn run(args: &ServeArgs) -> Result<()> {
+pub(crate) fn run(args: &ServeArgs, config: &crate::config_cmd::Configured) -> Result<()> {
     debug_assert!(args.stdio);
-    let store = Store::open_read_only(&args.store)?;
-    // Start from the sidecar; write it after a rebuild (deltas stay in memory).
-    let mut cache = args
-        .sidecar
-        .cache(&args.store, particles_cache::SidecarWrite::OnRebuild);
-    cache.set_huge_pages(true);
+    let selection = config.stores(&args.stores)?;
+    // Start from the sidecars; write them after a rebuild (deltas stay in memory).
+    let mut stores = OpenStores::open(
+        &selection,
+        &args.sidecar,
+        particles_cache::SidecarWrite::OnRebuild,
+    )?;
+    stores.set_huge_pages();
     let mut encoder = crate::encode::LazyEncoder::new(args.model_dir.clone());
     let stdin = std::io::stdin();
     let stdout = std::io::stdout();
@@ -61,22 +64,19 @@ pub(crate) fn run(args: &ServeArgs) -> Result<()> {
             continue;
         }
         let started = std::time::Instant::now();
-        let response = answer(&store, &mut cache, &mut encoder, &line, started);
+        let response = answer(&mut stores, &config.settings, &mut encoder, &line, started);
         serde_json::to_writer(&mut out, &response)?;
         writeln!(out)?;
         out.flush()?;
-        cache.persist(&args.store);
-        for note in cache.take_notes() {
-            eprintln!("note: {note}");
-        }
+        stores.persist();
     }
     Ok(())
 }
 
 /// Answers one request line; every failure becomes an error object.
 fn answer(
-    store: &Store,
-    cache: &mut CandidateCache,
+    stores: &mut OpenStores,
+    settings: &particles_engine::Settings,
     encoder: &mut crate::encode::LazyEncoder,
     line: &str,
     started: std::time::Instant,
@@ -124,9 +124,10 @@ fn answer(
             Err(e) => return failure(format_error(&e), Value::Null),
         },
     };
-    match execute(store, cache, &request, vector.as_deref(), envelope.now) {
+    match stores.execute(&request, vector.as_deref(), envelope.now, settings) {
         Ok(answer) => {
-            let json = AnswerJson::new(&answer, &request, Some(CacheReport::of(cache)))
+            let cache = stores.first_cache().map(CacheReport::of);
+            let json = AnswerJson::new(&answer, &request, cache)
                 .with_elapsed(started.elapsed().as_secs_f64());
             serde_json::to_value(json).unwrap_or_else(|e| json!({ "error": e.to_string() }))
         }

@@ -184,6 +184,11 @@ impl AsOfLoader {
         &self.notes
     }
 
+    /// The notes of the last load, by particle id, taken out of the loader.
+    pub fn into_notes(self) -> HashMap<String, AsOfNote> {
+        self.notes
+    }
+
     /// Retired candidates of the last load left out because no rung dated them.
     pub fn excluded_undatable(&self) -> usize {
         self.excluded_undatable

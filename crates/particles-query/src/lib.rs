@@ -43,34 +43,30 @@
 
 mod as_of;
 mod collect;
+mod federate;
+mod gather;
 mod outcome;
 mod route;
 mod scan;
+mod truncation;
 mod window;
 
 pub use crate::{
     as_of::AsOfLoader,
+    federate::{run_federated, FederationMember},
     outcome::{ClaimCoverage, Hit, QueryOutcome, QueryStats, StageTimings, WorkCounters},
+    truncation::{python_float_str, truncation_warning, TruncationSettings},
     window::WindowLoader,
 };
 
-use std::{
-    collections::{HashMap, HashSet},
-    time::Instant,
-};
+use std::{collections::HashMap, time::Instant};
 
-use particles_candidates::{CandidateSet, Selection};
+use particles_candidates::CandidateSet;
 use particles_model::{Mode, Particle, Timestamp, ValidRequest};
-use particles_rank::{
-    ClaimFilters, ClaimMatch, NormKernel, Policies, QueryVector, RankSettings, Ranked,
-};
+use particles_rank::{NormKernel, Policies, QueryVector, RankSettings};
 use particles_store::{CandidateLoader, Store, UncachedLoader};
 
-use crate::{
-    collect::{BoundOrder, Scored, TopK},
-    route::Route,
-    scan::{scan_candidates, Scanned},
-};
+use crate::{collect::Scored, gather::Gather, route::Route};
 
 /// Errors from running a query.
 #[derive(Debug, thiserror::Error)]
@@ -126,6 +122,11 @@ pub struct QueryInput<'a> {
     /// Score every candidate instead of stopping at the bound (the oracle of the
     /// pruned path in tests).
     pub exhaustive: bool,
+    /// Skip a candidate only when its score bound is below the k-th score less
+    /// this margin. 0 for the bare ranking; the full response sets
+    /// `max(truncation_near_margin, truncation_min_gap)`, so that every score the
+    /// truncation warning reads is computed.
+    pub prune_margin: f64,
     /// Called once the ranking is done, before the counts the answer reports are
     /// read: a test's chance to commit a write from another connection and show
     /// that the answer still reads one snapshot.
@@ -160,6 +161,7 @@ impl<'a> QueryInput<'a> {
             settings: &DEFAULT_SETTINGS,
             norm_kernel: NormKernel::detect(),
             exhaustive: false,
+            prune_margin: 0.0,
             after_ranking: None,
         }
     }
@@ -222,7 +224,7 @@ pub fn run_query_with(
     store.read_snapshot(|store| Ok(run_in_snapshot(store, loader, input)))?
 }
 
-fn mode_name(mode: Mode) -> &'static str {
+pub(crate) fn mode_name(mode: Mode) -> &'static str {
     match mode {
         Mode::Semantic => "semantic",
         Mode::WindowListing => "window listing",
@@ -265,7 +267,7 @@ fn run_in_snapshot(
         ..WorkCounters::default()
     };
     let now = Route::clock(request, input.now);
-    let mut ranking = Ranking {
+    let gathered = Gather {
         store,
         request,
         selection: &loaded.selection,
@@ -273,18 +275,45 @@ fn run_in_snapshot(
         query: query.as_ref(),
         now,
         exhaustive: input.exhaustive,
+        prune_margin: input.prune_margin,
         timings: &mut timings,
         work: &mut work,
-    };
-    let ranked = ranking.rank()?;
+    }
+    .run()?;
+    let set = loaded.selection.set.as_ref();
+    let top_k = request.top_k as usize;
+    let cut = gathered.scored.len().min(top_k);
+    let collapse_started = Instant::now();
+    let kept = particles_rank::collapse_co_evidential(
+        &gathered.scored[..cut],
+        |s| set.id(s.ranked.row),
+        |s| s.ranked.effective_confidence,
+        |s| set.string(set.traits(s.ranked.row).source_key),
+        policies.settings.equivalence_threshold,
+        |id| particles_store::co_evidential_edges(store, id),
+    )?;
+    timings.collapse = collapse_started.elapsed().as_secs_f64();
+    let mut stats = gathered.stats;
+    stats.collapsed = cut - kept.len();
+    let beyond_cut = gathered.scored[cut..]
+        .iter()
+        .map(|s| s.ranked.score)
+        .collect();
+    let hits: Vec<RankedHit<'_>> = kept
+        .into_iter()
+        .map(|(index, effective_confidence)| RankedHit {
+            scored: &gathered.scored[index],
+            effective_confidence,
+        })
+        .collect();
     if let Some(hook) = input.after_ranking {
         hook();
     }
     let mut outcome = QueryOutcome {
-        hits: materialise(store, &loaded.selection.set, &ranked.hits)?,
+        hits: materialise(store, set, &hits)?,
         as_of_excluded_undatable: 0,
         window_coverage: None,
-        claim_coverage: ranked.claims.map(|counts| ClaimCoverage {
+        claim_coverage: gathered.claims.map(|counts| ClaimCoverage {
             matched: counts.matched,
             not_normalizable_excluded: counts.not_comparable,
             ..ClaimCoverage::default()
@@ -292,11 +321,12 @@ fn run_in_snapshot(
         unknown_tags: Vec::new(),
         subject_linked: None,
         not_applied: not_applied(request),
-        stats: ranked.stats,
+        stats,
+        beyond_cut,
         timings,
         work,
     };
-    route.annotate(&mut outcome);
+    route.into_notes().annotate(&mut outcome);
     // The counts the answer reports come from the ranking's snapshot.
     if let Some(coverage) = outcome.claim_coverage.as_mut() {
         let (active_total, with_claims) = particles_store::claim_coverage_counts(store)?;
@@ -314,306 +344,16 @@ fn run_in_snapshot(
     Ok(outcome)
 }
 
-/// What the ranking keeps of each hit until its particle is read.
-struct RankedHit {
-    ranked: Ranked,
-    factors: particles_rank::Factors,
-    source: particles_model::policy::SourceFacts,
-}
-
-/// What the claim filters did to the candidates.
-#[derive(Debug, Clone, Copy)]
-struct ClaimCounts {
-    matched: usize,
-    not_comparable: usize,
-}
-
-struct RankingResult {
-    hits: Vec<RankedHit>,
-    stats: QueryStats,
-    /// With claim filters, their counts.
-    claims: Option<ClaimCounts>,
-}
-
-/// One ranking pass over a selection.
-struct Ranking<'a> {
-    store: &'a Store,
-    request: &'a ValidRequest,
-    selection: &'a Selection,
-    policies: &'a Policies,
-    query: Option<&'a QueryVector>,
-    now: Timestamp,
-    exhaustive: bool,
-    timings: &'a mut StageTimings,
-    work: &'a mut WorkCounters,
-}
-
-impl Ranking<'_> {
-    fn rank(&mut self) -> Result<RankingResult> {
-        let set = self.selection.set.as_ref();
-        let mut stats = QueryStats {
-            candidates: self.selection.rows.len(),
-            skipped_other_model: self.selection.skipped_other_model,
-            ..QueryStats::default()
-        };
-        let (scanned, claims) = self.scan(&mut stats)?;
-        let scored = self.collect(&scanned, &mut stats)?;
-        let sort_started = Instant::now();
-        let mut top: Vec<Ranked> = Vec::with_capacity(scored.len());
-        let mut details = HashMap::with_capacity(scored.len());
-        for entry in scored.into_iter().take(self.request.top_k as usize) {
-            details.insert(entry.ranked.row, (entry.factors, entry.source));
-            top.push(entry.ranked);
-        }
-        self.timings.sort = sort_started.elapsed().as_secs_f64();
-        let collapse_started = Instant::now();
-        let before_collapse = top.len();
-        let collapsed = particles_rank::collapse_co_evidential(
-            top,
-            |r| set.id(r.row),
-            |r| set.string(set.traits(r.row).source_key),
-            self.policies.settings.equivalence_threshold,
-            |id| particles_store::co_evidential_edges(self.store, id),
-        )?;
-        stats.collapsed = before_collapse - collapsed.len();
-        self.timings.collapse = collapse_started.elapsed().as_secs_f64();
-        let hits = collapsed
-            .into_iter()
-            .map(|ranked| {
-                let (factors, source) = details.remove(&ranked.row).unwrap_or((
-                    particles_rank::Factors {
-                        extractor_weight: 1.0,
-                        source_trust: 1.0,
-                        decay: 1.0,
-                        discount: 1.0,
-                    },
-                    particles_model::policy::SourceFacts::default(),
-                ));
-                RankedHit {
-                    ranked,
-                    factors,
-                    source,
-                }
-            })
-            .collect();
-        Ok(RankingResult {
-            hits,
-            stats,
-            claims,
-        })
-    }
-
-    /// Filters, cosine and bounds in one pass. Without tag or claim filters (which
-    /// read the store) the per-row filters run inside the parallel scan; their
-    /// time is then reported under `scoring`.
-    fn scan(&mut self, stats: &mut QueryStats) -> Result<(Scanned, Option<ClaimCounts>)> {
-        let set = self.selection.set.as_ref();
-        let rows = &self.selection.rows;
-        let request = self.request;
-        let now = self.now;
-        let at_most_one = self.policies.factors_at_most_one();
-        let started = Instant::now();
-        let store_filters = !request.tags.is_empty() || request.has_claim_filters();
-        if store_filters {
-            let (survivors, claims) = self.filter_in_store(set, rows)?;
-            stats.filtered_out = rows.len() - survivors.len();
-            self.timings.filters = started.elapsed().as_secs_f64();
-            let started = Instant::now();
-            let scanned = scan_candidates(
-                set,
-                &survivors,
-                self.query,
-                at_most_one,
-                self.policies,
-                None,
-            )?;
-            self.timings.scoring += started.elapsed().as_secs_f64();
-            Ok((scanned, claims))
-        } else {
-            let keep = |row: usize| -> Result<bool> {
-                Ok(particles_candidates::passes_filters(set, row, request)?
-                    && particles_candidates::within_recency_window(set, row, request, now))
-            };
-            let scanned = scan_candidates(
-                set,
-                rows,
-                self.query,
-                at_most_one,
-                self.policies,
-                Some(&keep),
-            )?;
-            stats.filtered_out = rows.len() - scanned.survivors.len();
-            self.timings.scoring += started.elapsed().as_secs_f64();
-            Ok((scanned, None))
-        }
-    }
-
-    /// The filters in the reference's order when some read the store: properties,
-    /// tags, structured claims, the recency window. Returns the survivors and, with
-    /// claim filters, their counts.
-    fn filter_in_store(
-        &self,
-        set: &CandidateSet,
-        rows: &[usize],
-    ) -> Result<(Vec<usize>, Option<ClaimCounts>)> {
-        let request = self.request;
-        let mut survivors = Vec::with_capacity(rows.len());
-        for &row in rows {
-            if particles_candidates::passes_filters(set, row, request)? {
-                survivors.push(row);
-            }
-        }
-        if !request.tags.is_empty() {
-            let expanded =
-                particles_store::expand_tags(self.store, &request.tags, request.include_ancestors)?;
-            let tagged = particles_store::particle_ids_for_tags(self.store, &expanded)?;
-            survivors.retain(|&row| tagged.contains(set.id(row)));
-        }
-        let mut claims = None;
-        let filters = ClaimFilters::new(request);
-        if filters.is_active() {
-            if !set.claims_intact() {
-                return Err(Error::DamagedClaims);
-            }
-            let mut not_comparable = 0;
-            survivors.retain(|&row| match set.structured_claim(row) {
-                None => false,
-                Some(claim) => match particles_rank::match_claim(claim, &filters) {
-                    ClaimMatch::Matched => true,
-                    ClaimMatch::Unmatched => false,
-                    ClaimMatch::NotComparable => {
-                        not_comparable += 1;
-                        false
-                    }
-                },
-            });
-            claims = Some(ClaimCounts {
-                matched: survivors.len(),
-                not_comparable,
-            });
-        }
-        survivors.retain(|&row| {
-            particles_candidates::within_recency_window(set, row, request, self.now)
-        });
-        Ok((survivors, claims))
-    }
-
-    /// Scores candidates in bound order, batch by batch, into the collector, until
-    /// no remaining bound can reach the k-th score. Returns every scored candidate
-    /// in final order.
-    fn collect(&mut self, scanned: &Scanned, stats: &mut QueryStats) -> Result<Vec<Scored>> {
-        let set = self.selection.set.as_ref();
-        let top_k = self.request.top_k as usize;
-        let mut order = BoundOrder::new(&scanned.bounds, (top_k * 4).max(256));
-        let mut top = TopK::new(top_k);
-        let batch = top_k.max(64);
-        let mut lookups = FactLookups::default();
-        let mut scoring = 0.0;
-        let mut next = 0;
-        while next < order.len() {
-            let sort_started = Instant::now();
-            let bound = order.bound_at(next);
-            scoring += sort_started.elapsed().as_secs_f64();
-            if !self.exhaustive && bound.is_some_and(|bound| top.can_skip(bound, 0.0)) {
-                break;
-            }
-            let chunk = order.batch(next, batch).to_vec();
-            next += chunk.len();
-            let rows: Vec<usize> = chunk.iter().map(|&p| scanned.survivors[p]).collect();
-            let facts = lookups.read(self.store, set, &rows, self.policies, self.timings)?;
-            let scoring_started = Instant::now();
-            for ((&position, &row), (source, discount)) in chunk.iter().zip(&rows).zip(facts) {
-                let factors =
-                    particles_rank::factors(set, row, &source, discount, self.policies, self.now)?;
-                let similarity = scanned.similarities.as_ref().map(|s| s[position]);
-                self.work.candidates_scored += 1;
-                match particles_rank::score_with_similarity(
-                    set,
-                    row,
-                    &factors,
-                    similarity,
-                    self.request.min_confidence,
-                    self.policies,
-                ) {
-                    Some(ranked) => top.push(Scored {
-                        position,
-                        ranked,
-                        factors,
-                        source,
-                    }),
-                    None => stats.below_min_confidence += 1,
-                }
-            }
-            scoring += scoring_started.elapsed().as_secs_f64();
-        }
-        stats.pruned = order.len() - next;
-        self.work.snapshot_ids_looked_up = lookups.snapshots.len();
-        self.work.entry_ids_looked_up = lookups.entries.len();
-        self.timings.scoring += scoring;
-        Ok(top.into_ranked())
-    }
-}
-
-/// The per-batch store reads scoring needs: each candidate's first-source facts
-/// and, for derived candidates, their premises' statuses (chunked lookups).
-#[derive(Default)]
-struct FactLookups {
-    snapshots: HashSet<u32>,
-    entries: HashSet<u32>,
-}
-
-impl FactLookups {
-    /// Facts and stale-support discount of each of `rows`, in order.
-    fn read(
-        &mut self,
-        store: &Store,
-        set: &CandidateSet,
-        rows: &[usize],
-        policies: &Policies,
-        timings: &mut StageTimings,
-    ) -> Result<Vec<(particles_model::policy::SourceFacts, f64)>> {
-        let started = Instant::now();
-        for &row in rows {
-            if let Some((entry, snapshot)) = set.traits(row).source {
-                if !set.string(entry).is_empty() {
-                    self.entries.insert(entry);
-                }
-                if let Some(snapshot) = snapshot.filter(|s| !set.string(*s).is_empty()) {
-                    self.snapshots.insert(snapshot);
-                }
-            }
-        }
-        let sources = particles_store::source_facts(
-            store,
-            rows.iter().map(|&row| {
-                set.traits(row)
-                    .source
-                    .map(|(entry, snapshot)| (set.string(entry), snapshot.map(|s| set.string(s))))
-            }),
-        )?;
-        timings.source_rows += started.elapsed().as_secs_f64();
-        let started = Instant::now();
-        let premises = particles_store::premise_statuses(
-            store,
-            rows.iter()
-                .flat_map(|&row| set.premises(row).iter().map(String::as_str)),
-        )?;
-        timings.support_discounts += started.elapsed().as_secs_f64();
-        Ok(sources
-            .into_iter()
-            .zip(rows)
-            .map(|(source, &row)| {
-                let discount =
-                    particles_rank::stale_support_discount(set, row, &premises, policies);
-                (source, discount)
-            })
-            .collect())
-    }
+/// A kept entry of the cut: the scored candidate and its effective confidence
+/// after the collapse (merged for a representative).
+pub(crate) struct RankedHit<'a> {
+    pub(crate) scored: &'a Scored,
+    pub(crate) effective_confidence: f64,
 }
 
 /// The hits as full particles, read by id in the ranking's transaction.
-fn materialise(store: &Store, set: &CandidateSet, ranked: &[RankedHit]) -> Result<Vec<Hit>> {
-    let ids: Vec<&str> = ranked.iter().map(|r| set.id(r.ranked.row)).collect();
+fn materialise(store: &Store, set: &CandidateSet, ranked: &[RankedHit<'_>]) -> Result<Vec<Hit>> {
+    let ids: Vec<&str> = ranked.iter().map(|r| set.id(r.scored.ranked.row)).collect();
     let mut particles: HashMap<String, Particle> = particles_store::particles_by_ids(store, &ids)?
         .into_iter()
         .map(|p| (p.id.clone(), p))
@@ -622,19 +362,21 @@ fn materialise(store: &Store, set: &CandidateSet, ranked: &[RankedHit]) -> Resul
         .iter()
         .enumerate()
         .map(|(at, hit)| {
-            let id = set.id(hit.ranked.row);
+            let scored = hit.scored;
+            let id = set.id(scored.ranked.row);
             let particle = particles
                 .remove(id)
                 .ok_or_else(|| Error::HitVanished { id: id.to_owned() })?;
             Ok(Hit {
                 rank: at + 1,
                 id: id.to_owned(),
-                similarity: hit.ranked.similarity,
-                effective_confidence: hit.ranked.effective_confidence,
-                score: hit.ranked.score,
-                rowid: set.rowid(hit.ranked.row),
-                factors: hit.factors,
-                source: hit.source.clone(),
+                store: None,
+                similarity: scored.ranked.similarity,
+                effective_confidence: hit.effective_confidence,
+                score: scored.ranked.score,
+                rowid: set.rowid(scored.ranked.row),
+                factors: scored.factors,
+                source: scored.source.clone(),
                 as_of_note: None,
                 window_hit: None,
                 particle,

@@ -15,6 +15,9 @@ pub struct Hit {
     pub rank: usize,
     /// The particle id.
     pub id: String,
+    /// In a federated query, the handle of the store it came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub store: Option<String>,
     /// Cosine similarity (the effective confidence without a query vector).
     pub similarity: f64,
     /// Effective confidence (noisy-OR merged for a co-evidential representative).
@@ -135,10 +138,33 @@ pub struct QueryOutcome {
     pub not_applied: Vec<&'static str>,
     /// Counts that explain the hits.
     pub stats: QueryStats,
+    /// The rank scores of the scored candidates after the cut at `top_k`, in
+    /// order (pruned candidates absent): the truncation warning's input.
+    #[serde(skip)]
+    pub beyond_cut: Vec<f64>,
     /// Where the time went.
     #[serde(skip)]
     pub timings: StageTimings,
     /// What was touched.
     #[serde(skip)]
     pub work: WorkCounters,
+}
+
+impl QueryOutcome {
+    /// An outcome with no hits and nothing counted, for `request`.
+    pub fn empty(request: &particles_model::ValidRequest) -> QueryOutcome {
+        QueryOutcome {
+            hits: Vec::new(),
+            as_of_excluded_undatable: 0,
+            window_coverage: None,
+            claim_coverage: None,
+            unknown_tags: Vec::new(),
+            subject_linked: None,
+            not_applied: crate::not_applied(request),
+            stats: QueryStats::default(),
+            beyond_cut: Vec::new(),
+            timings: StageTimings::default(),
+            work: WorkCounters::default(),
+        }
+    }
 }

@@ -6,7 +6,12 @@
 //! candidates that ranking does not (as-of notes, window readings, coverage), and
 //! attach them to the outcome after the one ranking pass.
 
-use particles_model::{Timestamp, ValidRequest};
+use std::collections::HashMap;
+
+use particles_model::{
+    response::{AsOfNote, WindowCoverage, WindowHit},
+    Timestamp, ValidRequest,
+};
 use particles_store::{CandidateLoader, Loaded, Store};
 
 use crate::{AsOfLoader, QueryOutcome, WindowLoader};
@@ -15,6 +20,27 @@ pub(crate) enum Route<'a> {
     Caller(&'a mut dyn CandidateLoader),
     AsOf(AsOfLoader),
     Window(WindowLoader),
+}
+
+/// What a route's loader learned, owned, so it outlives the loader.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RouteNotes {
+    pub(crate) as_of_notes: HashMap<String, AsOfNote>,
+    pub(crate) window_hits: HashMap<String, WindowHit>,
+    pub(crate) as_of_excluded_undatable: u64,
+    pub(crate) window_coverage: Option<WindowCoverage>,
+}
+
+impl RouteNotes {
+    /// Attaches the notes to the outcome's hits and counts.
+    pub(crate) fn annotate(&self, outcome: &mut QueryOutcome) {
+        outcome.as_of_excluded_undatable = self.as_of_excluded_undatable as usize;
+        outcome.window_coverage = self.window_coverage;
+        for hit in &mut outcome.hits {
+            hit.as_of_note = self.as_of_notes.get(&hit.id).cloned();
+            hit.window_hit = self.window_hits.get(&hit.id).cloned();
+        }
+    }
 }
 
 impl<'a> Route<'a> {
@@ -49,24 +75,21 @@ impl<'a> Route<'a> {
         loader.load(store, request.min_confidence, request.subject_id.as_deref())
     }
 
-    /// Attaches what the loader learned to the outcome's hits and counts.
-    pub(crate) fn annotate(&self, outcome: &mut QueryOutcome) {
+    /// What the loader learned while loading.
+    pub(crate) fn into_notes(self) -> RouteNotes {
         match self {
-            Route::Caller(_) => {}
-            Route::AsOf(loader) => {
-                outcome.as_of_excluded_undatable = loader.excluded_undatable();
-                for hit in &mut outcome.hits {
-                    hit.as_of_note = loader.notes().get(&hit.id).cloned();
-                }
-            }
-            Route::Window(loader) => {
-                outcome.as_of_excluded_undatable = loader.as_of_excluded_undatable();
-                outcome.window_coverage = Some(loader.coverage());
-                for hit in &mut outcome.hits {
-                    hit.as_of_note = loader.as_of_notes().get(&hit.id).cloned();
-                    hit.window_hit = loader.hits().get(&hit.id).cloned();
-                }
-            }
+            Route::Caller(_) => RouteNotes::default(),
+            Route::AsOf(loader) => RouteNotes {
+                as_of_excluded_undatable: loader.excluded_undatable() as u64,
+                as_of_notes: loader.into_notes(),
+                ..RouteNotes::default()
+            },
+            Route::Window(loader) => RouteNotes {
+                as_of_excluded_undatable: loader.as_of_excluded_undatable() as u64,
+                window_coverage: Some(loader.coverage()),
+                as_of_notes: loader.as_of_notes().clone(),
+                window_hits: loader.hits().clone(),
+            },
         }
     }
 }

@@ -1,8 +1,8 @@
 //! The co-evidential collapse of the top-k and its noisy-OR merge.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
-use crate::{py_max, py_min, Ranked};
+use crate::{py_max, py_min};
 
 /// Noisy-OR of co-evidential members' effective confidences, `(eff, source key)`.
 ///
@@ -42,55 +42,69 @@ pub fn merge_co_evidential(entries: &[(f64, &str)]) -> f64 {
     py_min(1.0, py_max(0.0, 1.0 - product))
 }
 
-/// Collapses co-evidential groups within `top` (already sorted and cut to top_k).
+/// Collapses co-evidential groups within `top` (already sorted and cut to top_k),
+/// as the reference's `_collapse_co_evidential_top_k` does, and returns the kept
+/// entries as `(index into top, effective confidence)`: the merged value for a
+/// group's representative.
 ///
-/// Walking `top` in order, each not-yet-represented entry's closure over CO_EVIDENTIAL
-/// edges (through any particle, traversing edges whose confidence reaches
-/// `threshold`, the configured `query.equivalence_threshold` compared after the
-/// identity equivalence lens) is intersected with `top`; a group of two or more keeps
-/// its first member with the merged confidence and drops the rest. The survivors
-/// keep their pre-collapse positions: the list is not re-sorted.
+/// Walking `top` in order, an entry whose id is already represented is skipped;
+/// otherwise its closure over CO_EVIDENTIAL edges (through any particle,
+/// traversing edges whose confidence reaches `threshold`, the configured
+/// `query.equivalence_threshold`, compared after the identity equivalence lens) is
+/// intersected with the ids in `top`. A group of two or more distinct ids keeps
+/// this entry with the noisy-OR merge of the members, each member's values taken
+/// from its last occurrence in `top` (the reference indexes `top` by id, so with a
+/// repeated id, as federation over one store twice makes, the later copy speaks).
+/// Survivors keep their order: the list is not re-sorted.
 ///
-/// `id_of` and `source_key_of` describe a ranked entry; `edges(id)` lists the edges
-/// touching `id` as `(other endpoint, confidence)`.
+/// `id_of`, `eff_of` and `source_key_of` describe an entry; `edges(id)` lists the
+/// edges touching `id` as `(other endpoint, confidence)`.
 ///
 /// # Errors
 ///
 /// Whatever `edges` returns.
-pub fn collapse_co_evidential<'a, E>(
-    top: Vec<Ranked>,
-    id_of: impl Fn(&Ranked) -> &'a str,
-    source_key_of: impl Fn(&Ranked) -> &'a str,
+pub fn collapse_co_evidential<'a, T, E>(
+    top: &'a [T],
+    id_of: impl Fn(&'a T) -> &'a str,
+    eff_of: impl Fn(&T) -> f64,
+    source_key_of: impl Fn(&'a T) -> &'a str,
     threshold: f64,
     mut edges: impl FnMut(&str) -> Result<Vec<(String, f64)>, E>,
-) -> Result<Vec<Ranked>, E> {
-    let ids: Vec<&str> = top.iter().map(&id_of).collect();
-    let mut represented = vec![false; top.len()];
+) -> Result<Vec<(usize, f64)>, E> {
+    let mut last_index: HashMap<&str, usize> = HashMap::with_capacity(top.len());
+    for (index, entry) in top.iter().enumerate() {
+        last_index.insert(id_of(entry), index);
+    }
+    let mut represented: HashSet<&str> = HashSet::with_capacity(top.len());
+    let mut clusters_seen: HashSet<Vec<usize>> = HashSet::new();
     let mut out = Vec::with_capacity(top.len());
     for (position, entry) in top.iter().enumerate() {
-        if represented[position] {
+        let id = id_of(entry);
+        if represented.contains(id) {
             continue;
         }
-        let closure = co_evidential_closure(ids[position], threshold, &mut edges)?;
-        let members: Vec<usize> = (0..top.len())
-            .filter(|&i| closure.contains(ids[i]))
+        let closure = co_evidential_closure(id, threshold, &mut edges)?;
+        // The members, as last-occurrence indexes in rank order.
+        let mut members: Vec<usize> = closure
+            .iter()
+            .filter_map(|member| last_index.get(member.as_str()).copied())
             .collect();
+        members.sort_unstable();
+        for &member in &members {
+            represented.insert(id_of(&top[member]));
+        }
         if members.len() <= 1 {
-            represented[position] = true;
-            out.push(*entry);
+            out.push((position, eff_of(entry)));
+            continue;
+        }
+        if !clusters_seen.insert(members.clone()) {
             continue;
         }
         let inputs: Vec<(f64, &str)> = members
             .iter()
-            .map(|&i| (top[i].effective_confidence, source_key_of(&top[i])))
+            .map(|&member| (eff_of(&top[member]), source_key_of(&top[member])))
             .collect();
-        for &i in &members {
-            represented[i] = true;
-        }
-        out.push(Ranked {
-            effective_confidence: merge_co_evidential(&inputs),
-            ..*entry
-        });
+        out.push((position, merge_co_evidential(&inputs)));
     }
     Ok(out)
 }

@@ -190,13 +190,13 @@ fn rank_at(
         .validate(particles_model::Timestamp::parse("2026-06-01T00:00:00Z").unwrap())
         .unwrap();
     let input = QueryInput {
-        request: &query,
-        vector: vector.as_deref(),
-        now: Timestamp::parse("2026-06-01T00:00:00Z").unwrap(),
-        settings: &particles_rank::RankSettings::default(),
         norm_kernel: NormKernel::SkylakeX,
         exhaustive,
-        after_ranking: None,
+        ..QueryInput::new(
+            &query,
+            vector.as_deref(),
+            Timestamp::parse("2026-06-01T00:00:00Z").unwrap(),
+        )
     };
     let outcome = run_query_with(store, loader, &input).unwrap();
     format!(

@@ -196,13 +196,12 @@ fn damaged_claims_are_caught_when_a_claim_filter_reads_them() {
     };
     let run = |cache: &mut CandidateCache, request: &particles_model::ValidRequest| {
         let input = particles_query::QueryInput {
-            request,
-            vector: None,
-            now: particles_model::Timestamp::parse("2026-06-01T00:00:00Z").unwrap(),
-            settings: &particles_rank::RankSettings::default(),
             norm_kernel: particles_rank::NormKernel::SkylakeX,
-            exhaustive: false,
-            after_ranking: None,
+            ..particles_query::QueryInput::new(
+                request,
+                None,
+                particles_model::Timestamp::parse("2026-06-01T00:00:00Z").unwrap(),
+            )
         };
         particles_query::run_query_with(&store, cache, &input)
     };

@@ -111,13 +111,12 @@ fn run(
         .validate(particles_model::Timestamp::parse("2026-06-01T00:00:00Z").unwrap())
         .unwrap();
     let input = QueryInput {
-        request: &request,
-        vector,
-        now: Timestamp::parse("2026-06-01T00:00:00Z").unwrap(),
-        settings: &particles_rank::RankSettings::default(),
         norm_kernel: NormKernel::SkylakeX,
-        exhaustive: false,
-        after_ranking: None,
+        ..QueryInput::new(
+            &request,
+            vector,
+            Timestamp::parse("2026-06-01T00:00:00Z").unwrap(),
+        )
     };
     run_query_with(store, loader, &input).unwrap()
 }

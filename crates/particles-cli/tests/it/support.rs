@@ -22,10 +22,24 @@ pub fn sidecar_dir() -> &'static Path {
         .path()
 }
 
-/// The binary, with sidecars kept in [`sidecar_dir`].
+/// An empty home directory, so a developer's own `~/.particles/config.yaml` can
+/// never leak into a test.
+pub fn isolated_home() -> &'static Path {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().expect("a temporary directory"))
+        .path()
+}
+
+/// The binary, with sidecars kept in [`sidecar_dir`] and the configuration
+/// isolated: no `PARTICLES_CONFIG`, no `DATABASE_URL`, an empty `HOME`.
 pub fn particles_rs_command() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_particles-rs"));
-    command.env("PARTICLES_SIDECAR_DIR", sidecar_dir());
+    command
+        .env("PARTICLES_SIDECAR_DIR", sidecar_dir())
+        .env("HOME", isolated_home())
+        .env_remove("PARTICLES_CONFIG")
+        .env_remove("DATABASE_URL")
+        .env_remove("PARTICLES_ENGINE_BASE_URL");
     command
 }
 

@@ -50,13 +50,8 @@ fn a_filter_error_wins_over_an_earlier_dimension_error() {
     let request = QueryRequest::question("q").validate(now).unwrap();
     let vector = vec![0.05f32; 384];
     let input = QueryInput {
-        request: &request,
-        vector: Some(&vector),
-        now,
-        settings: &particles_rank::RankSettings::default(),
         norm_kernel: NormKernel::SkylakeX,
-        exhaustive: false,
-        after_ranking: None,
+        ..QueryInput::new(&request, Some(&vector), now)
     };
     let error = run_query(&store, &input).unwrap_err();
     assert!(

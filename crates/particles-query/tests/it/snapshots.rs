@@ -27,14 +27,9 @@ fn ranking(store: &str, vector_file: Option<&str>, request: QueryRequest) -> Str
     let request = request.validate(now).unwrap();
     let vector = vector_file.map(vector);
     let input = QueryInput {
-        request: &request,
-        vector: vector.as_deref(),
-        now,
         // Fixed, so the snapshot does not depend on the CPU it runs on.
-        settings: &particles_rank::RankSettings::default(),
         norm_kernel: NormKernel::SkylakeX,
-        exhaustive: false,
-        after_ranking: None,
+        ..QueryInput::new(&request, vector.as_deref(), now)
     };
     let outcome = run_query(&store, &input).unwrap();
     let mut out = String::new();

@@ -1,0 +1,61 @@
+//! The engine as the front ends use it (the `particles-rs` CLI, `serve`): the
+//! user's configuration turned into the settings the query crates take, and stores
+//! named as the reference names them.
+//!
+//! - [`Settings::from_config`]: every configuration key that changes what a query
+//!   returns, as `particles_rank::RankSettings` and the response's settings.
+//! - [`resolve_stores`]: `--store` arguments (handles of `storage.stores`,
+//!   `default`, or store files) or, with none, the configured default store; and
+//!   whether the query federates (several stores, or any handle: the reference's
+//!   CLI sends a handle to `query_federated` even alone).
+//!
+//! ```
+//! let loaded = particles_config::load_defaults(&particles_config::Environment::new(
+//!     Vec::new(),
+//!     "/tmp",
+//! ))?;
+//! let settings = particles_engine::Settings::from_config(loaded.config());
+//! assert_eq!(settings.rank.similarity_weight, 0.6);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![warn(missing_docs)]
+#![warn(clippy::unwrap_used)]
+#![forbid(unsafe_code)]
+
+mod settings;
+mod stores;
+
+pub use crate::{
+    settings::Settings,
+    stores::{resolve_stores, StoreSelection, StoreTarget},
+};
+
+/// Errors from applying the configuration or naming stores.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The configuration names a store the engine cannot open (unknown handle,
+    /// a non-SQLite URL, an in-memory database).
+    #[error(transparent)]
+    Config(#[from] particles_config::Error),
+    /// A `--store` is neither a handle of the configuration nor an existing file.
+    #[error("--store {name:?}: no store handle of the configuration has this name (known: {known}), and as a path it does not exist")]
+    NoSuchStore {
+        /// The argument.
+        name: String,
+        /// The configured handles.
+        known: String,
+    },
+    /// The configured store's file does not exist; the reference would create an
+    /// empty database there and then fail. Point `storage.database_url` (or
+    /// `DATABASE_URL`) at an existing store, or pass `--store PATH`.
+    #[error("the store {handle:?} names {path}, which does not exist; set storage.database_url (or DATABASE_URL) to an existing store, or pass --store PATH")]
+    MissingStoreFile {
+        /// The handle.
+        handle: String,
+        /// The file.
+        path: std::path::PathBuf,
+    },
+}
+
+/// The result type of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

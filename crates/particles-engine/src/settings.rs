@@ -1,0 +1,104 @@
+//! The configuration as the query crates take it.
+
+use particles_config::Config;
+use particles_model::CalibrationSource;
+use particles_query::TruncationSettings;
+use particles_rank::{ConformanceCap, DecayRule, RankSettings, UncalibratedCap};
+
+/// Every setting a query reads, from one loaded configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// The keys that change the ranking (spec: config-and-stores §2).
+    pub rank: RankSettings,
+    /// `query.truncation_*`.
+    pub truncation: TruncationSettings,
+    /// `query.relevance_floor`.
+    pub relevance_floor: f64,
+    /// `contestedness.badge_enabled`.
+    pub badge_enabled: bool,
+    /// `contestedness.callout_threshold`.
+    pub callout_threshold: f64,
+    /// `query.grounded_answers`.
+    pub grounded_answers: bool,
+}
+
+impl Settings {
+    /// The settings of a validated configuration. Validation already refused
+    /// every out-of-range value, so this only copies.
+    pub fn from_config(config: &Config) -> Settings {
+        let query = &config.query;
+        let rank = RankSettings {
+            similarity_weight: query.similarity_weight,
+            confidence_weight: query.confidence_weight,
+            narrative_rank_weight: query.narrative_rank_weight,
+            equivalence_threshold: query.equivalence_threshold,
+            decay_sources: config
+                .content_age_decay
+                .iter()
+                .map(|(source_type, rule)| {
+                    (
+                        source_type.clone(),
+                        DecayRule {
+                            half_life_days: rule.half_life_days,
+                            floor: rule.floor,
+                        },
+                    )
+                })
+                .collect(),
+            source_type_domains: config
+                .trust_source_type_domains
+                .iter()
+                .map(|(source_type, domain)| (source_type.clone(), domain.clone()))
+                .collect(),
+            stale_support_discount: config.stale_support_discount,
+            uncalibrated_cap: config.uncalibrated_cap.enabled.then(|| UncalibratedCap {
+                cap_value: config.uncalibrated_cap.cap_value,
+                // Validation admits only these four names.
+                sources: config
+                    .uncalibrated_cap
+                    .sources
+                    .iter()
+                    .filter_map(|name| name.parse::<CalibrationSource>().ok())
+                    .collect(),
+            }),
+            conformance_cap: config
+                .conformance_trust_cap
+                .enabled
+                .then(|| ConformanceCap {
+                    cap_value: config.conformance_trust_cap.cap_value,
+                    exempt: config.conformance_trust_cap.exempt.clone(),
+                }),
+        };
+        Settings {
+            rank,
+            truncation: TruncationSettings {
+                min_gap: query.truncation_min_gap,
+                near_margin: query.truncation_near_margin,
+                near_count: query.truncation_near_count,
+            },
+            relevance_floor: query.relevance_floor,
+            badge_enabled: config.contestedness.badge_enabled,
+            callout_threshold: config.contestedness.callout_threshold,
+            grounded_answers: query.grounded_answers,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_the_rank_crates_defaults() {
+        let settings = Settings::from_config(&Config::default());
+        let mut expected = RankSettings::default();
+        // Order is irrelevant to a lookup table; compare as sets.
+        expected.decay_sources.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut got = settings.rank.clone();
+        got.decay_sources.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(got, expected);
+        assert_eq!(settings.truncation, TruncationSettings::default());
+        assert_eq!(settings.relevance_floor, 0.25);
+        assert!(settings.badge_enabled);
+    }
+}

@@ -1,0 +1,323 @@
+//! Gathering: the candidates of one store filtered, scanned and scored, in final
+//! order, before any cut. A single-store query cuts and collapses what this
+//! returns; a federated query merges what each store returns.
+
+use std::{collections::HashSet, time::Instant};
+
+use particles_candidates::{CandidateSet, Selection};
+use particles_model::{Timestamp, ValidRequest};
+use particles_rank::{ClaimFilters, ClaimMatch, Policies, QueryVector};
+use particles_store::Store;
+
+use crate::{
+    collect::{BoundOrder, Scored, TopK},
+    scan::{scan_candidates, Scanned},
+    Error, QueryStats, Result, StageTimings, WorkCounters,
+};
+
+/// What the claim filters did to the candidates.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ClaimCounts {
+    pub(crate) matched: usize,
+    pub(crate) not_comparable: usize,
+}
+
+/// A store's scored candidates and what explains them.
+pub(crate) struct Gathered {
+    /// Every fully scored candidate, in final order (score descending, loader
+    /// order among equals). Candidates whose bound could not reach the k-th score
+    /// (less the prune margin) are absent.
+    pub(crate) scored: Vec<Scored>,
+    /// Counts, without `collapsed` (the caller's).
+    pub(crate) stats: QueryStats,
+    /// With claim filters, their counts.
+    pub(crate) claims: Option<ClaimCounts>,
+    /// The scanned survivors (rows of the selection's set), in loader order: what a
+    /// federation looks a pruned candidate up in.
+    pub(crate) survivors: Vec<usize>,
+    /// The similarities of the survivors (parallel), with a query vector.
+    pub(crate) similarities: Option<Vec<f64>>,
+}
+
+/// Everything one gather reads: the store's snapshot, the request, the policies
+/// (the viewer's, in a federation) and the query vector.
+pub(crate) struct Gather<'a> {
+    pub(crate) store: &'a Store,
+    pub(crate) request: &'a ValidRequest,
+    pub(crate) selection: &'a Selection,
+    pub(crate) policies: &'a Policies,
+    pub(crate) query: Option<&'a QueryVector>,
+    pub(crate) now: Timestamp,
+    pub(crate) exhaustive: bool,
+    /// Candidates are skipped only when their bound is below the k-th score less
+    /// this margin, so the truncation warning sees every score it counts.
+    pub(crate) prune_margin: f64,
+    pub(crate) timings: &'a mut StageTimings,
+    pub(crate) work: &'a mut WorkCounters,
+}
+
+impl Gather<'_> {
+    /// Filters, scans and scores the selection.
+    pub(crate) fn run(mut self) -> Result<Gathered> {
+        let mut stats = QueryStats {
+            candidates: self.selection.rows.len(),
+            skipped_other_model: self.selection.skipped_other_model,
+            ..QueryStats::default()
+        };
+        let (scanned, claims) = self.scan(&mut stats)?;
+        let scored = self.collect(&scanned, &mut stats)?;
+        Ok(Gathered {
+            scored,
+            stats,
+            claims,
+            survivors: scanned.survivors,
+            similarities: scanned.similarities,
+        })
+    }
+
+    /// Scores the given survivors (positions into `gathered.survivors`) whatever
+    /// their bound: the federation's look at a candidate another store pruned.
+    /// `None` for one below `min_confidence`.
+    pub(crate) fn score_positions(
+        self,
+        gathered: &Gathered,
+        positions: &[usize],
+    ) -> Result<Vec<Option<Scored>>> {
+        let set = self.selection.set.as_ref();
+        let rows: Vec<usize> = positions.iter().map(|&p| gathered.survivors[p]).collect();
+        let mut lookups = FactLookups::default();
+        let facts = lookups.read(self.store, set, &rows, self.policies, self.timings)?;
+        let mut out = Vec::with_capacity(rows.len());
+        for ((&position, &row), (source, discount)) in positions.iter().zip(&rows).zip(facts) {
+            let factors =
+                particles_rank::factors(set, row, &source, discount, self.policies, self.now)?;
+            let similarity = gathered.similarities.as_ref().map(|s| s[position]);
+            self.work.candidates_scored += 1;
+            out.push(
+                particles_rank::score_with_similarity(
+                    set,
+                    row,
+                    &factors,
+                    similarity,
+                    self.request.min_confidence,
+                    self.policies,
+                )
+                .map(|ranked| Scored {
+                    position,
+                    ranked,
+                    factors,
+                    source,
+                }),
+            );
+        }
+        Ok(out)
+    }
+
+    /// Filters, cosine and bounds in one pass. Without tag or claim filters (which
+    /// read the store) the per-row filters run inside the parallel scan; their
+    /// time is then reported under `scoring`.
+    fn scan(&mut self, stats: &mut QueryStats) -> Result<(Scanned, Option<ClaimCounts>)> {
+        let set = self.selection.set.as_ref();
+        let rows = &self.selection.rows;
+        let request = self.request;
+        let now = self.now;
+        let at_most_one = self.policies.factors_at_most_one();
+        let started = Instant::now();
+        let store_filters = !request.tags.is_empty() || request.has_claim_filters();
+        if store_filters {
+            let (survivors, claims) = self.filter_in_store(set, rows)?;
+            stats.filtered_out = rows.len() - survivors.len();
+            self.timings.filters = started.elapsed().as_secs_f64();
+            let started = Instant::now();
+            let scanned = scan_candidates(
+                set,
+                &survivors,
+                self.query,
+                at_most_one,
+                self.policies,
+                None,
+            )?;
+            self.timings.scoring += started.elapsed().as_secs_f64();
+            Ok((scanned, claims))
+        } else {
+            let keep = |row: usize| -> Result<bool> {
+                Ok(particles_candidates::passes_filters(set, row, request)?
+                    && particles_candidates::within_recency_window(set, row, request, now))
+            };
+            let scanned = scan_candidates(
+                set,
+                rows,
+                self.query,
+                at_most_one,
+                self.policies,
+                Some(&keep),
+            )?;
+            stats.filtered_out = rows.len() - scanned.survivors.len();
+            self.timings.scoring += started.elapsed().as_secs_f64();
+            Ok((scanned, None))
+        }
+    }
+
+    /// The filters in the reference's order when some read the store: properties,
+    /// tags, structured claims, the recency window. Returns the survivors and, with
+    /// claim filters, their counts.
+    fn filter_in_store(
+        &self,
+        set: &CandidateSet,
+        rows: &[usize],
+    ) -> Result<(Vec<usize>, Option<ClaimCounts>)> {
+        let request = self.request;
+        let mut survivors = Vec::with_capacity(rows.len());
+        for &row in rows {
+            if particles_candidates::passes_filters(set, row, request)? {
+                survivors.push(row);
+            }
+        }
+        if !request.tags.is_empty() {
+            let expanded =
+                particles_store::expand_tags(self.store, &request.tags, request.include_ancestors)?;
+            let tagged = particles_store::particle_ids_for_tags(self.store, &expanded)?;
+            survivors.retain(|&row| tagged.contains(set.id(row)));
+        }
+        let mut claims = None;
+        let filters = ClaimFilters::new(request);
+        if filters.is_active() {
+            if !set.claims_intact() {
+                return Err(Error::DamagedClaims);
+            }
+            let mut not_comparable = 0;
+            survivors.retain(|&row| match set.structured_claim(row) {
+                None => false,
+                Some(claim) => match particles_rank::match_claim(claim, &filters) {
+                    ClaimMatch::Matched => true,
+                    ClaimMatch::Unmatched => false,
+                    ClaimMatch::NotComparable => {
+                        not_comparable += 1;
+                        false
+                    }
+                },
+            });
+            claims = Some(ClaimCounts {
+                matched: survivors.len(),
+                not_comparable,
+            });
+        }
+        survivors.retain(|&row| {
+            particles_candidates::within_recency_window(set, row, request, self.now)
+        });
+        Ok((survivors, claims))
+    }
+
+    /// Scores candidates in bound order, batch by batch, into the collector, until
+    /// no remaining bound can reach the k-th score. Returns every scored candidate
+    /// in final order.
+    fn collect(&mut self, scanned: &Scanned, stats: &mut QueryStats) -> Result<Vec<Scored>> {
+        let set = self.selection.set.as_ref();
+        let top_k = self.request.top_k as usize;
+        let mut order = BoundOrder::new(&scanned.bounds, (top_k * 4).max(256));
+        let mut top = TopK::new(top_k);
+        let batch = top_k.max(64);
+        let mut lookups = FactLookups::default();
+        let mut scoring = 0.0;
+        let mut next = 0;
+        while next < order.len() {
+            let sort_started = Instant::now();
+            let bound = order.bound_at(next);
+            scoring += sort_started.elapsed().as_secs_f64();
+            if !self.exhaustive && bound.is_some_and(|bound| top.can_skip(bound, self.prune_margin))
+            {
+                break;
+            }
+            let chunk = order.batch(next, batch).to_vec();
+            next += chunk.len();
+            let rows: Vec<usize> = chunk.iter().map(|&p| scanned.survivors[p]).collect();
+            let facts = lookups.read(self.store, set, &rows, self.policies, self.timings)?;
+            let scoring_started = Instant::now();
+            for ((&position, &row), (source, discount)) in chunk.iter().zip(&rows).zip(facts) {
+                let factors =
+                    particles_rank::factors(set, row, &source, discount, self.policies, self.now)?;
+                let similarity = scanned.similarities.as_ref().map(|s| s[position]);
+                self.work.candidates_scored += 1;
+                match particles_rank::score_with_similarity(
+                    set,
+                    row,
+                    &factors,
+                    similarity,
+                    self.request.min_confidence,
+                    self.policies,
+                ) {
+                    Some(ranked) => top.push(Scored {
+                        position,
+                        ranked,
+                        factors,
+                        source,
+                    }),
+                    None => stats.below_min_confidence += 1,
+                }
+            }
+            scoring += scoring_started.elapsed().as_secs_f64();
+        }
+        stats.pruned = order.len() - next;
+        self.work.snapshot_ids_looked_up = lookups.snapshots.len();
+        self.work.entry_ids_looked_up = lookups.entries.len();
+        self.timings.scoring += scoring;
+        Ok(top.into_ranked())
+    }
+}
+
+/// The per-batch store reads scoring needs: each candidate's first-source facts
+/// and, for derived candidates, their premises' statuses (chunked lookups).
+#[derive(Default)]
+pub(crate) struct FactLookups {
+    snapshots: HashSet<u32>,
+    entries: HashSet<u32>,
+}
+
+impl FactLookups {
+    /// Facts and stale-support discount of each of `rows`, in order.
+    pub(crate) fn read(
+        &mut self,
+        store: &Store,
+        set: &CandidateSet,
+        rows: &[usize],
+        policies: &Policies,
+        timings: &mut StageTimings,
+    ) -> Result<Vec<(particles_model::policy::SourceFacts, f64)>> {
+        let started = Instant::now();
+        for &row in rows {
+            if let Some((entry, snapshot)) = set.traits(row).source {
+                if !set.string(entry).is_empty() {
+                    self.entries.insert(entry);
+                }
+                if let Some(snapshot) = snapshot.filter(|s| !set.string(*s).is_empty()) {
+                    self.snapshots.insert(snapshot);
+                }
+            }
+        }
+        let sources = particles_store::source_facts(
+            store,
+            rows.iter().map(|&row| {
+                set.traits(row)
+                    .source
+                    .map(|(entry, snapshot)| (set.string(entry), snapshot.map(|s| set.string(s))))
+            }),
+        )?;
+        timings.source_rows += started.elapsed().as_secs_f64();
+        let started = Instant::now();
+        let premises = particles_store::premise_statuses(
+            store,
+            rows.iter()
+                .flat_map(|&row| set.premises(row).iter().map(String::as_str)),
+        )?;
+        timings.support_discounts += started.elapsed().as_secs_f64();
+        Ok(sources
+            .into_iter()
+            .zip(rows)
+            .map(|(source, &row)| {
+                let discount =
+                    particles_rank::stale_support_discount(set, row, &premises, policies);
+                (source, discount)
+            })
+            .collect())
+    }
+}
