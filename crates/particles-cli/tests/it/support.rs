@@ -22,6 +22,20 @@ pub fn sidecar_dir() -> &'static Path {
         .path()
 }
 
+/// The encoder's model directory as the user's environment names it (the test
+/// processes get an isolated `HOME`, so it is passed explicitly).
+pub fn model_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("PARTICLES_MODEL_DIR") {
+        return PathBuf::from(dir);
+    }
+    std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))
+        .unwrap_or_else(|| PathBuf::from(".cache"))
+        .join("particles-rs")
+        .join("all-MiniLM-L6-v2")
+}
+
 /// An empty home directory, so a developer's own `~/.particles/config.yaml` can
 /// never leak into a test.
 pub fn isolated_home() -> &'static Path {
@@ -35,6 +49,7 @@ pub fn isolated_home() -> &'static Path {
 pub fn particles_rs_command() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_particles-rs"));
     command
+        .env("PARTICLES_MODEL_DIR", model_dir())
         .env("PARTICLES_SIDECAR_DIR", sidecar_dir())
         .env("HOME", isolated_home())
         .env_remove("PARTICLES_CONFIG")
