@@ -22,10 +22,13 @@
 #![warn(clippy::unwrap_used)]
 #![forbid(unsafe_code)]
 
+mod engine;
+mod respond;
 mod settings;
 mod stores;
 
 pub use crate::{
+    engine::{answer_settings, CacheOptions, Encode, Engine},
     settings::Settings,
     stores::{resolve_stores, StoreSelection, StoreTarget},
 };
@@ -55,6 +58,15 @@ pub enum Error {
         /// The file.
         path: std::path::PathBuf,
     },
+    /// A store could not be opened or read.
+    #[error(transparent)]
+    Store(#[from] particles_store::Error),
+    /// The query failed where the reference's fails too.
+    #[error(transparent)]
+    Query(#[from] particles_query::Error),
+    /// The request's envelope carries a vector of the wrong shape.
+    #[error("{0}")]
+    Encode(String),
 }
 
 /// The result type of this crate.

@@ -1,0 +1,348 @@
+//! The long-lived engine: configured stores with their caches, the question
+//! encoder, the answer step, and one entry point that turns a request into the
+//! reference's whole `QueryResponse`.
+
+use std::{
+    collections::HashMap,
+    path::PathBuf,
+    sync::{Arc, Mutex, PoisonError},
+};
+
+use particles_cache::{CandidateCache, SidecarConfig, SidecarWrite};
+use particles_model::{response::QueryResponse, Envelope, Mode, Timestamp, ValidRequest};
+use particles_query::{QueryInput, QueryOutcome};
+use particles_store::{CandidateLoader, Store};
+
+use crate::{respond, Error, Result, Settings, StoreSelection, StoreTarget};
+
+/// Turns a question into its query vector (the encoder, loaded once by the
+/// caller). An error means no vector: the ranking then degrades, as the
+/// reference's does without an encoder.
+pub type Encode = Arc<dyn Fn(&str) -> std::result::Result<Vec<f32>, String> + Send + Sync>;
+
+/// How the engine keeps its candidate caches.
+#[derive(Debug, Clone, Default)]
+pub struct CacheOptions {
+    /// No sidecar: every cache starts cold.
+    pub no_sidecar: bool,
+    /// Where sidecars live (default: beside each store).
+    pub sidecar_dir: Option<PathBuf>,
+    /// When sidecars are written.
+    pub write: Option<SidecarWrite>,
+    /// Keep vectors in huge pages (long-lived processes).
+    pub huge_pages: bool,
+}
+
+/// One store: a pool of read-only connections and one candidate cache.
+struct StoreSlot {
+    target: StoreTarget,
+    connections: Mutex<Vec<Store>>,
+    cache: Mutex<CandidateCache>,
+}
+
+impl StoreSlot {
+    fn open(target: &StoreTarget, options: &CacheOptions) -> Result<StoreSlot> {
+        let first = Store::open_read_only(&target.path)?;
+        let mut cache = if options.no_sidecar {
+            CandidateCache::new()
+        } else {
+            CandidateCache::with_sidecar(SidecarConfig {
+                path: particles_cache::sidecar_path(&target.path, options.sidecar_dir.as_deref()),
+                write: options.write.unwrap_or(SidecarWrite::OnRebuild),
+            })
+        };
+        cache.set_huge_pages(options.huge_pages);
+        Ok(StoreSlot {
+            target: target.clone(),
+            connections: Mutex::new(vec![first]),
+            cache: Mutex::new(cache),
+        })
+    }
+
+    /// A connection of the pool, or a new one.
+    fn connection(&self) -> Result<Store> {
+        let pooled = self
+            .connections
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
+        match pooled {
+            Some(store) => Ok(store),
+            None => Ok(Store::open_read_only(&self.target.path)?),
+        }
+    }
+
+    fn give_back(&self, store: Store) {
+        self.connections
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(store);
+    }
+}
+
+/// A loader that takes the store's cache lock only while it selects: the
+/// ranking then runs on the selected snapshot (an `Arc` of the cache's state)
+/// without holding it.
+struct LockedCache<'a>(&'a Mutex<CandidateCache>);
+
+impl CandidateLoader for LockedCache<'_> {
+    fn select(
+        &mut self,
+        store: &Store,
+        min_confidence: f64,
+        subject_id: Option<&str>,
+    ) -> particles_store::Result<particles_candidates::Selection> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .select(store, min_confidence, subject_id)
+    }
+}
+
+/// The engine: configuration, stores, caches, encoder and answer step.
+pub struct Engine {
+    settings: Settings,
+    answer: particles_answer::AnswerSettings,
+    federated: bool,
+    slots: Vec<StoreSlot>,
+    encoder: Option<Encode>,
+}
+
+impl Engine {
+    /// An engine over the selected stores, configured by `settings` (and the
+    /// answer step by `answer`), encoding questions with `encoder` when given.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] when a store cannot be opened.
+    pub fn new(
+        settings: Settings,
+        answer: particles_answer::AnswerSettings,
+        stores: &StoreSelection,
+        options: &CacheOptions,
+        encoder: Option<Encode>,
+    ) -> Result<Engine> {
+        let slots = stores
+            .targets
+            .iter()
+            .map(|target| StoreSlot::open(target, options))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Engine {
+            settings,
+            answer,
+            federated: stores.federated,
+            slots,
+            encoder,
+        })
+    }
+
+    /// The settings in force.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Answers a validated request with the reference's whole response: the
+    /// ranking, its disclosures and the answer. The envelope may bring the query
+    /// vector (else the question is encoded), ask for no vector, or freeze `now`.
+    ///
+    /// Blocking: it reads SQLite and may call the answer's provider.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Query`] when the query fails where the reference fails too (a bad
+    /// store, a degenerate configuration, an unsupported mode);
+    /// [`Error::Encode`] for an envelope vector of the wrong shape.
+    pub fn query(&self, request: &ValidRequest, envelope: &Envelope) -> Result<QueryResponse> {
+        let now = envelope.now.unwrap_or_else(Timestamp::now);
+        let vector = self.vector(request, envelope)?;
+        let outcome = self.rank(request, vector.as_deref(), now)?;
+        let mut response =
+            respond::ranking_response(&outcome, request, &self.settings, vector.is_some());
+        respond::answer(
+            &mut response,
+            &outcome,
+            request,
+            &self.settings,
+            &self.answer,
+            vector.is_some(),
+        );
+        Ok(response)
+    }
+
+    /// The query vector: the envelope's, none, or the question encoded (no
+    /// encoder, or an encoder that fails, means none).
+    fn vector(&self, request: &ValidRequest, envelope: &Envelope) -> Result<Option<Vec<f32>>> {
+        if let Some(vector) = &envelope.vector {
+            check_vector(vector)?;
+            return Ok(Some(vector.clone()));
+        }
+        if envelope.no_embedding || request.mode() != Mode::Semantic {
+            return Ok(None);
+        }
+        let (Some(encoder), Some(question)) = (&self.encoder, &request.question) else {
+            return Ok(None);
+        };
+        Ok(encoder(question).ok())
+    }
+
+    /// The ranking: one store, or a federation over every store.
+    fn rank(
+        &self,
+        request: &ValidRequest,
+        vector: Option<&[f32]>,
+        now: Timestamp,
+    ) -> Result<QueryOutcome> {
+        let input = QueryInput {
+            settings: &self.settings.rank,
+            prune_margin: self.settings.truncation.prune_margin(),
+            ..QueryInput::new(request, vector, now)
+        };
+        let stores = self
+            .slots
+            .iter()
+            .map(StoreSlot::connection)
+            .collect::<Result<Vec<_>>>()?;
+        let result = if self.federated {
+            let mut loaders: Vec<LockedCache<'_>> = self
+                .slots
+                .iter()
+                .map(|slot| LockedCache(&slot.cache))
+                .collect();
+            let mut members: Vec<particles_query::FederationMember<'_>> = self
+                .slots
+                .iter()
+                .zip(&stores)
+                .zip(loaders.iter_mut())
+                .map(
+                    |((slot, store), loader)| particles_query::FederationMember {
+                        handle: slot.target.name(),
+                        store,
+                        loader,
+                    },
+                )
+                .collect();
+            particles_query::run_federated(&mut members, &input)
+        } else {
+            particles_query::run_query_with(
+                &stores[0],
+                &mut LockedCache(&self.slots[0].cache),
+                &input,
+            )
+        };
+        for (slot, store) in self.slots.iter().zip(stores) {
+            slot.give_back(store);
+        }
+        Ok(result?)
+    }
+
+    /// Writes each cache's sidecar when its policy asks; returns the notes.
+    pub fn persist(&self) -> Vec<String> {
+        let mut notes = Vec::new();
+        for slot in &self.slots {
+            let mut cache = slot.cache.lock().unwrap_or_else(PoisonError::into_inner);
+            cache.persist(&slot.target.path);
+            notes.extend(cache.take_notes());
+        }
+        notes
+    }
+
+    /// Runs `f` with a pooled connection to the first (the default) store.
+    ///
+    /// # Errors
+    ///
+    /// Whatever `f` or opening a connection fails with.
+    pub fn with_store<T>(&self, f: impl FnOnce(&Store) -> Result<T>) -> Result<T> {
+        let slot = &self.slots[0];
+        let store = slot.connection()?;
+        let result = f(&store);
+        slot.give_back(store);
+        result
+    }
+}
+
+/// A vector of the stored embeddings' dimension, every element finite.
+fn check_vector(vector: &[f32]) -> Result<()> {
+    if vector.len() != particles_model::EMBEDDING_DIM {
+        return Err(Error::Encode(format!(
+            "the query vector has {} numbers; the store's embeddings have {}",
+            vector.len(),
+            particles_model::EMBEDDING_DIM
+        )));
+    }
+    if let Some(position) = vector.iter().position(|v| !v.is_finite()) {
+        return Err(Error::Encode(format!(
+            "element {position} of the query vector is not a finite number"
+        )));
+    }
+    Ok(())
+}
+
+/// The answer step's settings from the configuration and the environment: the
+/// provider `llm.query_response` (else `llm.default`) selects, its key from the
+/// reference's variable, the token caps and the egress posture.
+pub fn answer_settings(
+    config: &particles_config::Config,
+    env: &HashMap<String, String>,
+) -> particles_answer::AnswerSettings {
+    use particles_answer::{
+        AllowEntry, AnthropicSettings, EgressPosture, MaxTokensParam, OpenAiCompatibleSettings,
+        ProviderSettings,
+    };
+    let selection = config.llm.for_query_response();
+    let provider = if selection.provider == "anthropic" {
+        ProviderSettings::Anthropic(AnthropicSettings::from_env(selection.model.clone(), env))
+    } else {
+        match config.llm.providers.get(&selection.provider) {
+            Some(entry) => {
+                let mut settings = OpenAiCompatibleSettings::new(
+                    selection.provider.clone(),
+                    entry.base_url.clone(),
+                    selection.model.clone(),
+                )
+                .with_key_from_env(env);
+                settings.max_tokens_param = match entry.max_tokens_param {
+                    particles_config::MaxTokensParam::MaxTokens => MaxTokensParam::MaxTokens,
+                    particles_config::MaxTokensParam::MaxCompletionTokens => {
+                        MaxTokensParam::MaxCompletionTokens
+                    }
+                };
+                settings.reasoning_effort = entry.reasoning_effort.clone();
+                settings.max_retries = u32::try_from(entry.max_retries.max(0)).unwrap_or(u32::MAX);
+                settings.retry_backoff =
+                    std::time::Duration::from_secs_f64(entry.retry_backoff_seconds.max(0.0));
+                settings.timeout =
+                    std::time::Duration::from_secs_f64(entry.timeout_seconds.max(0.0));
+                settings.allow_plaintext_key = entry.allow_plaintext_key;
+                ProviderSettings::OpenAiCompatible(settings)
+            }
+            // Validation refuses an unknown provider name; fall back to the
+            // compiled default rather than panic.
+            None => ProviderSettings::Anthropic(AnthropicSettings::from_env(
+                selection.model.clone(),
+                env,
+            )),
+        }
+    };
+    let egress = match config.network.egress {
+        particles_config::Egress::Open => EgressPosture::Open,
+        particles_config::Egress::None => EgressPosture::None,
+        particles_config::Egress::Allowlist => EgressPosture::Allowlist(
+            config
+                .network
+                .allow
+                .iter()
+                .map(|entry| AllowEntry {
+                    host: entry.host.clone(),
+                    port: entry.port,
+                })
+                .collect(),
+        ),
+    };
+    particles_answer::AnswerSettings {
+        provider,
+        answer_max_tokens: u32::try_from(config.query.answer_max_tokens.max(0)).unwrap_or(u32::MAX),
+        answer_retry_max_tokens: u32::try_from(config.query.answer_retry_max_tokens.max(0))
+            .unwrap_or(u32::MAX),
+        egress,
+    }
+}
