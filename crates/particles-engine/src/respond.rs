@@ -58,10 +58,10 @@ pub(crate) fn ranking_response(
             .iter()
             .map(|h| h.similarity)
             .fold(None, |best: Option<f64>, s| match best {
-                // Python's max(): the first of equals, a later value only when
-                // strictly greater.
-                Some(b) if !(s > b) => Some(b),
-                _ => Some(s),
+                // Python's max(): a later value replaces the best only when
+                // strictly greater (`particles_rank::py_max`).
+                Some(b) => Some(particles_rank::py_max(b, s)),
+                None => Some(s),
             });
         response.relevance = max.map(|max_similarity| RelevanceNote {
             max_similarity,
