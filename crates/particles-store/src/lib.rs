@@ -17,6 +17,7 @@
 //! # Ok::<(), particles_store::Error>(())
 //! ```
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 #![warn(clippy::unwrap_used)]
 
 mod embedding;
