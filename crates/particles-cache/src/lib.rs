@@ -33,7 +33,9 @@ use std::{
 use particles_candidates::{column::Column, CandidateSet, Selection};
 use particles_store::{CandidateLoader, JournalHead, Result, Store};
 
-pub use sidecar::{sidecar_path, verify as verify_sidecar, SidecarError, VerifyReport};
+pub use sidecar::{
+    sidecar_path, verify as verify_sidecar, SidecarError, VerifiedSection, VerifyReport,
+};
 
 /// When the cache writes its sidecar (on [`CandidateCache::persist`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
