@@ -22,6 +22,8 @@
 //! mark the state for [`CandidateCache::persist`], which writes it back.
 #![warn(missing_docs)]
 #![warn(clippy::unwrap_used)]
+// The memory maps' `unsafe` (the sidecar's views) must each say why it is sound.
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod sidecar;
 
