@@ -54,7 +54,9 @@ pub(crate) fn huge_page_floats(
         return Ok(Column::default());
     }
     let mut map = memmap2::MmapMut::map_anon(bytes)?;
-    // Advice only: without transparent huge pages this is plain memory.
+    // Advice only: without transparent huge pages this is plain memory, as it is
+    // on every system but Linux, where the advice does not exist.
+    #[cfg(target_os = "linux")]
     let _ = map.advise(memmap2::Advice::HugePage);
     fill(&mut map)?;
     let keep: Arc<dyn SharedBytes> = Arc::new(HugePages(map.make_read_only()?));
@@ -156,22 +158,24 @@ impl<'p> Mapped<'p> {
     /// vectors read into huge pages their file pages stay unmapped (else they would
     /// count twice in the resident set); the claims are mapped when a claim filter
     /// reads them.
+    #[cfg(target_os = "linux")]
     fn populate(&self, vectors_in: VectorsIn) {
-        #[cfg(target_os = "linux")]
-        {
-            let first = match vectors_in {
-                VectorsIn::Map => self.table.range(SectionKind::Vectors).start,
-                VectorsIn::HugePages => self.table.range(SectionKind::Norms).start,
-            };
-            let claims = self.table.range(SectionKind::Claims).start;
-            if claims > first {
-                // Advice only: a refusal costs page faults, not correctness.
-                let _ = self
-                    .map
-                    .advise_range(memmap2::Advice::PopulateRead, first, claims - first);
-            }
+        let first = match vectors_in {
+            VectorsIn::Map => self.table.range(SectionKind::Vectors).start,
+            VectorsIn::HugePages => self.table.range(SectionKind::Norms).start,
+        };
+        let claims = self.table.range(SectionKind::Claims).start;
+        if claims > first {
+            // Advice only: a refusal costs page faults, not correctness.
+            let _ = self
+                .map
+                .advise_range(memmap2::Advice::PopulateRead, first, claims - first);
         }
     }
+
+    /// Elsewhere there is no such advice: pages fault in as the scan reads them.
+    #[cfg(not(target_os = "linux"))]
+    fn populate(&self, _vectors_in: VectorsIn) {}
 
     /// The set over views of the map (its vectors in the map or read into huge
     /// pages), after checking that its columns agree with each other and with the
@@ -224,8 +228,7 @@ impl<'p> Mapped<'p> {
                 VectorsIn::HugePages => {
                     let range = table.range(SectionKind::Vectors);
                     huge_page_floats(range.len() / std::mem::size_of::<f32>(), |into| {
-                        use std::os::unix::fs::FileExt;
-                        file.read_exact_at(into, range.start as u64)
+                        read_exact_at(&file, into, range.start as u64)
                     })
                     .map_err(|source| SidecarError::Io {
                         path: path.to_owned(),
@@ -260,6 +263,23 @@ impl<'p> Mapped<'p> {
             return Err(invalid("the id index is not a sorted permutation".into()));
         }
         Ok(Opened { head, set, by_id })
+    }
+}
+
+/// Reads `into.len()` bytes of `file` at `offset`.
+fn read_exact_at(file: &File, into: &mut [u8], offset: u64) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileExt;
+        file.read_exact_at(into, offset)
+    }
+    // No positioned read everywhere: seek the handle, which nothing else reads.
+    #[cfg(not(unix))]
+    {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut file = file;
+        file.seek(SeekFrom::Start(offset))?;
+        file.read_exact(into)
     }
 }
 

@@ -172,13 +172,14 @@ pub(crate) fn write(
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
     };
-    let mut temp = tempfile::Builder::new()
-        .prefix(".particles-rs-sidecar-")
-        // Readable by whoever can read the store beside it (tempfile's default
-        // is owner-only, which would make other users rebuild it).
-        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
-        .tempfile_in(dir)
-        .map_err(io)?;
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".particles-rs-sidecar-");
+    // Readable by whoever can read the store beside it (tempfile's default is
+    // owner-only, which would make other users rebuild it). Elsewhere the new file
+    // takes the directory's access rules.
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644));
+    let mut temp = builder.tempfile_in(dir).map_err(io)?;
     // Sections first (their checksums are known once written), then the header
     // into the space reserved for it.
     let mut checksums = Checksums::default();
