@@ -551,6 +551,14 @@ mod tests {
     }
 
     #[test]
+    fn the_traits_column_keeps_its_size() {
+        // `PackedTraits` is written as it lies in memory: a change to it changes
+        // the file's layout and must bump `VERSION` (then update this size).
+        assert_eq!(std::mem::size_of::<PackedTraits>(), 32);
+        assert_eq!(VERSION, 2);
+    }
+
+    #[test]
     fn overflowing_lengths_derive_no_table() {
         let lengths = Lengths {
             rows: usize::MAX / 2,
