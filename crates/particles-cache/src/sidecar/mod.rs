@@ -23,7 +23,7 @@
 //!   consistency (`CandidateSet::from_columns`). The claims' checksum is checked
 //!   when a claim filter first reads them (`CandidateSet::claims_intact`); hashing
 //!   1.5 GB of vectors on every open would cost more than the query, so those are
-//!   checked by [`verify`] (`particles-rs sidecar verify`), which checks
+//!   checked by [`verify()`] (`particles-rs sidecar verify`), which checks
 //!   everything. A file that fails is named in a note and rebuilt from the store.
 //! - **Same machine kind.** Numbers are stored in the writer's byte order and
 //!   viewed in place; a file from a machine of the other byte order, or of another
