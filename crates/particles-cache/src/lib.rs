@@ -20,8 +20,19 @@
 //! (see [`sidecar`]): a state written to disk by an earlier process, memory-mapped,
 //! then brought up to date by the same protocol. Rebuilds (and, if asked, deltas)
 //! mark the state for [`CandidateCache::persist`], which writes it back.
+//!
+//! Platforms: the crate builds wherever `memmap2` maps files (Unix and Windows; a
+//! `cargo check --target x86_64-pc-windows-gnu` passed, CI does not run it), and
+//! what is Linux- or Unix-only is gated and degrades to plain behaviour elsewhere. Huge pages (`set_huge_pages`) and
+//! the populate-on-open advice exist on Linux only; elsewhere the vectors go to
+//! plain anonymous memory and pages fault in as read. A sidecar is written with
+//! mode 0644 on Unix, with the directory's rules elsewhere. On Windows a sidecar
+//! that another process has mapped may refuse to be replaced: the write then
+//! fails with a note and the next process tries again. Only Linux is tested.
 #![warn(missing_docs)]
 #![warn(clippy::unwrap_used)]
+// The memory maps' `unsafe` (the sidecar's views) must each say why it is sound.
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod sidecar;
 
@@ -33,7 +44,9 @@ use std::{
 use particles_candidates::{column::Column, CandidateSet, Selection};
 use particles_store::{CandidateLoader, JournalHead, Result, Store};
 
-pub use sidecar::{sidecar_path, verify as verify_sidecar, SidecarError, VerifyReport};
+pub use sidecar::{
+    sidecar_path, verify as verify_sidecar, SidecarError, VerifiedSection, VerifyReport,
+};
 
 /// When the cache writes its sidecar (on [`CandidateCache::persist`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -22,6 +22,8 @@
 //! ```
 #![warn(missing_docs)]
 #![warn(clippy::unwrap_used)]
+// Column views and the SSE kernel are `unsafe`; each block must say why it is sound.
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 mod claims;
 pub mod column;
