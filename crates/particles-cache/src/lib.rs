@@ -34,6 +34,7 @@
 // The memory maps' `unsafe` (the sidecar's views) must each say why it is sound.
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+mod shared;
 pub mod sidecar;
 
 use std::{
@@ -44,6 +45,7 @@ use std::{
 use particles_candidates::{column::Column, CandidateSet, Selection};
 use particles_store::{CandidateLoader, JournalHead, Result, Store};
 
+pub use shared::{SharedCache, SharedLoader};
 pub use sidecar::{
     sidecar_path, verify as verify_sidecar, SidecarError, VerifiedSection, VerifyReport,
 };
@@ -190,7 +192,7 @@ impl CacheState {
 /// [`CandidateLoader`] for `particles_query::run_query_with`.
 #[derive(Default)]
 pub struct CandidateCache {
-    state: Option<CacheState>,
+    state: Option<Arc<CacheState>>,
     last_route: Option<Route>,
     stats: CacheStats,
     sidecar: Option<SidecarConfig>,
@@ -301,12 +303,12 @@ impl CandidateCache {
         };
         match sidecar::open(&config.path, vectors_in) {
             Ok(Some(opened)) => {
-                self.state = Some(CacheState {
+                self.state = Some(Arc::new(CacheState {
                     head: opened.head,
                     set: Arc::new(opened.set),
                     by_id: opened.by_id,
                     order: None,
-                });
+                }));
                 self.stats.sidecar_loads += 1;
             }
             Ok(None) => {}
@@ -395,7 +397,7 @@ impl CandidateCache {
                         changed.iter().map(String::as_str),
                     )?;
                     let set = state.set.replaced(&changed, &added);
-                    self.state = Some(CacheState::new(head, set));
+                    self.state = Some(Arc::new(CacheState::new(head, set)));
                     self.stats.deltas += 1;
                     self.dirty |= self
                         .sidecar
@@ -423,7 +425,7 @@ impl CandidateCache {
             }
             state = ordered;
         }
-        self.state = Some(state);
+        self.state = Some(Arc::new(state));
         self.stats.rebuilds += 1;
         self.dirty = self
             .sidecar
@@ -467,39 +469,50 @@ impl CandidateLoader for CandidateCache {
             .state
             .as_ref()
             .expect("refresh leaves a state when it returns a route");
-        let set = &state.set;
-        let candidate_rows: Vec<usize> = match subject_id {
-            None => match &state.order {
-                None => (0..set.len()).collect(),
-                Some(order) => order.iter().map(|&row| row as usize).collect(),
-            },
-            Some(subject) => {
-                // Links are not journaled: read them live on every call.
-                let mut rows: Vec<usize> = particles_store::subject_particle_ids(store, subject)?
-                    .iter()
-                    .filter_map(|id| state.row_of(id))
-                    .collect();
-                rows.sort_unstable_by(|&a, &b| set.cmp_order_key(a, b));
-                rows.dedup();
-                rows
-            }
-        };
-        let mut skipped_other_model = 0;
-        let mut rows = Vec::with_capacity(candidate_rows.len());
-        for row in candidate_rows {
-            if set.confidence(row) < min_confidence {
-                continue;
-            }
-            if !set.model_current(row) {
-                skipped_other_model += 1;
-                continue;
-            }
-            rows.push(row);
-        }
-        Ok(Selection {
-            set: Arc::clone(set),
-            rows,
-            skipped_other_model,
-        })
+        select_from(state, store, min_confidence, subject_id)
     }
+}
+
+/// The selection a state serves for one call: every row in loader order (or the
+/// subject's linked rows, read live: links are not journaled), less those below
+/// `min_confidence`, less (and counting) those of another embedding model.
+fn select_from(
+    state: &CacheState,
+    store: &Store,
+    min_confidence: f64,
+    subject_id: Option<&str>,
+) -> Result<Selection> {
+    let set = &state.set;
+    let candidate_rows: Vec<usize> = match subject_id {
+        None => match &state.order {
+            None => (0..set.len()).collect(),
+            Some(order) => order.iter().map(|&row| row as usize).collect(),
+        },
+        Some(subject) => {
+            let mut rows: Vec<usize> = particles_store::subject_particle_ids(store, subject)?
+                .iter()
+                .filter_map(|id| state.row_of(id))
+                .collect();
+            rows.sort_unstable_by(|&a, &b| set.cmp_order_key(a, b));
+            rows.dedup();
+            rows
+        }
+    };
+    let mut skipped_other_model = 0;
+    let mut rows = Vec::with_capacity(candidate_rows.len());
+    for row in candidate_rows {
+        if set.confidence(row) < min_confidence {
+            continue;
+        }
+        if !set.model_current(row) {
+            skipped_other_model += 1;
+            continue;
+        }
+        rows.push(row);
+    }
+    Ok(Selection {
+        set: Arc::clone(set),
+        rows,
+        skipped_other_model,
+    })
 }

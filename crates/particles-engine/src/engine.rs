@@ -8,10 +8,10 @@ use std::{
     sync::{Arc, Mutex, PoisonError},
 };
 
-use particles_cache::{CandidateCache, SidecarConfig, SidecarWrite};
+use particles_cache::{CandidateCache, SharedCache, SidecarConfig, SidecarWrite};
 use particles_model::{response::QueryResponse, Envelope, Mode, Timestamp, ValidRequest};
 use particles_query::{QueryInput, QueryOutcome};
-use particles_store::{CandidateLoader, Store};
+use particles_store::Store;
 
 use crate::{respond, Error, Result, Settings, StoreSelection, StoreTarget};
 
@@ -37,7 +37,7 @@ pub struct CacheOptions {
 struct StoreSlot {
     target: StoreTarget,
     connections: Mutex<Vec<Store>>,
-    cache: Mutex<CandidateCache>,
+    cache: SharedCache,
 }
 
 impl StoreSlot {
@@ -55,7 +55,7 @@ impl StoreSlot {
         Ok(StoreSlot {
             target: target.clone(),
             connections: Mutex::new(vec![first]),
-            cache: Mutex::new(cache),
+            cache: SharedCache::new(cache),
         })
     }
 
@@ -77,25 +77,6 @@ impl StoreSlot {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push(store);
-    }
-}
-
-/// A loader that takes the store's cache lock only while it selects: the
-/// ranking then runs on the selected snapshot (an `Arc` of the cache's state)
-/// without holding it.
-struct LockedCache<'a>(&'a Mutex<CandidateCache>);
-
-impl CandidateLoader for LockedCache<'_> {
-    fn select(
-        &mut self,
-        store: &Store,
-        min_confidence: f64,
-        subject_id: Option<&str>,
-    ) -> particles_store::Result<particles_candidates::Selection> {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .select(store, min_confidence, subject_id)
     }
 }
 
@@ -203,11 +184,8 @@ impl Engine {
             .map(StoreSlot::connection)
             .collect::<Result<Vec<_>>>()?;
         let result = if self.federated {
-            let mut loaders: Vec<LockedCache<'_>> = self
-                .slots
-                .iter()
-                .map(|slot| LockedCache(&slot.cache))
-                .collect();
+            let mut loaders: Vec<particles_cache::SharedLoader<'_>> =
+                self.slots.iter().map(|slot| slot.cache.loader()).collect();
             let mut members: Vec<particles_query::FederationMember<'_>> = self
                 .slots
                 .iter()
@@ -223,11 +201,7 @@ impl Engine {
                 .collect();
             particles_query::run_federated(&mut members, &input)
         } else {
-            particles_query::run_query_with(
-                &stores[0],
-                &mut LockedCache(&self.slots[0].cache),
-                &input,
-            )
+            particles_query::run_query_with(&stores[0], &mut self.slots[0].cache.loader(), &input)
         };
         for (slot, store) in self.slots.iter().zip(stores) {
             slot.give_back(store);
@@ -239,9 +213,10 @@ impl Engine {
     pub fn persist(&self) -> Vec<String> {
         let mut notes = Vec::new();
         for slot in &self.slots {
-            let mut cache = slot.cache.lock().unwrap_or_else(PoisonError::into_inner);
-            cache.persist(&slot.target.path);
-            notes.extend(cache.take_notes());
+            slot.cache.with_cache(|cache| {
+                cache.persist(&slot.target.path);
+                notes.extend(cache.take_notes());
+            });
         }
         notes
     }
