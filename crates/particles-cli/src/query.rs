@@ -366,7 +366,10 @@ impl OpenStores {
     }
 
     /// Runs a validated request with the envelope's vector (checked for length and
-    /// finiteness) or none: a plain query on the one store, or a federation.
+    /// finiteness) or none: a plain query on the one store, or a federation. When a
+    /// cached state's bytes fail their check (a damaged sidecar), the caches are
+    /// discarded (their sidecars deleted, with a note) and the query answered again
+    /// from the stores.
     pub(crate) fn execute(
         &mut self,
         request: &ValidRequest,
@@ -374,10 +377,37 @@ impl OpenStores {
         now: Option<Timestamp>,
         settings: &particles_engine::Settings,
     ) -> Result<Answer> {
+        let now = now.unwrap_or_else(Timestamp::now);
+        match self.execute_once(request, vector, now, settings) {
+            Err(error)
+                if error.chain().any(|cause| {
+                    matches!(
+                        cause.downcast_ref::<particles_query::Error>(),
+                        Some(particles_query::Error::Rank(
+                            particles_rank::Error::DamagedVector { .. }
+                        ))
+                    )
+                }) =>
+            {
+                for cache in self.caches.iter_mut().flatten() {
+                    cache.discard();
+                }
+                self.execute_once(request, vector, now, settings)
+            }
+            other => other,
+        }
+    }
+
+    fn execute_once(
+        &mut self,
+        request: &ValidRequest,
+        vector: Option<&[f32]>,
+        now: Timestamp,
+        settings: &particles_engine::Settings,
+    ) -> Result<Answer> {
         if let Some(vector) = vector {
             check_vector(vector)?;
         }
-        let now = now.unwrap_or_else(Timestamp::now);
         let input = QueryInput {
             settings: &settings.rank,
             prune_margin: settings.truncation.prune_margin(),

@@ -166,8 +166,30 @@ impl Engine {
         Ok(encoder(question).ok())
     }
 
-    /// The ranking: one store, or a federation over every store.
+    /// The ranking; when a cached state's bytes fail their check (a damaged
+    /// sidecar), the caches are discarded and the query answered again from the
+    /// stores.
     fn rank(
+        &self,
+        request: &ValidRequest,
+        vector: Option<&[f32]>,
+        now: Timestamp,
+    ) -> Result<QueryOutcome> {
+        match self.rank_once(request, vector, now) {
+            Err(Error::Query(particles_query::Error::Rank(
+                particles_rank::Error::DamagedVector { .. },
+            ))) => {
+                for slot in &self.slots {
+                    slot.cache.discard();
+                }
+                self.rank_once(request, vector, now)
+            }
+            other => other,
+        }
+    }
+
+    /// The ranking: one store, or a federation over every store.
+    fn rank_once(
         &self,
         request: &ValidRequest,
         vector: Option<&[f32]>,

@@ -129,7 +129,9 @@ pub fn factors(
 ///
 /// # Errors
 ///
-/// [`Error::DimensionMismatch`] when the vector's dimension differs from the query's.
+/// [`Error::DimensionMismatch`] when the vector's dimension differs from the query's;
+/// [`Error::DamagedVector`] when the vector or its norm no longer matches the row's
+/// check (bytes damaged since the set was built: a sidecar on a bad disk).
 pub fn similarity(set: &CandidateSet, row: usize, query: &QueryVector) -> Result<f64> {
     let vector = set.vector(row);
     if vector.len() != query.len() {
@@ -139,7 +141,14 @@ pub fn similarity(set: &CandidateSet, row: usize, query: &QueryVector) -> Result
             found: vector.len(),
         });
     }
-    Ok(query.cosine_with_norm(vector, set.norm(row)))
+    let norm = set.norm(row);
+    let (dot, fold) = particles_candidates::einsum_dot_checked(vector, query.values());
+    if fold.wrapping_add(norm.to_bits()) != set.check(row) {
+        return Err(Error::DamagedVector {
+            id: set.id(row).to_owned(),
+        });
+    }
+    Ok(query.cosine_from_dot(dot, norm))
 }
 
 /// Scores candidate `row` with its similarity already computed (`None`: no query
