@@ -75,6 +75,26 @@ impl Gather<'_> {
         })
     }
 
+    /// Scores what a shared pass ([`crate::scan::scan_lanes`]) scanned for this
+    /// request: the collector part of [`Gather::run`]. Only for requests whose
+    /// filters all run in the scan (no tag or claim filter).
+    pub(crate) fn collect_scanned(mut self, scanned: Scanned) -> Result<Gathered> {
+        let mut stats = QueryStats {
+            candidates: self.selection.rows.len(),
+            skipped_other_model: self.selection.skipped_other_model,
+            filtered_out: self.selection.rows.len() - scanned.survivors.len(),
+            ..QueryStats::default()
+        };
+        let scored = self.collect(&scanned, &mut stats)?;
+        Ok(Gathered {
+            scored,
+            stats,
+            claims: None,
+            survivors: scanned.survivors,
+            similarities: scanned.similarities,
+        })
+    }
+
     /// Scores the given survivors (positions into `gathered.survivors`) whatever
     /// their bound: the federation's look at a candidate another store pruned.
     /// `None` for one below `min_confidence`.

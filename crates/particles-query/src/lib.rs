@@ -42,6 +42,7 @@
 #![forbid(unsafe_code)]
 
 mod as_of;
+mod batch;
 mod collect;
 mod federate;
 mod gather;
@@ -53,6 +54,7 @@ mod window;
 
 pub use crate::{
     as_of::AsOfLoader,
+    batch::run_query_batch,
     federate::{run_federated, FederationMember},
     outcome::{ClaimCoverage, Hit, QueryOutcome, QueryStats, StageTimings, WorkCounters},
     truncation::{python_float_str, truncation_warning, TruncationSettings},
@@ -235,7 +237,7 @@ pub(crate) fn mode_name(mode: Mode) -> &'static str {
     }
 }
 
-fn run_in_snapshot(
+pub(crate) fn run_in_snapshot(
     store: &Store,
     loader: &mut dyn CandidateLoader,
     input: &QueryInput<'_>,
@@ -280,7 +282,34 @@ fn run_in_snapshot(
         work: &mut work,
     }
     .run()?;
-    let set = loaded.selection.set.as_ref();
+    finish(
+        store,
+        &loaded.selection,
+        &policies,
+        input,
+        gathered,
+        timings,
+        work,
+        route.into_notes(),
+    )
+}
+
+/// The single-store finish: the cut at `top_k`, the collapse, the hits read by
+/// id, what the route's loader knows of them, and every count the answer
+/// reports, all in the ranking's snapshot.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn finish(
+    store: &Store,
+    selection: &particles_candidates::Selection,
+    policies: &Policies,
+    input: &QueryInput<'_>,
+    gathered: gather::Gathered,
+    mut timings: StageTimings,
+    work: WorkCounters,
+    notes: route::RouteNotes,
+) -> Result<QueryOutcome> {
+    let request = input.request;
+    let set = selection.set.as_ref();
     let top_k = request.top_k as usize;
     let cut = gathered.scored.len().min(top_k);
     let collapse_started = Instant::now();
@@ -326,7 +355,7 @@ fn run_in_snapshot(
         timings,
         work,
     };
-    route.into_notes().annotate(&mut outcome);
+    notes.annotate(&mut outcome);
     // The counts the answer reports come from the ranking's snapshot.
     if let Some(coverage) = outcome.claim_coverage.as_mut() {
         let (active_total, with_claims) = particles_store::claim_coverage_counts(store)?;

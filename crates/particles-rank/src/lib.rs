@@ -151,6 +151,24 @@ pub fn similarity(set: &CandidateSet, row: usize, query: &QueryVector) -> Result
     Ok(query.cosine_from_dot(dot, norm))
 }
 
+/// The similarity of candidate `row` whose vector a previous read in this pass
+/// already checked ([`similarity`] did): the same value, without the check.
+///
+/// # Errors
+///
+/// [`Error::DimensionMismatch`] when the vector's dimension differs from the query's.
+pub fn similarity_of_verified(set: &CandidateSet, row: usize, query: &QueryVector) -> Result<f64> {
+    let vector = set.vector(row);
+    if vector.len() != query.len() {
+        return Err(Error::DimensionMismatch {
+            id: set.id(row).to_owned(),
+            expected: query.len(),
+            found: vector.len(),
+        });
+    }
+    Ok(query.cosine_with_norm(vector, set.norm(row)))
+}
+
 /// Scores candidate `row` with its similarity already computed (`None`: no query
 /// vector, the similarity is the effective confidence), or `None` when its effective
 /// confidence is below `min_confidence`.
