@@ -38,6 +38,7 @@ struct StoreSlot {
     target: StoreTarget,
     connections: Mutex<Vec<Store>>,
     cache: SharedCache,
+    batcher: crate::batcher::Batcher,
 }
 
 impl StoreSlot {
@@ -56,6 +57,7 @@ impl StoreSlot {
             target: target.clone(),
             connections: Mutex::new(vec![first]),
             cache: SharedCache::new(cache),
+            batcher: crate::batcher::Batcher::default(),
         })
     }
 
@@ -188,13 +190,34 @@ impl Engine {
         }
     }
 
-    /// The ranking: one store, or a federation over every store.
+    /// The ranking: one store (its queries batched with concurrent ones), or a
+    /// federation over every store.
     fn rank_once(
         &self,
         request: &ValidRequest,
         vector: Option<&[f32]>,
         now: Timestamp,
     ) -> Result<QueryOutcome> {
+        if !self.federated {
+            let slot = &self.slots[0];
+            return slot.batcher.query(
+                request,
+                vector,
+                now,
+                &self.settings.rank,
+                self.settings.truncation.prune_margin(),
+                &|inputs| {
+                    let store = slot.connection()?;
+                    let answers =
+                        particles_query::run_query_batch(&store, &mut slot.cache.loader(), inputs);
+                    slot.give_back(store);
+                    Ok(answers?
+                        .into_iter()
+                        .map(|answer| answer.map_err(Error::from))
+                        .collect())
+                },
+            );
+        }
         let input = QueryInput {
             settings: &self.settings.rank,
             prune_margin: self.settings.truncation.prune_margin(),
