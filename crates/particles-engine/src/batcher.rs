@@ -22,6 +22,11 @@ use particles_rank::RankSettings;
 /// a bounded batch bounds the wait of the last of them.
 const MAX_BATCH: usize = 32;
 
+/// Answers a batch of inputs in one transaction of the store: the outer error
+/// when the transaction fails, else each input's own result.
+pub(crate) type RunBatch<'a> =
+    dyn Fn(&[QueryInput<'_>]) -> crate::Result<Vec<crate::Result<QueryOutcome>>> + 'a;
+
 /// One queued request and where its answer goes.
 struct Pending {
     request: ValidRequest,
@@ -59,7 +64,7 @@ impl Batcher {
         now: Timestamp,
         settings: &RankSettings,
         prune_margin: f64,
-        run: &dyn Fn(&[QueryInput<'_>]) -> crate::Result<Vec<crate::Result<QueryOutcome>>>,
+        run: &RunBatch<'_>,
     ) -> crate::Result<QueryOutcome> {
         let slot = Arc::new(Slot::default());
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
@@ -115,7 +120,7 @@ fn answer_batch(
     batch: &[Pending],
     settings: &RankSettings,
     prune_margin: f64,
-    run: &dyn Fn(&[QueryInput<'_>]) -> crate::Result<Vec<crate::Result<QueryOutcome>>>,
+    run: &RunBatch<'_>,
 ) -> Vec<crate::Result<QueryOutcome>> {
     let inputs: Vec<QueryInput<'_>> = batch
         .iter()
