@@ -43,14 +43,21 @@
 
 mod as_of;
 mod collect;
+mod observer;
 mod outcome;
+mod respond;
 mod route;
 mod scan;
 mod window;
 
 pub use crate::{
     as_of::AsOfLoader,
+    observer::{default_harness_tags, observer_filter, ObserverFilter},
     outcome::{ClaimCoverage, Hit, QueryOutcome, QueryStats, StageTimings, WorkCounters},
+    respond::{
+        run_semantic, semantic_response, ResponseSettings, AGREEMENT_CAVEAT,
+        RANKING_DEGRADED_NO_ENCODER,
+    },
     window::WindowLoader,
 };
 
@@ -97,6 +104,16 @@ pub enum Error {
     /// (`particles-rs sidecar path` names it); the next query rebuilds it.
     #[error("the sidecar's structured claims are damaged: delete the sidecar (`particles-rs sidecar path --store ...`) and query again")]
     DamagedClaims,
+    /// The request's `subject_id` is a prefix of several subject ids, so the
+    /// subject coverage gaps cannot name one (the reference raises, a 500 from
+    /// its server). Give more of the id.
+    #[error("{message}")]
+    AmbiguousSubject {
+        /// The subject reference as given.
+        reference: String,
+        /// The reference's message, verbatim.
+        message: String,
+    },
     /// A hit's row was not found when its particle was read: a loader returned a
     /// candidate the store does not hold (a stale cache). Retry the query.
     #[error("particle {id} was ranked but is no longer in the store")]
@@ -167,20 +184,13 @@ impl<'a> QueryInput<'a> {
 
 /// The request fields this engine accepts and validates but does not act on yet,
 /// among those `request` sets. `audience` and `grounded` shape only the answer
-/// text, which is not composed here.
+/// text, which is not composed here. (`include_agreement` and
+/// `include_contestedness` act in [`semantic_response`], `observer_project` in the
+/// ranking.)
 pub fn not_applied(request: &ValidRequest) -> Vec<&'static str> {
     let mut fields = Vec::new();
     if request.audience != particles_model::Audience::General {
         fields.push("audience");
-    }
-    if request.include_agreement {
-        fields.push("include_agreement");
-    }
-    if request.include_contestedness {
-        fields.push("include_contestedness");
-    }
-    if request.observer_project.is_some() {
-        fields.push("observer_project");
     }
     if request.grounded.is_some() {
         fields.push("grounded");
@@ -205,6 +215,10 @@ pub fn run_query(store: &Store, input: &QueryInput<'_>) -> Result<QueryOutcome> 
 /// cache, or a downstream crate's), inside one read transaction of `store`: the
 /// ranking and every count the answer reports read the same snapshot.
 ///
+/// A project observer (`observer_project`) reads entries with the reference's
+/// default `observer_scope.harness_tags`; [`run_semantic`] takes them from its
+/// settings.
+///
 /// # Errors
 ///
 /// As [`run_query`], plus whatever the loader fails with.
@@ -213,13 +227,20 @@ pub fn run_query_with(
     loader: &mut dyn CandidateLoader,
     input: &QueryInput<'_>,
 ) -> Result<QueryOutcome> {
-    let mode = input.request.mode();
+    check_semantic(input.request)?;
+    let harness_tags = default_harness_tags();
+    store.read_snapshot(|store| Ok(run_in_snapshot(store, loader, input, &harness_tags)))?
+}
+
+/// Refuses a request whose mode is not the semantic path.
+pub(crate) fn check_semantic(request: &ValidRequest) -> Result<()> {
+    let mode = request.mode();
     if mode != Mode::Semantic {
         return Err(Error::UnsupportedMode {
             mode: mode_name(mode),
         });
     }
-    store.read_snapshot(|store| Ok(run_in_snapshot(store, loader, input)))?
+    Ok(())
 }
 
 fn mode_name(mode: Mode) -> &'static str {
@@ -233,10 +254,11 @@ fn mode_name(mode: Mode) -> &'static str {
     }
 }
 
-fn run_in_snapshot(
+pub(crate) fn run_in_snapshot(
     store: &Store,
     loader: &mut dyn CandidateLoader,
     input: &QueryInput<'_>,
+    harness_tags: &[String],
 ) -> Result<QueryOutcome> {
     let request = input.request;
     let started = Instant::now();
@@ -273,6 +295,7 @@ fn run_in_snapshot(
         query: query.as_ref(),
         now,
         exhaustive: input.exhaustive,
+        harness_tags,
         timings: &mut timings,
         work: &mut work,
     };
@@ -289,6 +312,7 @@ fn run_in_snapshot(
             not_normalizable_excluded: counts.not_comparable,
             ..ClaimCoverage::default()
         }),
+        observer_scope: ranked.observer,
         unknown_tags: Vec::new(),
         subject_linked: None,
         not_applied: not_applied(request),
@@ -333,6 +357,15 @@ struct RankingResult {
     stats: QueryStats,
     /// With claim filters, their counts.
     claims: Option<ClaimCounts>,
+    /// With a project observer, its note.
+    observer: Option<particles_model::response::ObserverScopeNote>,
+}
+
+/// What the filters that read the store did.
+struct StoreFiltered {
+    survivors: Vec<usize>,
+    claims: Option<ClaimCounts>,
+    observer: Option<particles_model::response::ObserverScopeNote>,
 }
 
 /// One ranking pass over a selection.
@@ -344,6 +377,8 @@ struct Ranking<'a> {
     query: Option<&'a QueryVector>,
     now: Timestamp,
     exhaustive: bool,
+    /// `observer_scope.harness_tags`.
+    harness_tags: &'a [String],
     timings: &'a mut StageTimings,
     work: &'a mut WorkCounters,
 }
@@ -356,7 +391,7 @@ impl Ranking<'_> {
             skipped_other_model: self.selection.skipped_other_model,
             ..QueryStats::default()
         };
-        let (scanned, claims) = self.scan(&mut stats)?;
+        let (scanned, filtered) = self.scan(&mut stats)?;
         let scored = self.collect(&scanned, &mut stats)?;
         let sort_started = Instant::now();
         let mut top: Vec<Ranked> = Vec::with_capacity(scored.len());
@@ -399,36 +434,39 @@ impl Ranking<'_> {
         Ok(RankingResult {
             hits,
             stats,
-            claims,
+            claims: filtered.claims,
+            observer: filtered.observer,
         })
     }
 
-    /// Filters, cosine and bounds in one pass. Without tag or claim filters (which
-    /// read the store) the per-row filters run inside the parallel scan; their
-    /// time is then reported under `scoring`.
-    fn scan(&mut self, stats: &mut QueryStats) -> Result<(Scanned, Option<ClaimCounts>)> {
+    /// Filters, cosine and bounds in one pass. Without tag, claim or observer
+    /// filters (which read the store) the per-row filters run inside the parallel
+    /// scan; their time is then reported under `scoring`.
+    fn scan(&mut self, stats: &mut QueryStats) -> Result<(Scanned, StoreFiltered)> {
         let set = self.selection.set.as_ref();
         let rows = &self.selection.rows;
         let request = self.request;
         let now = self.now;
         let at_most_one = self.policies.factors_at_most_one();
         let started = Instant::now();
-        let store_filters = !request.tags.is_empty() || request.has_claim_filters();
+        let store_filters = !request.tags.is_empty()
+            || request.has_claim_filters()
+            || request.observer_project.is_some();
         if store_filters {
-            let (survivors, claims) = self.filter_in_store(set, rows)?;
-            stats.filtered_out = rows.len() - survivors.len();
+            let filtered = self.filter_in_store(set, rows)?;
+            stats.filtered_out = rows.len() - filtered.survivors.len();
             self.timings.filters = started.elapsed().as_secs_f64();
             let started = Instant::now();
             let scanned = scan_candidates(
                 set,
-                &survivors,
+                &filtered.survivors,
                 self.query,
                 at_most_one,
                 self.policies,
                 None,
             )?;
             self.timings.scoring += started.elapsed().as_secs_f64();
-            Ok((scanned, claims))
+            Ok((scanned, filtered))
         } else {
             let keep = |row: usize| -> Result<bool> {
                 Ok(particles_candidates::passes_filters(set, row, request)?
@@ -444,18 +482,19 @@ impl Ranking<'_> {
             )?;
             stats.filtered_out = rows.len() - scanned.survivors.len();
             self.timings.scoring += started.elapsed().as_secs_f64();
-            Ok((scanned, None))
+            let filtered = StoreFiltered {
+                survivors: Vec::new(),
+                claims: None,
+                observer: None,
+            };
+            Ok((scanned, filtered))
         }
     }
 
     /// The filters in the reference's order when some read the store: properties,
-    /// tags, structured claims, the recency window. Returns the survivors and, with
-    /// claim filters, their counts.
-    fn filter_in_store(
-        &self,
-        set: &CandidateSet,
-        rows: &[usize],
-    ) -> Result<(Vec<usize>, Option<ClaimCounts>)> {
+    /// tags, structured claims, the recency window, the project observer. Returns
+    /// the survivors, with claim filters their counts, with an observer its note.
+    fn filter_in_store(&self, set: &CandidateSet, rows: &[usize]) -> Result<StoreFiltered> {
         let request = self.request;
         let mut survivors = Vec::with_capacity(rows.len());
         for &row in rows {
@@ -495,7 +534,27 @@ impl Ranking<'_> {
         survivors.retain(|&row| {
             particles_candidates::within_recency_window(set, row, request, self.now)
         });
-        Ok((survivors, claims))
+        // The observer sees every other filter's survivors, before scoring and the
+        // effective min-confidence drop, so a project is never starved by beliefs
+        // it cannot see.
+        let mut observer = None;
+        if let Some(project) = &request.observer_project {
+            let ids: Vec<&str> = survivors.iter().map(|&row| set.id(row)).collect();
+            let filter = observer::observer_filter(
+                self.store,
+                project,
+                request.as_of,
+                &ids,
+                self.harness_tags,
+            )?;
+            survivors.retain(|&row| filter.visible.contains(set.id(row)));
+            observer = Some(filter.note);
+        }
+        Ok(StoreFiltered {
+            survivors,
+            claims,
+            observer,
+        })
     }
 
     /// Scores candidates in bound order, batch by batch, into the collector, until
