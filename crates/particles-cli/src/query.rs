@@ -131,6 +131,25 @@ pub(crate) struct QueryArgs {
     #[arg(long)]
     json: bool,
 
+    /// Print the reference's whole query response as one JSON object (the answer
+    /// text left empty).
+    #[arg(long, conflicts_with = "json")]
+    response_json: bool,
+
+    /// With --response-json: each hit's spread across the local policy and every
+    /// adopted trust lens (include_contestedness).
+    #[arg(long)]
+    contestedness: bool,
+
+    /// With --response-json: each hit's stance positions (include_agreement).
+    #[arg(long)]
+    include_agreement: bool,
+
+    /// Read through a project observer: only beliefs project P sees, once the
+    /// store was rescoped.
+    #[arg(long, value_name = "P")]
+    observer_project: Option<String>,
+
     #[command(flatten)]
     sidecar: SidecarArgs,
 }
@@ -358,6 +377,9 @@ impl QueryArgs {
             object_gt: self.object_gt.clone(),
             object_lt: self.object_lt.clone(),
             object_contains: self.object_contains.clone(),
+            include_agreement: self.include_agreement,
+            include_contestedness: self.contestedness,
+            observer_project: self.observer_project.clone(),
             ..QueryRequest::default()
         }
     }
@@ -392,6 +414,28 @@ pub(crate) fn run(args: QueryArgs) -> Result<()> {
     let mut cache =
         (!args.sidecar.no_sidecar).then(|| args.sidecar.cache(&args.store, SidecarWrite::OnChange));
     let vector = envelope.vector.as_deref();
+    if args.response_json {
+        let outcome = match cache.as_mut() {
+            Some(cache) => {
+                crate::response::print_response(&store, cache, &request, vector, envelope.now)?
+            }
+            None => crate::response::print_response(
+                &store,
+                &mut UncachedLoader,
+                &request,
+                vector,
+                envelope.now,
+            )?,
+        };
+        warn_about(&outcome, &request, &args.store);
+        if let Some(cache) = cache.as_mut() {
+            cache.persist(&args.store);
+            for note in cache.take_notes() {
+                eprintln!("note: {note}");
+            }
+        }
+        return Ok(());
+    }
     let answer = match cache.as_mut() {
         Some(cache) => execute(&store, cache, &request, vector, envelope.now)?,
         None => execute(&store, &mut UncachedLoader, &request, vector, envelope.now)?,

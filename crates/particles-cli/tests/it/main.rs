@@ -3,6 +3,7 @@
 mod bad_input;
 mod import;
 mod reference;
+mod response;
 mod serve;
 mod sidecar;
 mod support;
