@@ -371,10 +371,14 @@ def requests_for(store: Path, facts: dict, rng: random.Random, count: int) -> li
                 request["during"] = rng.choice(["2019-01-01..2021-12-31", "..2020-06-30", "2022-01-01.."])
         if rng.random() < 0.1:
             request["tags"] = rng.sample(["coins", "coins/gold", "metals", "coins/grading"], rng.randint(1, 2))
-        if rng.random() < 0.1:
-            request["object_contains"] = rng.choice(["old", "Coin", "5"])
+        if rng.random() < 0.15:
+            claim = rng.choice(["object_contains", "object_contains", "predicate", "object_gt"])
+            request[claim] = {"object_contains": ["old", "Coin", "5"], "predicate": ["weighs", "MINTED"],
+                              "object_gt": ["4", "2019-12-31"]}[claim][rng.randrange(2)]
         if rng.random() < 0.1:
             request["include_document_meta"] = True
+        if rng.random() < 0.1:
+            request["include_non_asserted"] = True
         out.append(request)
     return out
 
@@ -405,9 +409,9 @@ async def run_one(request: dict) -> dict:
     query_main._embed = lambda _text: query_vector
     fields = {
         key: request[key]
-        for key in ("top_k", "subject_id", "min_confidence", "tags", "object_contains", "as_of",
-                    "include_agreement", "include_contestedness", "observer_project",
-                    "include_document_meta")
+        for key in ("top_k", "subject_id", "min_confidence", "tags", "object_contains", "predicate",
+                    "object_gt", "as_of", "include_agreement", "include_contestedness",
+                    "observer_project", "include_document_meta", "include_non_asserted")
         if request.get(key) is not None
     }
     try:

@@ -100,6 +100,7 @@ fn arguments(dir: &Path, request: &Value) -> Vec<String> {
         ("--include-agreement", "include_agreement"),
         ("--contestedness", "include_contestedness"),
         ("--include-document-meta", "include_document_meta"),
+        ("--include-non-asserted", "include_non_asserted"),
     ] {
         if request[key].as_bool() == Some(true) {
             args.push(flag.into());
@@ -115,6 +116,8 @@ fn arguments(dir: &Path, request: &Value) -> Vec<String> {
         ("--during", "during"),
         ("--on", "on"),
         ("--object-contains", "object_contains"),
+        ("--predicate", "predicate"),
+        ("--object-gt", "object_gt"),
     ] {
         if !request[key].is_null() {
             args.push(format!("{flag}={}", text(&request[key])));
