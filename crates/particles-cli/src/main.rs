@@ -10,6 +10,7 @@ mod encode;
 mod import;
 mod output;
 mod query;
+mod response;
 mod serve;
 mod sidecar_cmd;
 mod store_cmd;

@@ -136,6 +136,25 @@ pub(crate) struct QueryArgs {
     #[arg(long)]
     json: bool,
 
+    /// Print the reference's whole query response as one JSON object (the answer
+    /// text left empty).
+    #[arg(long, conflicts_with = "json")]
+    response_json: bool,
+
+    /// With --response-json: each hit's spread across the local policy and every
+    /// adopted trust lens (include_contestedness).
+    #[arg(long)]
+    contestedness: bool,
+
+    /// With --response-json: each hit's stance positions (include_agreement).
+    #[arg(long)]
+    include_agreement: bool,
+
+    /// Read through a project observer: only beliefs project P sees, once the
+    /// store was rescoped.
+    #[arg(long, value_name = "P")]
+    observer_project: Option<String>,
+
     #[command(flatten)]
     sidecar: SidecarArgs,
 }
@@ -483,6 +502,9 @@ impl QueryArgs {
             object_gt: self.object_gt.clone(),
             object_lt: self.object_lt.clone(),
             object_contains: self.object_contains.clone(),
+            include_agreement: self.include_agreement,
+            include_contestedness: self.contestedness,
+            observer_project: self.observer_project.clone(),
             ..QueryRequest::default()
         }
     }
@@ -514,6 +536,15 @@ pub(crate) fn run(args: QueryArgs, config: &crate::config_cmd::Configured) -> Re
     // warm start when a sidecar is current, a delta or a build (written back after
     // the answer is printed) otherwise. Subject calls never build; as-of and window
     // queries use their own loaders.
+    if args.response_json {
+        return crate::response::print_response(
+            &args.sidecar,
+            &request,
+            &envelope,
+            &selection,
+            config,
+        );
+    }
     let mut stores = OpenStores::open(&selection, &args.sidecar, SidecarWrite::OnChange)?;
     let answer = stores.execute(
         &request,

@@ -14,6 +14,7 @@ use std::{
     sync::{Arc, Condvar, Mutex, PoisonError},
 };
 
+use particles_model::response::QueryResponse;
 use particles_model::{Timestamp, ValidRequest};
 use particles_query::{QueryInput, QueryOutcome};
 use particles_rank::RankSettings;
@@ -22,10 +23,13 @@ use particles_rank::RankSettings;
 /// a bounded batch bounds the wait of the last of them.
 const MAX_BATCH: usize = 32;
 
+/// A ranked request: the outcome and the response built in its snapshot.
+pub(crate) type Ranked = (QueryOutcome, QueryResponse);
+
 /// Answers a batch of inputs in one transaction of the store: the outer error
 /// when the transaction fails, else each input's own result.
 pub(crate) type RunBatch<'a> =
-    dyn Fn(&[QueryInput<'_>]) -> crate::Result<Vec<crate::Result<QueryOutcome>>> + 'a;
+    dyn Fn(&[QueryInput<'_>]) -> crate::Result<Vec<crate::Result<Ranked>>> + 'a;
 
 /// One queued request and where its answer goes.
 struct Pending {
@@ -38,7 +42,7 @@ struct Pending {
 /// Where a waiting caller's answer lands.
 #[derive(Default)]
 struct Slot {
-    answer: Mutex<Option<crate::Result<QueryOutcome>>>,
+    answer: Mutex<Option<crate::Result<Ranked>>>,
 }
 
 #[derive(Default)]
@@ -65,7 +69,7 @@ impl Batcher {
         settings: &RankSettings,
         prune_margin: f64,
         run: &RunBatch<'_>,
-    ) -> crate::Result<QueryOutcome> {
+    ) -> crate::Result<Ranked> {
         let slot = Arc::new(Slot::default());
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         state.queue.push_back(Pending {
@@ -121,7 +125,7 @@ fn answer_batch(
     settings: &RankSettings,
     prune_margin: f64,
     run: &RunBatch<'_>,
-) -> Vec<crate::Result<QueryOutcome>> {
+) -> Vec<crate::Result<Ranked>> {
     let inputs: Vec<QueryInput<'_>> = batch
         .iter()
         .map(|pending| QueryInput {

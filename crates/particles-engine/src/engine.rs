@@ -138,9 +138,7 @@ impl Engine {
     pub fn query(&self, request: &ValidRequest, envelope: &Envelope) -> Result<QueryResponse> {
         let now = envelope.now.unwrap_or_else(Timestamp::now);
         let vector = self.vector(request, envelope)?;
-        let outcome = self.rank(request, vector.as_deref(), now)?;
-        let mut response =
-            respond::ranking_response(&outcome, request, &self.settings, vector.is_some());
+        let (outcome, mut response) = self.rank(request, vector.as_deref(), now)?;
         respond::answer(
             &mut response,
             &outcome,
@@ -176,7 +174,7 @@ impl Engine {
         request: &ValidRequest,
         vector: Option<&[f32]>,
         now: Timestamp,
-    ) -> Result<QueryOutcome> {
+    ) -> Result<(QueryOutcome, QueryResponse)> {
         match self.rank_once(request, vector, now) {
             Err(Error::Query(particles_query::Error::Rank(
                 particles_rank::Error::DamagedVector { .. },
@@ -197,7 +195,8 @@ impl Engine {
         request: &ValidRequest,
         vector: Option<&[f32]>,
         now: Timestamp,
-    ) -> Result<QueryOutcome> {
+    ) -> Result<(QueryOutcome, QueryResponse)> {
+        let response_settings = self.settings.response();
         if !self.federated {
             let slot = &self.slots[0];
             return slot.batcher.query(
@@ -208,8 +207,12 @@ impl Engine {
                 self.settings.truncation.prune_margin(),
                 &|inputs| {
                     let store = slot.connection()?;
-                    let answers =
-                        particles_query::run_query_batch(&store, &mut slot.cache.loader(), inputs);
+                    let answers = particles_query::run_semantic_batch(
+                        &store,
+                        &mut slot.cache.loader(),
+                        inputs,
+                        &response_settings,
+                    );
                     slot.give_back(store);
                     Ok(answers?
                         .into_iter()
@@ -245,13 +248,31 @@ impl Engine {
                 )
                 .collect();
             particles_query::run_federated(&mut members, &input)
+                .map_err(Error::from)
+                .and_then(|outcome| {
+                    // The federated response: the ranking's fields, and every
+                    // store's unextracted entries, concatenated (no subject gaps,
+                    // narratives, agreement, contestedness or badges).
+                    let mut response = respond::ranking_response(
+                        &outcome,
+                        request,
+                        &self.settings,
+                        vector.is_some(),
+                    );
+                    for store in &stores {
+                        response
+                            .coverage_gaps
+                            .extend(particles_store::coverage_gap_entries(store)?);
+                    }
+                    Ok((outcome, response))
+                })
         } else {
-            particles_query::run_query_with(&stores[0], &mut self.slots[0].cache.loader(), &input)
+            unreachable!("a single store is answered through its batcher above")
         };
         for (slot, store) in self.slots.iter().zip(stores) {
             slot.give_back(store);
         }
-        Ok(result?)
+        result
     }
 
     /// Writes each cache's sidecar when its policy asks; returns the notes.

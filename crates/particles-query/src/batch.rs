@@ -36,7 +36,35 @@ pub fn run_query_batch(
     loader: &mut dyn CandidateLoader,
     inputs: &[QueryInput<'_>],
 ) -> Result<Vec<Result<QueryOutcome>>> {
-    Ok(store.read_snapshot(|store| Ok(batch_in_snapshot(store, loader, inputs)))?)
+    let harness_tags = crate::default_harness_tags();
+    Ok(store.read_snapshot(|store| Ok(batch_in_snapshot(store, loader, inputs, &harness_tags)))?)
+}
+
+/// [`run_query_batch`] with each request's whole response built in the same
+/// transaction ([`crate::semantic_response`]): what a server answers concurrent
+/// queries with.
+///
+/// # Errors
+///
+/// As [`run_query_batch`].
+pub fn run_semantic_batch(
+    store: &Store,
+    loader: &mut dyn CandidateLoader,
+    inputs: &[QueryInput<'_>],
+    settings: &crate::ResponseSettings,
+) -> Result<Vec<Result<(QueryOutcome, particles_model::response::QueryResponse)>>> {
+    Ok(store.read_snapshot(|store| {
+        let outcomes = batch_in_snapshot(store, loader, inputs, &settings.observer_harness_tags);
+        Ok(outcomes
+            .into_iter()
+            .zip(inputs)
+            .map(|(outcome, input)| {
+                let outcome = outcome?;
+                let response = crate::semantic_response(store, &outcome, input, settings)?;
+                Ok((outcome, response))
+            })
+            .collect())
+    })?)
 }
 
 /// Whether a request can share a pass: it reads through the caller's loader and
@@ -48,19 +76,21 @@ fn shareable(input: &QueryInput<'_>) -> bool {
         && request.as_of.is_none()
         && request.tags.is_empty()
         && !request.has_claim_filters()
+        && request.observer_project.is_none()
 }
 
 fn batch_in_snapshot(
     store: &Store,
     loader: &mut dyn CandidateLoader,
     inputs: &[QueryInput<'_>],
+    harness_tags: &[String],
 ) -> Vec<Result<QueryOutcome>> {
     let mut results: Vec<Option<Result<QueryOutcome>>> = inputs.iter().map(|_| None).collect();
     // Groups of shareable requests with the same candidates.
     let mut groups: Vec<(u64, Option<&str>, Vec<usize>)> = Vec::new();
     for (at, input) in inputs.iter().enumerate() {
         if !shareable(input) {
-            results[at] = Some(run_in_snapshot(store, loader, input));
+            results[at] = Some(run_in_snapshot(store, loader, input, harness_tags));
             continue;
         }
         let key = (
@@ -83,7 +113,7 @@ fn batch_in_snapshot(
             // own error, typed.
             Err(_) => {
                 for &at in &members {
-                    results[at] = Some(run_in_snapshot(store, loader, &inputs[at]));
+                    results[at] = Some(run_in_snapshot(store, loader, &inputs[at], harness_tags));
                 }
             }
         }
@@ -91,7 +121,9 @@ fn batch_in_snapshot(
     results
         .into_iter()
         .zip(inputs)
-        .map(|(result, input)| result.unwrap_or_else(|| run_in_snapshot(store, loader, input)))
+        .map(|(result, input)| {
+            result.unwrap_or_else(|| run_in_snapshot(store, loader, input, harness_tags))
+        })
         .collect()
 }
 
@@ -183,6 +215,7 @@ fn run_group(
                 now: Route::clock(input.request, input.now),
                 exhaustive: input.exhaustive,
                 prune_margin: input.prune_margin,
+                harness_tags: &[],
                 timings: &mut timings,
                 work: &mut work,
             }

@@ -46,7 +46,9 @@ mod batch;
 mod collect;
 mod federate;
 mod gather;
+mod observer;
 mod outcome;
+mod respond;
 mod route;
 mod scan;
 mod truncation;
@@ -54,9 +56,14 @@ mod window;
 
 pub use crate::{
     as_of::AsOfLoader,
-    batch::run_query_batch,
+    batch::{run_query_batch, run_semantic_batch},
     federate::{run_federated, FederationMember},
+    observer::{default_harness_tags, observer_filter, ObserverFilter},
     outcome::{ClaimCoverage, Hit, QueryOutcome, QueryStats, StageTimings, WorkCounters},
+    respond::{
+        run_semantic, semantic_response, ResponseSettings, AGREEMENT_CAVEAT,
+        RANKING_DEGRADED_NO_ENCODER,
+    },
     truncation::{python_float_str, truncation_warning, TruncationSettings},
     window::WindowLoader,
 };
@@ -95,6 +102,16 @@ pub enum Error {
     /// (`particles-rs sidecar path` names it); the next query rebuilds it.
     #[error("the sidecar's structured claims are damaged: delete the sidecar (`particles-rs sidecar path --store ...`) and query again")]
     DamagedClaims,
+    /// The request's `subject_id` is a prefix of several subject ids, so the
+    /// subject coverage gaps cannot name one (the reference raises, a 500 from
+    /// its server). Give more of the id.
+    #[error("{message}")]
+    AmbiguousSubject {
+        /// The subject reference as given.
+        reference: String,
+        /// The reference's message, verbatim.
+        message: String,
+    },
     /// A hit's row was not found when its particle was read: a loader returned a
     /// candidate the store does not hold (a stale cache). Retry the query.
     #[error("particle {id} was ranked but is no longer in the store")]
@@ -171,20 +188,13 @@ impl<'a> QueryInput<'a> {
 
 /// The request fields this engine accepts and validates but does not act on yet,
 /// among those `request` sets. `audience` and `grounded` shape only the answer
-/// text, which is not composed here.
+/// text, which is not composed here. (`include_agreement` and
+/// `include_contestedness` act in [`semantic_response`], `observer_project` in the
+/// ranking.)
 pub fn not_applied(request: &ValidRequest) -> Vec<&'static str> {
     let mut fields = Vec::new();
     if request.audience != particles_model::Audience::General {
         fields.push("audience");
-    }
-    if request.include_agreement {
-        fields.push("include_agreement");
-    }
-    if request.include_contestedness {
-        fields.push("include_contestedness");
-    }
-    if request.observer_project.is_some() {
-        fields.push("observer_project");
     }
     if request.grounded.is_some() {
         fields.push("grounded");
@@ -209,6 +219,10 @@ pub fn run_query(store: &Store, input: &QueryInput<'_>) -> Result<QueryOutcome> 
 /// cache, or a downstream crate's), inside one read transaction of `store`: the
 /// ranking and every count the answer reports read the same snapshot.
 ///
+/// A project observer (`observer_project`) reads entries with the reference's
+/// default `observer_scope.harness_tags`; [`run_semantic`] takes them from its
+/// settings.
+///
 /// # Errors
 ///
 /// As [`run_query`], plus whatever the loader fails with.
@@ -217,13 +231,20 @@ pub fn run_query_with(
     loader: &mut dyn CandidateLoader,
     input: &QueryInput<'_>,
 ) -> Result<QueryOutcome> {
-    let mode = input.request.mode();
+    check_semantic(input.request)?;
+    let harness_tags = default_harness_tags();
+    store.read_snapshot(|store| Ok(run_in_snapshot(store, loader, input, &harness_tags)))?
+}
+
+/// Refuses a request whose mode is not the semantic path.
+pub(crate) fn check_semantic(request: &ValidRequest) -> Result<()> {
+    let mode = request.mode();
     if mode != Mode::Semantic {
         return Err(Error::UnsupportedMode {
             mode: mode_name(mode),
         });
     }
-    store.read_snapshot(|store| Ok(run_in_snapshot(store, loader, input)))?
+    Ok(())
 }
 
 pub(crate) fn mode_name(mode: Mode) -> &'static str {
@@ -241,6 +262,7 @@ pub(crate) fn run_in_snapshot(
     store: &Store,
     loader: &mut dyn CandidateLoader,
     input: &QueryInput<'_>,
+    harness_tags: &[String],
 ) -> Result<QueryOutcome> {
     let request = input.request;
     let started = Instant::now();
@@ -278,6 +300,7 @@ pub(crate) fn run_in_snapshot(
         now,
         exhaustive: input.exhaustive,
         prune_margin: input.prune_margin,
+        harness_tags,
         timings: &mut timings,
         work: &mut work,
     }
@@ -347,6 +370,7 @@ pub(crate) fn finish(
             not_normalizable_excluded: counts.not_comparable,
             ..ClaimCoverage::default()
         }),
+        observer_scope: gathered.observer.clone(),
         unknown_tags: Vec::new(),
         subject_linked: None,
         not_applied: not_applied(request),

@@ -44,7 +44,10 @@ pub use crate::{
     collapse::{co_evidential_closure, collapse_co_evidential, merge_co_evidential},
     error::{Error, Result},
     netloc::{netloc, NetlocError},
-    policy::{infer_domain, recency_factor, DecayPolicy, Policies, TrustPolicy},
+    policy::{
+        infer_domain, member_policies, recency_factor, DecayPolicy, MemberPolicy, Policies,
+        TrustPolicy,
+    },
     pyregex::PyRegex,
     score::{effective_confidence, py_max, py_min, rank_score},
     settings::{ConformanceCap, DecayRule, RankSettings, UncalibratedCap},

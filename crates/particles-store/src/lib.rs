@@ -26,9 +26,11 @@ mod guard;
 mod history;
 mod journal;
 mod loader;
+mod observer;
 mod policy;
 mod profile;
 mod pyjson;
+mod response;
 mod row;
 mod sources;
 mod store;
@@ -59,4 +61,15 @@ pub use crate::{
     },
     store::{create_store, Store},
     writer::{content_hash, WriteTransaction, Writer},
+};
+pub use crate::{
+    observer::{
+        any_widening, co_evidential_neighbours, entry_currency, observer_scope_rescoped,
+        stored_provenance, widened_ids, EntryCurrency, StoredRef, WideningTarget,
+    },
+    response::{
+        active_claim_count, adopted_lens_names, coverage_gap_entries, entry_source_facts,
+        find_subject, incoming_relations, inconsistency_records, operator_pinned_ids,
+        outgoing_relations, SubjectMatch, SubjectRecord,
+    },
 };

@@ -5,6 +5,7 @@ mod crash;
 mod demo;
 mod import;
 mod reference;
+mod response;
 mod serve;
 mod sidecar;
 mod support;

@@ -2,5 +2,6 @@
 
 mod batch;
 mod errors;
+mod respond;
 mod snapshot;
 mod snapshots;
