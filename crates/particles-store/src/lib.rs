@@ -19,6 +19,7 @@
 #![warn(missing_docs)]
 #![warn(clippy::unwrap_used)]
 
+mod claims;
 mod embedding;
 mod error;
 mod guard;
@@ -31,9 +32,11 @@ mod pyjson;
 mod row;
 mod sources;
 mod store;
+mod vocabulary;
 mod writer;
 
 pub use crate::{
+    claims::{load_active_claims, load_claims_as_of, load_window_scope, ScopeRow},
     embedding::{decode_embedding, EmbeddingError},
     error::{Error, Result},
     guard::{check_schema_version, SchemaMismatch},
@@ -57,5 +60,10 @@ pub use crate::{
         premise_statuses, source_facts, subject_is_known, subject_particle_ids, tag_is_known,
     },
     store::{create_store, Store},
+    vocabulary::{
+        adopted_vocabularies, count_events_by_type, subject_by_id_or_prefix, subject_classes,
+        subject_headers, ExternalLink, SubjectHeader, SubjectMatch, VocabularyDocument,
+        VocabularyTerm,
+    },
     writer::{content_hash, WriteTransaction, Writer},
 };
