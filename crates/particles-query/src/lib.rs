@@ -21,6 +21,12 @@
 //! bits on x86-64. This crate joins the store (IO) and the rank (pure scoring)
 //! crates; neither knows the other.
 //!
+//! Requests without a question (the claim listing, `count` / `group_by`, the
+//! predicate listing, the vocabulary report, the window listing) are the
+//! reference's deterministic modes: [`run_structural`] answers them with the
+//! reference's whole `QueryResponse`, in one read transaction too, and
+//! [`run_request`] dispatches any request to the right path.
+//!
 //! ```
 //! # let dir = tempfile::tempdir()?;
 //! # let path = dir.path().join("beliefs.db");
@@ -46,11 +52,13 @@ mod collect;
 mod outcome;
 mod route;
 mod scan;
+mod structural;
 mod window;
 
 pub use crate::{
     as_of::AsOfLoader,
     outcome::{ClaimCoverage, Hit, QueryOutcome, QueryStats, StageTimings, WorkCounters},
+    structural::{normalise_predicate, run_structural, run_structural_with, StructuralSettings},
     window::WindowLoader,
 };
 
@@ -85,8 +93,9 @@ pub enum Error {
     /// A candidate's properties make a filter fail where the reference raises.
     #[error(transparent)]
     Filter(#[from] particles_candidates::Error),
-    /// The request asks for a mode this engine does not run yet (a question-less
-    /// listing, an aggregate, a vocabulary report). Ask with a question.
+    /// [`run_query_with`] was given a structural request (a question-less
+    /// listing, an aggregate, a vocabulary report): those are answered by
+    /// [`run_structural`], which [`run_request`] dispatches to.
     #[error("the {mode} mode is not supported by this engine yet; ask a question instead")]
     UnsupportedMode {
         /// The mode's name.
@@ -97,6 +106,22 @@ pub enum Error {
     /// (`particles-rs sidecar path` names it); the next query rebuilds it.
     #[error("the sidecar's structured claims are damaged: delete the sidecar (`particles-rs sidecar path --store ...`) and query again")]
     DamagedClaims,
+    /// [`run_structural`] was given a request with a question: it ranks
+    /// semantically, through [`run_query_with`] (or [`run_request`]).
+    #[error("a request with a question is answered by the semantic path, not a structural mode")]
+    NotStructural,
+    /// A subject bucket's key is an id prefix of several subjects, where the
+    /// reference's subject lookup refuses to choose (its message, verbatim).
+    #[error(
+        "Ambiguous subject prefix {} matches {matches} subjects; use more characters.",
+        particles_model::python_repr(prefix)
+    )]
+    AmbiguousSubject {
+        /// The key, as the claim or particle stores it.
+        prefix: String,
+        /// How many subjects it prefixes.
+        matches: usize,
+    },
     /// A hit's row was not found when its particle was read: a loader returned a
     /// candidate the store does not hold (a stale cache). Retry the query.
     #[error("particle {id} was ranked but is no longer in the store")]
@@ -199,6 +224,35 @@ pub fn not_applied(request: &ValidRequest) -> Vec<&'static str> {
 /// differs from the query's; [`Error::UnsupportedMode`] for a structural request.
 pub fn run_query(store: &Store, input: &QueryInput<'_>) -> Result<QueryOutcome> {
     run_query_with(store, &mut UncachedLoader, input)
+}
+
+/// What a request produced: a semantic ranking, or a structural mode's whole
+/// response.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RequestOutcome {
+    /// A question, ranked ([`run_query_with`]).
+    Semantic(QueryOutcome),
+    /// A deterministic mode's response ([`run_structural`]).
+    Structural(Box<particles_model::response::QueryResponse>),
+}
+
+/// Runs any request as the reference's `query` dispatches it: a structural mode
+/// (window listing, predicate listing, vocabulary report, claim listing,
+/// aggregate) through [`run_structural`] (the loader is not used: these modes
+/// need no vectors), anything else through [`run_query_with`] and `loader`.
+///
+/// # Errors
+///
+/// As [`run_query_with`] or [`run_structural`].
+pub fn run_request(
+    store: &Store,
+    loader: &mut dyn CandidateLoader,
+    input: &QueryInput<'_>,
+) -> Result<RequestOutcome> {
+    match input.request.mode() {
+        Mode::Semantic => run_query_with(store, loader, input).map(RequestOutcome::Semantic),
+        _ => run_structural(store, input).map(|r| RequestOutcome::Structural(Box::new(r))),
+    }
 }
 
 /// Runs a semantic query with the given candidate loader (the uncached loader, a
@@ -557,14 +611,14 @@ impl Ranking<'_> {
 /// The per-batch store reads scoring needs: each candidate's first-source facts
 /// and, for derived candidates, their premises' statuses (chunked lookups).
 #[derive(Default)]
-struct FactLookups {
+pub(crate) struct FactLookups {
     snapshots: HashSet<u32>,
     entries: HashSet<u32>,
 }
 
 impl FactLookups {
     /// Facts and stale-support discount of each of `rows`, in order.
-    fn read(
+    pub(crate) fn read(
         &mut self,
         store: &Store,
         set: &CandidateSet,
