@@ -12,6 +12,7 @@ mod query;
 mod serve;
 mod sidecar_cmd;
 mod store_cmd;
+mod structural_cmd;
 
 use std::{io, process::ExitCode};
 

@@ -108,7 +108,7 @@ pub(crate) struct QueryArgs {
     /// World-time window START..END (either side may be empty; a bare end date
     /// runs to the end of that day): rank beliefs that began or held in it, of
     /// any status.
-    #[arg(long, value_name = "START..END", value_parser = parse_during, conflicts_with = "on")]
+    #[arg(long, value_name = "START..END", value_parser = parse_during)]
     during: Option<TimeWindow>,
 
     /// The world-time point window of one day (00:00 UTC of DATE).
@@ -133,6 +133,9 @@ pub(crate) struct QueryArgs {
 
     #[command(flatten)]
     sidecar: SidecarArgs,
+
+    #[command(flatten)]
+    structural: crate::structural_cmd::StructuralArgs,
 }
 
 /// Where the sidecar lives, shared by the verbs that use one.
@@ -382,7 +385,20 @@ impl QueryArgs {
 }
 
 pub(crate) fn run(args: QueryArgs) -> Result<()> {
-    let request = validate(args.request())?;
+    let mut raw = args.request();
+    let during_and_on = args.during.is_some() && args.on.is_some();
+    crate::structural_cmd::prepare(&args.structural, during_and_on, &mut raw)?;
+    let request = validate(raw)?;
+    // The deterministic modes read no vector and no cache.
+    if request.mode() != particles_model::Mode::Semantic {
+        return crate::structural_cmd::run(
+            &args.store,
+            &request,
+            args.now,
+            args.json,
+            &args.structural,
+        );
+    }
     let envelope = args.envelope(&request)?;
     let store = Store::open_read_only(&args.store)?;
     // A one-shot process queries through a cache that starts from the sidecar: a
