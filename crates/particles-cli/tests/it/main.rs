@@ -5,4 +5,5 @@ mod import;
 mod reference;
 mod serve;
 mod sidecar;
+mod structural;
 mod support;
