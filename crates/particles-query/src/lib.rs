@@ -231,7 +231,7 @@ pub fn run_query(store: &Store, input: &QueryInput<'_>) -> Result<QueryOutcome> 
 #[derive(Debug, Clone, PartialEq)]
 pub enum RequestOutcome {
     /// A question, ranked ([`run_query_with`]).
-    Semantic(QueryOutcome),
+    Semantic(Box<QueryOutcome>),
     /// A deterministic mode's response ([`run_structural`]).
     Structural(Box<particles_model::response::QueryResponse>),
 }
@@ -250,7 +250,9 @@ pub fn run_request(
     input: &QueryInput<'_>,
 ) -> Result<RequestOutcome> {
     match input.request.mode() {
-        Mode::Semantic => run_query_with(store, loader, input).map(RequestOutcome::Semantic),
+        Mode::Semantic => {
+            run_query_with(store, loader, input).map(|o| RequestOutcome::Semantic(Box::new(o)))
+        }
         _ => run_structural(store, input).map(|r| RequestOutcome::Structural(Box::new(r))),
     }
 }

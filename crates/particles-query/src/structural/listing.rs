@@ -85,6 +85,10 @@ pub(crate) fn claim_listing_or_aggregate(
         .into_iter()
         .map(|(row, effective)| Scored { row, effective })
         .collect();
+    if let Some(hook) = input.after_ranking {
+        hook();
+    }
+    // The coverage counts come from the same snapshot as the rows they explain.
     let (active_total, with_claims) = particles_store::claim_coverage_counts(store)?;
     let matched = Matched {
         gathered,

@@ -3,3 +3,4 @@
 mod errors;
 mod snapshot;
 mod snapshots;
+mod structural;
