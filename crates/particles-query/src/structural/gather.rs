@@ -215,7 +215,6 @@ fn default_filters(
 /// `observer_scope` (copied into a vocabulary report). The observer filter is
 /// being built separately; until it lands this keeps every row and reports no
 /// note, and the CLI lists `observer_project` as accepted but not applied.
-#[allow(clippy::unnecessary_wraps)]
 fn observer_scope_hook(
     _store: &Store,
     _request: &ValidRequest,
