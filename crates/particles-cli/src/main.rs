@@ -14,6 +14,7 @@ mod response;
 mod serve;
 mod sidecar_cmd;
 mod store_cmd;
+mod structural_cmd;
 
 use std::{io, process::ExitCode};
 

@@ -113,7 +113,7 @@ pub(crate) struct QueryArgs {
     /// World-time window START..END (either side may be empty; a bare end date
     /// runs to the end of that day): rank beliefs that began or held in it, of
     /// any status.
-    #[arg(long, value_name = "START..END", value_parser = parse_during, conflicts_with = "on")]
+    #[arg(long, value_name = "START..END", value_parser = parse_during)]
     during: Option<TimeWindow>,
 
     /// The world-time point window of one day (00:00 UTC of DATE).
@@ -157,6 +157,9 @@ pub(crate) struct QueryArgs {
 
     #[command(flatten)]
     sidecar: SidecarArgs,
+
+    #[command(flatten)]
+    structural: crate::structural_cmd::StructuralArgs,
 }
 
 /// Where the sidecar lives, shared by the verbs that use one.
@@ -529,9 +532,30 @@ impl QueryArgs {
 }
 
 pub(crate) fn run(args: QueryArgs, config: &crate::config_cmd::Configured) -> Result<()> {
-    let request = validate(args.request())?;
-    let envelope = args.envelope(&request)?;
+    let mut raw = args.request();
+    let during_and_on = args.during.is_some() && args.on.is_some();
+    crate::structural_cmd::prepare(&args.structural, during_and_on, &mut raw)?;
+    let request = validate(raw)?;
     let selection = config.stores(&args.stores)?;
+    // The deterministic modes read no vector and no cache.
+    if request.mode() != particles_model::Mode::Semantic {
+        if selection.federated {
+            return Err(UsageError(
+                "the structural modes (listings, aggregates, vocabulary) run on one store; \
+                 pass one --store PATH (federating them is not supported yet)"
+                    .into(),
+            )
+            .into());
+        }
+        return crate::structural_cmd::run(
+            &selection.targets[0].path,
+            &request,
+            args.now,
+            args.json,
+            &args.structural,
+        );
+    }
+    let envelope = args.envelope(&request)?;
     // A one-shot process queries through caches that start from the sidecars: a
     // warm start when a sidecar is current, a delta or a build (written back after
     // the answer is printed) otherwise. Subject calls never build; as-of and window

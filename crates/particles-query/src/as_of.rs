@@ -21,13 +21,14 @@ use particles_store::{CandidateLoader, Store};
 /// The store's retirement-dating facts, read once per query.
 pub(crate) struct RetirementIndex {
     pub(crate) successors: HashMap<String, Successor>,
+    /// The latest retiring event's instant per particle (`ensure_utc`'d).
     events: HashMap<String, Timestamp>,
     never_believed: HashSet<String>,
 }
 
-/// The reference's `ensure_utc`: a naive instant is read as UTC; an aware one
-/// keeps its offset, which the response's notes show as stored.
-fn ensure_utc(timestamp: Timestamp) -> Timestamp {
+/// The reference's `ensure_utc`: a naive value is read as UTC; an aware one keeps
+/// its own offset (so a note shows `+02:00` where the store wrote it).
+pub(crate) fn ensure_utc(timestamp: Timestamp) -> Timestamp {
     if timestamp.is_aware() {
         timestamp
     } else {
@@ -98,8 +99,8 @@ impl RetirementIndex {
             || particle.status_reason == Some(StatusReason::ConflictPending)
     }
 
-    /// The retirement ladder: `(instant, rung)`, or `None` when no rung dates it.
-    /// The instant keeps the offset it was stored with (UTC when naive).
+    /// The retirement ladder: `(instant, rung)`, the instant as the rung holds it
+    /// (naive read as UTC, an offset kept), or `None` when no rung dates it.
     pub(crate) fn resolve(
         &self,
         particle: &Particle,

@@ -51,6 +51,7 @@ mod outcome;
 mod respond;
 mod route;
 mod scan;
+mod structural;
 mod truncation;
 mod window;
 
@@ -64,6 +65,7 @@ pub use crate::{
         run_semantic, semantic_response, ResponseSettings, AGREEMENT_CAVEAT,
         RANKING_DEGRADED_NO_ENCODER,
     },
+    structural::{normalise_predicate, run_structural, run_structural_with, StructuralSettings},
     truncation::{python_float_str, truncation_warning, TruncationSettings},
     window::WindowLoader,
 };
@@ -90,8 +92,9 @@ pub enum Error {
     /// A candidate's properties make a filter fail where the reference raises.
     #[error(transparent)]
     Filter(#[from] particles_candidates::Error),
-    /// The request asks for a mode this engine does not run yet (a question-less
-    /// listing, an aggregate, a vocabulary report). Ask with a question.
+    /// [`run_query_with`] was given a structural request (a question-less
+    /// listing, an aggregate, a vocabulary report): those are answered by
+    /// [`run_structural`], which [`run_request`] dispatches to.
     #[error("the {mode} mode is not supported by this engine yet; ask a question instead")]
     UnsupportedMode {
         /// The mode's name.
@@ -102,9 +105,13 @@ pub enum Error {
     /// (`particles-rs sidecar path` names it); the next query rebuilds it.
     #[error("the sidecar's structured claims are damaged: delete the sidecar (`particles-rs sidecar path --store ...`) and query again")]
     DamagedClaims,
-    /// The request's `subject_id` is a prefix of several subject ids, so the
-    /// subject coverage gaps cannot name one (the reference raises, a 500 from
-    /// its server). Give more of the id.
+    /// [`run_structural`] was given a request with a question: it ranks
+    /// semantically, through [`run_query_with`] (or [`run_request`]).
+    #[error("a request with a question is answered by the semantic path, not a structural mode")]
+    NotStructural,
+    /// A subject id (the request's `subject_id`, or a `group_by subject` bucket's
+    /// key) is a prefix of several subject ids, where the reference's subject
+    /// lookup refuses to choose (a 500 from its server). Give more of the id.
     #[error("{message}")]
     AmbiguousSubject {
         /// The subject reference as given.
@@ -234,6 +241,37 @@ pub fn run_query_with(
     check_semantic(input.request)?;
     let harness_tags = default_harness_tags();
     store.read_snapshot(|store| Ok(run_in_snapshot(store, loader, input, &harness_tags)))?
+}
+
+/// What a request produced: a semantic ranking, or a structural mode's whole
+/// response.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RequestOutcome {
+    /// A question, ranked ([`run_query_with`]).
+    Semantic(Box<QueryOutcome>),
+    /// A deterministic mode's response ([`run_structural`]).
+    Structural(Box<particles_model::response::QueryResponse>),
+}
+
+/// Runs any request as the reference's `query` dispatches it: a structural mode
+/// (window listing, predicate listing, vocabulary report, claim listing,
+/// aggregate) through [`run_structural`] (the loader is not used: these modes
+/// need no vectors), anything else through [`run_query_with`] and `loader`.
+///
+/// # Errors
+///
+/// As [`run_query_with`] or [`run_structural`].
+pub fn run_request(
+    store: &Store,
+    loader: &mut dyn CandidateLoader,
+    input: &QueryInput<'_>,
+) -> Result<RequestOutcome> {
+    match input.request.mode() {
+        Mode::Semantic => {
+            run_query_with(store, loader, input).map(|o| RequestOutcome::Semantic(Box::new(o)))
+        }
+        _ => run_structural(store, input).map(|r| RequestOutcome::Structural(Box::new(r))),
+    }
 }
 
 /// Refuses a request whose mode is not the semantic path.

@@ -20,6 +20,7 @@
 #![forbid(unsafe_code)]
 #![warn(clippy::unwrap_used)]
 
+mod claims;
 mod embedding;
 mod error;
 mod guard;
@@ -34,9 +35,11 @@ mod response;
 mod row;
 mod sources;
 mod store;
+mod vocabulary;
 mod writer;
 
 pub use crate::{
+    claims::{load_active_claims, load_claims_as_of, load_window_scope, ScopeRow},
     embedding::{decode_embedding, EmbeddingError},
     error::{Error, Result},
     guard::{check_schema_version, SchemaMismatch},
@@ -60,6 +63,10 @@ pub use crate::{
         premise_statuses, source_facts, subject_is_known, subject_particle_ids, tag_is_known,
     },
     store::{create_store, Store},
+    vocabulary::{
+        adopted_vocabularies, count_events_by_type, subject_classes, subject_headers, ExternalLink,
+        SubjectHeader, VocabularyDocument, VocabularyTerm,
+    },
     writer::{content_hash, WriteTransaction, Writer},
 };
 pub use crate::{

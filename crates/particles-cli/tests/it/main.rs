@@ -8,4 +8,5 @@ mod reference;
 mod response;
 mod serve;
 mod sidecar;
+mod structural;
 mod support;

@@ -5,3 +5,4 @@ mod errors;
 mod respond;
 mod snapshot;
 mod snapshots;
+mod structural;

@@ -143,7 +143,14 @@ fn the_response_reads_gaps_badges_and_stances_around_the_hits() {
     assert!(response.contestedness.is_empty());
     assert!(response.relevance.is_some() && response.ranking_degraded.is_none());
     assert!(response.answer.is_empty() && !response.answer_refused);
-    assert!(response.truncation_warning.is_none());
+    // Twenty near-ties sit just below the fifth hit: the reference warns.
+    assert_eq!(
+        response.truncation_warning.as_deref(),
+        Some(
+            "top_k=5 may be too low: 20 additional particles scored within 0.15 of the \
+             cutoff (gap to next: 0.004). Try --top-k 15 for a more complete answer."
+        )
+    );
 
     // Without a vector: no relevance note, the fixed disclosure instead.
     let (_, degraded) = run_semantic(
