@@ -6,7 +6,7 @@
 //! `(confidence_value, rowid)`, the order every tie in the final ranking falls back
 //! on. The remaining functions read what scoring needs once per query: the policy
 //! rows, each candidate's source facts, premise statuses and co-evidential edges,
-//! every `IN (...)` lookup cut into chunks of [`ID_CHUNK`] ids.
+//! every `IN (...)` lookup cut into chunks of [`ID_CHUNK`] ids by one helper.
 //!
 //! ```no_run
 //! use particles_store::{load_active, Store};
@@ -19,6 +19,7 @@
 #![warn(missing_docs)]
 #![warn(clippy::unwrap_used)]
 
+mod chunked;
 mod embedding;
 mod error;
 mod guard;
@@ -34,6 +35,7 @@ mod store;
 mod writer;
 
 pub use crate::{
+    chunked::ID_CHUNK,
     embedding::{decode_embedding, EmbeddingError},
     error::{Error, Result},
     guard::{check_schema_version, SchemaMismatch},
@@ -47,7 +49,7 @@ pub use crate::{
     },
     loader::{
         count_active, load_active, load_cacheable, load_cacheable_by_ids, particles_by_ids,
-        CandidateLoader, Loaded, UncachedLoader, ID_CHUNK,
+        CandidateLoader, Loaded, UncachedLoader,
     },
     policy::load_policy_rows,
     profile::LoadCounters,

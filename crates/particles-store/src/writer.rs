@@ -345,7 +345,7 @@ impl WriteTransaction<'_> {
         let sql = format!(
             "INSERT INTO particles ({}) VALUES ({})",
             WRITE_COLUMNS.join(", "),
-            crate::loader::placeholders(WRITE_COLUMNS.len())
+            crate::chunked::placeholders(WRITE_COLUMNS.len())
         );
         self.transaction
             .prepare_cached(&sql)
