@@ -8,6 +8,11 @@
 //! rows, each candidate's source facts, premise statuses and co-evidential edges,
 //! every `IN (...)` lookup cut into chunks of [`ID_CHUNK`] ids by one helper.
 //!
+//! This crate owns every SQL statement on a store: other crates read and write
+//! through typed functions ([`Writer`] and [`WriteTransaction`] for writes, the
+//! row structs of the tables beside `particles` such as [`SubjectRow`]), never
+//! through a connection.
+//!
 //! ```no_run
 //! use particles_store::{load_active, Store};
 //! let store = Store::open_read_only("beliefs.db".as_ref())?;
@@ -18,6 +23,7 @@
 //! ```
 #![warn(missing_docs)]
 #![warn(clippy::unwrap_used)]
+#![forbid(unsafe_code)]
 
 mod chunked;
 mod embedding;
@@ -30,8 +36,10 @@ mod policy;
 mod profile;
 mod pyjson;
 mod row;
+mod scans;
 mod sources;
 mod store;
+mod tables;
 mod writer;
 
 pub use crate::{
@@ -54,10 +62,14 @@ pub use crate::{
     policy::load_policy_rows,
     profile::LoadCounters,
     pyjson::{dumps as python_json_dumps, dumps_vector as python_json_vector},
+    scans::{
+        active_embedding_json_length, embedding_texts, particle_ids_in_rowid_order, sqlite_version,
+    },
     sources::{
         claim_coverage_counts, co_evidential_edges, expand_tags, particle_ids_for_tags,
         premise_statuses, source_facts, subject_is_known, subject_particle_ids, tag_is_known,
     },
     store::{create_store, Store},
+    tables::{CorpusEntryRow, OnConflict, RelationRow, SnapshotRow, SubjectRow},
     writer::{content_hash, WriteTransaction, Writer},
 };

@@ -311,19 +311,24 @@ fn scan_floor(set: &particles_candidates::CandidateSet, query: &[f32]) -> f64 {
 /// The JSON-parse floor: the time to decode every ACTIVE embedding's JSON on one
 /// core, reading excluded (each row's text is read, then only the decode timed).
 fn json_parse_floor(store: &Store) -> Result<f64> {
-    let mut statement = store.connection().prepare(
-        "SELECT embedding_json FROM particles NOT INDEXED \
-         WHERE status = 'ACTIVE' AND embedding_json IS NOT NULL",
-    )?;
-    let mut rows = statement.query([])?;
     let mut spent = 0.0;
     let mut sink = 0usize;
-    while let Some(row) = rows.next()? {
-        let text = row.get_ref(0)?.as_str()?;
+    let mut failure = None;
+    particles_store::embedding_texts(store, |text| {
+        if failure.is_some() {
+            return;
+        }
         let started = Instant::now();
-        let vector = particles_store::decode_embedding(text).map_err(|e| anyhow::anyhow!(e.0))?;
-        spent += started.elapsed().as_secs_f64();
-        sink += vector.len();
+        match particles_store::decode_embedding(text) {
+            Ok(vector) => {
+                spent += started.elapsed().as_secs_f64();
+                sink += vector.len();
+            }
+            Err(error) => failure = Some(error),
+        }
+    })?;
+    if let Some(error) = failure {
+        anyhow::bail!("an embedding is not a JSON array of numbers: {}", error.0);
     }
     std::hint::black_box(sink);
     Ok(spent)
