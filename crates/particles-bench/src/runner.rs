@@ -10,20 +10,117 @@ use std::{
     time::{Duration, Instant},
 };
 
-use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
+use particles_model::Timestamp;
 use serde_json::{json, Value};
 
-use super::{
-    cell::{write_atomically, CellSpec},
+use crate::{
+    cell::CellSpec,
+    environment::Environment,
+    error::{io_error, read_json, write_json, write_json_atomically, Error, Result},
     generator,
     questions::{self, Questions},
-    RunArgs,
 };
 
 /// The reference generator's version tag in its file names.
 const REFERENCE_GENERATOR: &str = "g1";
 const MIN_FREE_DISK: u64 = 4 << 30;
+
+/// How the orchestrator starts one cell process: `program args... SPEC`, where
+/// SPEC is the path of the cell's spec file. The process must call
+/// [`crate::mark_process_start`] first and then [`crate::run_cell`] on SPEC;
+/// `particles-rs` does so for `benchmark query-latency cell SPEC`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CellCommand {
+    /// The executable (for `particles-rs`, its own path).
+    pub program: PathBuf,
+    /// The arguments before the spec path.
+    pub args: Vec<String>,
+}
+
+/// Which queries a group of cells asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Variant {
+    /// No filter: every ACTIVE row with an embedding is a candidate.
+    Unfiltered,
+    /// `subject_id` set (the first subject of seeded random particles).
+    Subject,
+}
+
+impl Variant {
+    /// The name in cell ids and specs (the reference's `Variant` values).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Variant::Unfiltered => "unfiltered",
+            Variant::Subject => "subject",
+        }
+    }
+}
+
+/// A run: the reference harness's flags with its defaults (see
+/// [`RunOptions::new`]), plus the side-by-side ones.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Where stores, cell specs, results and logs go.
+    pub work_dir: PathBuf,
+    /// Comma-separated store sizes (ACTIVE beliefs), with k and M suffixes.
+    pub sizes: String,
+    /// The store and question seed.
+    pub seed: u64,
+    /// Fresh-process repetitions per size and variant.
+    pub cold_runs: usize,
+    /// Timed questions in a warm cell (at least 1).
+    pub warm_questions: usize,
+    /// Seconds a warm cell may spend on its questions (0 = no budget).
+    pub warm_budget: f64,
+    /// Whether cells encode their questions (otherwise they use the fixed
+    /// question vectors; side by side, they must).
+    pub encoder: bool,
+    /// The variants to run, in order.
+    pub variants: Vec<Variant>,
+    /// Seconds before a cell is killed.
+    pub cell_timeout: f64,
+    /// Kill a cell when system swap grows by more than this many GiB.
+    pub swap_guard_gib: f64,
+    /// Run again the cells whose result is a failure.
+    pub retry_failed: bool,
+    /// Also run the reference's own harness on copies of the same store files,
+    /// interleaved per size and variant (stores from the reference generator).
+    pub side_by_side: bool,
+    /// The reference venv (`None`: `.reference/venv`).
+    pub reference_venv: Option<PathBuf>,
+    /// How to start a cell process.
+    pub cell_command: CellCommand,
+    /// The command line that started the run, recorded in the work directory's
+    /// `run-commands.json` so the report can say how to reproduce it (the words
+    /// after `run` are replayed as `cargo xtask bench` flags).
+    pub command_line: Vec<String>,
+}
+
+impl RunOptions {
+    /// The reference harness's defaults: sizes 10k, 56k, 100k, 300k and 1M, seed
+    /// 20261017, 5 cold runs, 50 warm questions under a 2400 s budget, the
+    /// encoder on, both variants, a 7200 s cell timeout and an 8 GiB swap guard.
+    pub fn new(work_dir: PathBuf, cell_command: CellCommand) -> RunOptions {
+        RunOptions {
+            work_dir,
+            sizes: "10k,56k,100k,300k,1M".into(),
+            seed: 20261017,
+            cold_runs: 5,
+            warm_questions: 50,
+            warm_budget: 2400.0,
+            encoder: true,
+            variants: vec![Variant::Unfiltered, Variant::Subject],
+            cell_timeout: 7200.0,
+            swap_guard_gib: 8.0,
+            retry_failed: false,
+            side_by_side: false,
+            reference_venv: None,
+            cell_command,
+            command_line: Vec::new(),
+        }
+    }
+}
 
 /// Parses `10k,56k,1.5M,100_000` into sizes (each at least 10).
 pub(crate) fn parse_sizes(text: &str) -> Result<Vec<u64>, String> {
@@ -65,9 +162,7 @@ fn progress_style() -> ProgressStyle {
 }
 
 fn log(message: &str) {
-    let now = Ok::<_, anyhow::Error>(particles_model::Timestamp::now())
-        .map(|t| t.to_string())
-        .unwrap_or_default();
+    let now = Timestamp::now().to_string();
     eprintln!("[{}] {message}", now.get(11..19).unwrap_or(&now));
 }
 
@@ -79,18 +174,20 @@ struct EngineDirs {
 impl EngineDirs {
     fn new(root: PathBuf) -> Result<EngineDirs> {
         for sub in ["cells", "specs", "logs", "stores"] {
-            std::fs::create_dir_all(root.join(sub))
-                .with_context(|| format!("cannot create {}", root.join(sub).display()))?;
+            let dir = root.join(sub);
+            std::fs::create_dir_all(&dir).map_err(io_error("create", &dir))?;
         }
         Ok(EngineDirs { root })
     }
+
     fn cell(&self, id: &str) -> PathBuf {
         self.root.join("cells").join(format!("{id}.json"))
     }
 }
 
-fn reference_python(args: &RunArgs) -> PathBuf {
-    args.reference_venv
+fn reference_python(options: &RunOptions) -> PathBuf {
+    options
+        .reference_venv
         .clone()
         .unwrap_or_else(|| PathBuf::from(".reference/venv"))
         .join("bin/python")
@@ -108,12 +205,15 @@ fn build_reference_store(python: &Path, path: &Path, seed: u64, size: u64) -> Re
         .args(["-c", &script])
         .stdout(Stdio::null())
         .status()
-        .context("cannot run the reference's python")?;
+        .map_err(|source| Error::Spawn {
+            program: python.to_owned(),
+            source,
+        })?;
     if !status.success() {
-        bail!(
-            "the reference generator failed for {} ({status})",
-            path.display()
-        );
+        return Err(Error::Reference {
+            task: format!("the reference generator for {}", path.display()),
+            detail: status.to_string(),
+        });
     }
     Ok(())
 }
@@ -122,19 +222,17 @@ fn copy_store(from: &Path, to: &Path) -> Result<()> {
     if to.exists() && generator::manifest_path(to).exists() {
         return Ok(());
     }
-    std::fs::copy(from, to)
-        .with_context(|| format!("cannot copy {} to {}", from.display(), to.display()))?;
-    std::fs::copy(generator::manifest_path(from), generator::manifest_path(to))?;
+    std::fs::copy(from, to).map_err(io_error("copy the store to", to))?;
+    let manifest = generator::manifest_path(to);
+    std::fs::copy(generator::manifest_path(from), &manifest)
+        .map_err(io_error("copy the manifest to", &manifest))?;
     Ok(())
 }
 
 /// A store is reused only when its manifest matches and its ids hash to the
 /// manifest's fingerprint.
 fn usable_store(path: &Path, seed: u64, size: u64) -> bool {
-    let Ok(text) = std::fs::read_to_string(generator::manifest_path(path)) else {
-        return false;
-    };
-    let Ok(manifest) = serde_json::from_str::<Value>(&text) else {
+    let Ok(manifest) = read_json::<Value>(&generator::manifest_path(path)) else {
         return false;
     };
     manifest["seed"].as_u64() == Some(seed)
@@ -144,19 +242,19 @@ fn usable_store(path: &Path, seed: u64, size: u64) -> bool {
 
 /// Makes sure the store of one size exists: ours (our generator) or, side by side,
 /// the reference generator's, which both engines then read from copies.
-fn ensure_store(args: &RunArgs, work: &Path, size: u64) -> Result<PathBuf> {
+fn ensure_store(options: &RunOptions, work: &Path, size: u64) -> Result<PathBuf> {
     let stores = work.join("stores");
-    std::fs::create_dir_all(&stores)?;
-    if args.side_by_side {
-        let name = format!("qlat-s{}-n{size}-{REFERENCE_GENERATOR}.db", args.seed);
+    std::fs::create_dir_all(&stores).map_err(io_error("create", &stores))?;
+    if options.side_by_side {
+        let name = format!("qlat-s{}-n{size}-{REFERENCE_GENERATOR}.db", options.seed);
         let path = stores.join(&name);
-        if !usable_store(&path, args.seed, size) {
+        if !usable_store(&path, options.seed, size) {
             log(&format!(
                 "n={}: building the store with the reference generator …",
                 size_label(size)
             ));
             let started = Instant::now();
-            build_reference_store(&reference_python(args), &path, args.seed, size)?;
+            build_reference_store(&reference_python(options), &path, options.seed, size)?;
             log(&format!(
                 "n={}: built in {:.1} s",
                 size_label(size),
@@ -165,13 +263,13 @@ fn ensure_store(args: &RunArgs, work: &Path, size: u64) -> Result<PathBuf> {
         }
         return Ok(path);
     }
-    let path = stores.join(generator::store_file_name(args.seed, size));
-    if !usable_store(&path, args.seed, size) {
+    let path = stores.join(generator::store_file_name(options.seed, size));
+    if !usable_store(&path, options.seed, size) {
         let bar = ProgressBar::new(0)
             .with_style(progress_style())
             .with_prefix(format!("n={}", size_label(size)));
         bar.set_message("rows written");
-        generator::build_store(&path, args.seed, size, |done, total| {
+        generator::build_store(&path, options.seed, size, |done, total| {
             bar.set_length(total);
             bar.set_position(done);
         })?;
@@ -185,7 +283,7 @@ struct PlannedCell {
     id: String,
     size: u64,
     mode: &'static str,
-    variant: String,
+    variant: Variant,
     question_offset: usize,
     questions: usize,
     budget_seconds: f64,
@@ -194,54 +292,55 @@ struct PlannedCell {
 /// The modes the reference's harness has; the others are ours alone.
 const REFERENCE_MODES: [&str; 2] = ["cold", "warm"];
 
-fn plan(args: &RunArgs, sizes: &[u64]) -> Vec<PlannedCell> {
+fn plan(options: &RunOptions, sizes: &[u64]) -> Vec<PlannedCell> {
     let mut cells = Vec::new();
     for &size in sizes {
-        for variant in &args.variant {
-            if variant == "unfiltered" {
+        for &variant in &options.variants {
+            let name = variant.as_str();
+            if variant == Variant::Unfiltered {
                 // Ours only: the first query on a store never seen (no sidecar:
                 // the runner deletes it), before the cold runs that start from it.
                 cells.push(PlannedCell {
-                    id: format!("n{size}-first-{variant}"),
+                    id: format!("n{size}-first-{name}"),
                     size,
                     mode: "first",
-                    variant: variant.clone(),
+                    variant,
                     question_offset: 0,
                     questions: 1,
                     budget_seconds: 0.0,
                 });
             }
-            for r in 0..args.cold_runs {
+            for r in 0..options.cold_runs {
                 cells.push(PlannedCell {
-                    id: format!("n{size}-cold-{variant}-r{r}"),
+                    id: format!("n{size}-cold-{name}-r{r}"),
                     size,
                     mode: "cold",
-                    variant: variant.clone(),
+                    variant,
                     question_offset: r,
                     questions: 1,
                     budget_seconds: 0.0,
                 });
             }
             cells.push(PlannedCell {
-                id: format!("n{size}-warm-{variant}"),
+                id: format!("n{size}-warm-{name}"),
                 size,
                 mode: "warm",
-                variant: variant.clone(),
-                question_offset: args.cold_runs,
-                questions: args.warm_questions,
-                budget_seconds: args.warm_budget,
+                variant,
+                question_offset: options.cold_runs,
+                questions: options.warm_questions,
+                budget_seconds: options.warm_budget,
             });
         }
-        if args.variant.iter().any(|v| v == "unfiltered") {
+        if options.variants.contains(&Variant::Unfiltered) {
             // Ours only: a one-shot process whose sidecar and store pages were
             // evicted from the page cache (posix_fadvise DONTNEED); last for its
             // size, so no other cell starts on a page cache emptied for it.
-            for r in 0..args.cold_runs {
+            for r in 0..options.cold_runs {
                 cells.push(PlannedCell {
                     id: format!("n{size}-cold-evicted-unfiltered-r{r}"),
                     size,
                     mode: "cold-evicted",
-                    variant: "unfiltered".to_owned(),
+                    variant: Variant::Unfiltered,
                     question_offset: r,
                     questions: 1,
                     budget_seconds: 0.0,
@@ -302,7 +401,7 @@ fn failure_result(
         "spec": spec,
         "status": status,
         "started_at": started_at,
-        "finished_at": Ok::<_, anyhow::Error>(particles_model::Timestamp::now()).map(|t| t.to_string()).unwrap_or_default(),
+        "finished_at": Timestamp::now().to_string(),
         "wall_seconds": wall,
         "samples": [],
         "sampled_peak_rss_bytes": peak,
@@ -313,30 +412,37 @@ fn failure_result(
 }
 
 /// Runs one of our cells in a child process and records its outcome.
-fn run_cell(args: &RunArgs, dirs: &EngineDirs, spec: &CellSpec) -> Result<String> {
+fn run_cell(options: &RunOptions, dirs: &EngineDirs, spec: &CellSpec) -> Result<String> {
     let spec_path = dirs
         .root
         .join("specs")
         .join(format!("{}.json", spec.cell_id));
-    std::fs::write(&spec_path, serde_json::to_string_pretty(spec)?)?;
+    write_json(&spec_path, spec)?;
     let log_path = dirs.root.join("logs").join(format!("{}.log", spec.cell_id));
-    let log_file = std::fs::File::create(&log_path)?;
-    let started_at = Ok::<_, anyhow::Error>(particles_model::Timestamp::now())
-        .map(|t| t.to_string())
-        .unwrap_or_default();
+    let log_file = std::fs::File::create(&log_path).map_err(io_error("create", &log_path))?;
+    let log_copy = log_file.try_clone().map_err(io_error("open", &log_path))?;
+    let started_at = Timestamp::now().to_string();
     let started = Instant::now();
     let swap_before = swap_used();
-    let mut child = Command::new(std::env::current_exe()?)
-        .args(["benchmark", "query-latency", "cell"])
+    let program = &options.cell_command.program;
+    let mut child = Command::new(program)
+        .args(&options.cell_command.args)
         .arg(&spec_path)
-        .stdout(log_file.try_clone()?)
+        .stdout(log_copy)
         .stderr(log_file)
         .spawn()
-        .context("cannot start a cell process")?;
+        .map_err(|source| Error::Spawn {
+            program: program.clone(),
+            source,
+        })?;
     let mut peak: Option<u64> = None;
     let mut last_sample = Instant::now();
     let failure = loop {
-        if let Some(status) = child.try_wait()? {
+        let exited = child.try_wait().map_err(|source| Error::Spawn {
+            program: program.clone(),
+            source,
+        })?;
+        if let Some(status) = exited {
             break (!status.success())
                 .then(|| ("failed", format!("the cell exited with {status}")));
         }
@@ -348,17 +454,17 @@ fn run_cell(args: &RunArgs, dirs: &EngineDirs, spec: &CellSpec) -> Result<String
         if let Some(rss) = rss_of(child.id()) {
             peak = Some(peak.map_or(rss, |p| p.max(rss)));
         }
-        let guard = if started.elapsed().as_secs_f64() > args.cell_timeout {
+        let guard = if started.elapsed().as_secs_f64() > options.cell_timeout {
             Some((
                 "timeout",
-                format!("the cell ran longer than {} s", args.cell_timeout),
+                format!("the cell ran longer than {} s", options.cell_timeout),
             ))
         } else if let (Some(before), Some(now)) = (swap_before, swap_used()) {
-            (now.saturating_sub(before) as f64 > args.swap_guard_gib * (1u64 << 30) as f64).then(
+            (now.saturating_sub(before) as f64 > options.swap_guard_gib * (1u64 << 30) as f64).then(
                 || {
                     (
                         "memory_guard",
-                        format!("swap grew by more than {} GiB", args.swap_guard_gib),
+                        format!("swap grew by more than {} GiB", options.swap_guard_gib),
                     )
                 },
             )
@@ -379,9 +485,9 @@ fn run_cell(args: &RunArgs, dirs: &EngineDirs, spec: &CellSpec) -> Result<String
     let result_path = &spec.result_path;
     match failure {
         None if result_path.exists() => {
-            let mut result: Value = serde_json::from_str(&std::fs::read_to_string(result_path)?)?;
+            let mut result: Value = read_json(result_path)?;
             result["sampled_peak_rss_bytes"] = json!(peak);
-            write_atomically(result_path, &result)?;
+            write_json_atomically(result_path, &result)?;
             Ok("ok".into())
         }
         failure => {
@@ -405,7 +511,7 @@ fn run_cell(args: &RunArgs, dirs: &EngineDirs, spec: &CellSpec) -> Result<String
                 format!("{reason}\n{tail}"),
                 vec![],
             );
-            write_atomically(result_path, &result)?;
+            write_json_atomically(result_path, &result)?;
             Ok(status.into())
         }
     }
@@ -414,35 +520,45 @@ fn run_cell(args: &RunArgs, dirs: &EngineDirs, spec: &CellSpec) -> Result<String
 /// Checks, before timing, that particles-rs ranks the group's first question like
 /// the reference on the same store file. Returns the difference, if any.
 fn check_ranking(
-    args: &RunArgs,
+    options: &RunOptions,
     store: &Path,
     oracle: &Path,
     questions: &Questions,
     index: usize,
     subject: Option<&str>,
 ) -> Result<Option<String>> {
+    use std::io::Write;
     let request = json!([{
         "store": store, "vector": questions.vector(index), "top_k": 40,
         "now": "2026-06-01T00:00:00Z", "subject_id": subject,
     }]);
-    let mut child = Command::new(reference_python(args))
+    let python = reference_python(options);
+    let spawn_error = |source| Error::Spawn {
+        program: python.clone(),
+        source,
+    };
+    let mut child = Command::new(&python)
         .arg(oracle)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
-        .spawn()?;
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .context("no stdin")?
-        .write_all(request.to_string().as_bytes())?;
-    let output = child.wait_with_output()?;
-    let expected: Value =
-        serde_json::from_slice(&output.stdout).context("the reference oracle printed no result")?;
+        .spawn()
+        .map_err(spawn_error)?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(request.to_string().as_bytes())
+            .map_err(spawn_error)?;
+    }
+    let output = child.wait_with_output().map_err(spawn_error)?;
+    let oracle_failed = |detail: &str| Error::Reference {
+        task: "the ranking check's oracle".into(),
+        detail: detail.to_owned(),
+    };
+    let expected: Value = serde_json::from_slice(&output.stdout)
+        .map_err(|_| oracle_failed("it printed no result"))?;
     let theirs: Vec<(String, u64, u64)> = expected[0]["hits"]
         .as_array()
-        .context("the reference oracle failed on this store")?
+        .ok_or_else(|| oracle_failed("it failed on this store"))?
         .iter()
         .map(|h| {
             (
@@ -454,13 +570,12 @@ fn check_ranking(
         .collect();
     // Ours, on a copy of the same file (the reference opened this one).
     let ours_store = particles_store::Store::open_read_only(store)?;
-    let now = particles_model::Timestamp::parse("2026-06-01T00:00:00Z").expect("fixed instant");
+    let now = Timestamp::parse("2026-06-01T00:00:00Z").expect("a fixed instant parses");
     let query = particles_model::QueryRequest {
         subject_id: subject.map(str::to_owned),
         ..particles_model::QueryRequest::question(questions.text(index))
     }
-    .validate(now)
-    .map_err(|e| anyhow::anyhow!("check request: {e}"))?;
+    .validate(now)?;
     let outcome = particles_query::run_query(
         &ours_store,
         &particles_query::QueryInput::new(&query, Some(questions.vector(index)), now),
@@ -487,74 +602,65 @@ fn check_ranking(
 
 /// The embedded ranking oracle, written into the work directory for side-by-side
 /// checks.
-const ORACLE: &str = include_str!("../../../../tests/reference/oracle.py");
+const ORACLE: &str = include_str!("../../../tests/reference/oracle.py");
 
-pub(crate) fn run(args: &RunArgs) -> Result<()> {
-    if args.encoder() && args.side_by_side {
-        bail!(
-            "--side-by-side needs --no-encoder: the reference venv leaves out its encoder (torch), \
-             so both engines are timed on the same fixed question vectors"
-        );
+/// Runs a benchmark: builds (or reuses) the stores, then runs every cell not
+/// finished yet in the work directory, each in its own process (see the crate
+/// docs). Resumable: a finished cell's result is kept; failed ones run again with
+/// [`RunOptions::retry_failed`]. A cell that fails is recorded as failed and the
+/// rest of its size and variant as skipped; the run itself goes on.
+///
+/// # Errors
+///
+/// [`Error::Options`] for options that do not go together, [`Error::Reference`]
+/// or [`Error::Spawn`] when the reference's venv is needed and fails, and any
+/// failure to build a store or to write the work directory.
+pub fn run(options: &RunOptions) -> Result<()> {
+    if options.encoder && options.side_by_side {
+        return Err(Error::Options {
+            reason: "--side-by-side needs --no-encoder: the reference venv leaves out its encoder (torch), \
+                     so both engines are timed on the same fixed question vectors"
+                .into(),
+        });
     }
-    let sizes = parse_sizes(&args.sizes).map_err(|e| anyhow::anyhow!("--sizes: {e}"))?;
-    let work = args.work_dir.clone();
-    std::fs::create_dir_all(&work).with_context(|| format!("cannot create {}", work.display()))?;
-    std::fs::write(
-        work.join("run.json"),
-        serde_json::to_string_pretty(&super::environment::Environment::read())?,
-    )?;
-    // Every distinct command line run in this work directory, so the report can say
-    // how to reproduce its cells.
-    let command: Vec<String> = std::env::args().skip(1).collect();
-    let commands_path = work.join("run-commands.json");
-    let mut commands: Vec<Vec<String>> = std::fs::read_to_string(&commands_path)
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or_default();
-    if !commands.contains(&command) {
-        commands.push(command);
+    let sizes = parse_sizes(&options.sizes).map_err(|e| Error::Options {
+        reason: format!("--sizes: {e}"),
+    })?;
+    if options.warm_questions == 0 {
+        return Err(Error::Options {
+            reason: "--warm-questions: a warm cell asks at least one question".into(),
+        });
     }
-    std::fs::write(&commands_path, serde_json::to_string(&commands)?)?;
-    let python = reference_python(args);
-    if args.side_by_side && !python.exists() {
-        bail!("--side-by-side needs the reference: {} does not exist (run `cargo xtask reference`, or give --reference-venv)", python.display());
+    let work = options.work_dir.clone();
+    record_run(options, &work)?;
+    let python = reference_python(options);
+    if options.side_by_side && !python.exists() {
+        return Err(Error::Options {
+            reason: format!(
+                "--side-by-side needs the reference: {} does not exist (run `cargo xtask reference`, or give --reference-venv)",
+                python.display()
+            ),
+        });
     }
-    let needed = args.cold_runs + args.warm_questions + 1;
-    let questions_file = questions::questions_path(&work, args.seed);
-    let has_questions = std::fs::read_to_string(&questions_file)
-        .ok()
-        .and_then(|t| serde_json::from_str::<Questions>(&t).ok())
-        .is_some_and(|q| q.vectors.len() >= needed);
-    if !has_questions {
-        if python.exists() {
-            questions::export_from_reference(&python, &questions_file, args.seed, needed.max(64))?;
-        } else {
-            std::fs::write(
-                &questions_file,
-                serde_json::to_string(&Questions::generated(args.seed, needed.max(64)))?,
-            )?;
-            log("no reference venv: using seeded stand-in question vectors (not the reference's)");
-        }
-    }
-    let questions = Questions::load(Some(&questions_file), args.seed, needed)?;
-    let ours = EngineDirs::new(if args.side_by_side {
+    let (questions, questions_file) = ensure_questions(options, &work, &python)?;
+    let ours = EngineDirs::new(if options.side_by_side {
         work.join("rust")
     } else {
         work.clone()
     })?;
-    let reference = if args.side_by_side {
+    let reference = if options.side_by_side {
         Some(EngineDirs::new(work.join("reference"))?)
     } else {
         None
     };
     let oracle = work.join("oracle.py");
-    std::fs::write(&oracle, ORACLE)?;
+    std::fs::write(&oracle, ORACLE).map_err(io_error("write", &oracle))?;
 
-    let cells = plan(args, &sizes);
+    let cells = plan(options, &sizes);
     let bar = ProgressBar::new(cells.len() as u64)
         .with_style(progress_style())
         .with_prefix("cells");
-    let mut failed_groups: std::collections::HashSet<(u64, String)> =
+    let mut failed_groups: std::collections::HashSet<(u64, Variant)> =
         std::collections::HashSet::new();
     let mut ok = 0;
     // Cells run in groups of one size and variant, in plan order. The evicted
@@ -562,9 +668,9 @@ pub(crate) fn run(args: &RunArgs) -> Result<()> {
     // evicting the store would leave the subject cells a cold page cache; it reuses
     // its variant's ranking check and has no reference counterpart to run.
     let late = |c: &PlannedCell| c.mode == "cold-evicted";
-    let mut groups: Vec<(u64, String, bool)> = Vec::new();
+    let mut groups: Vec<(u64, Variant, bool)> = Vec::new();
     for cell in &cells {
-        let key = (cell.size, cell.variant.clone(), late(cell));
+        let key = (cell.size, cell.variant, late(cell));
         if !groups.contains(&key) {
             groups.push(key);
         }
@@ -576,7 +682,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<()> {
             .collect();
         let pending = group.iter().any(|c| {
             let path = ours.cell(&c.id);
-            !path.exists() || (args.retry_failed && !cell_ok(&path))
+            !path.exists() || (options.retry_failed && !cell_ok(&path))
         });
         let reference_pending = reference.as_ref().is_some_and(|r| {
             group
@@ -589,30 +695,24 @@ pub(crate) fn run(args: &RunArgs) -> Result<()> {
             ok += group.iter().filter(|c| cell_ok(&ours.cell(&c.id))).count();
             continue;
         }
-        let source = ensure_store(args, &work, size)?;
-        let store = ours
-            .root
-            .join("stores")
-            .join(source.file_name().context("store name")?);
-        if args.side_by_side {
-            copy_store(&source, &store)?;
-        }
-        let store = if args.side_by_side {
-            store
+        let source = ensure_store(options, &work, size)?;
+        let file_name = source.file_name().ok_or_else(|| Error::Options {
+            reason: format!("{} names no store file", source.display()),
+        })?;
+        let store = if options.side_by_side {
+            let copy = ours.root.join("stores").join(file_name);
+            copy_store(&source, &copy)?;
+            copy
         } else {
             source.clone()
         };
         let mut mismatch = None;
         if let Some(reference) = reference.as_ref().filter(|_| !is_late) {
-            let reference_store = reference
-                .root
-                .join("stores")
-                .join(source.file_name().context("store name")?);
+            let reference_store = reference.root.join("stores").join(file_name);
             copy_store(&source, &reference_store)?;
-            let manifest: Value =
-                serde_json::from_str(&std::fs::read_to_string(generator::manifest_path(&store))?)?;
+            let manifest: Value = read_json(&generator::manifest_path(&store))?;
             let first = group[0].question_offset;
-            let subject = (variant == "subject")
+            let subject = (variant == Variant::Subject)
                 .then(|| {
                     manifest["query_subjects"]
                         .as_array()
@@ -623,15 +723,13 @@ pub(crate) fn run(args: &RunArgs) -> Result<()> {
             // The oracle opens its own copy: it switches the file to WAL.
             let check_copy = work.join("stores").join(format!(
                 "check-{}",
-                source
-                    .file_name()
-                    .and_then(|n| n.to_str())
-                    .unwrap_or("store.db")
+                file_name.to_str().unwrap_or("store.db")
             ));
             let _ = std::fs::remove_file(&check_copy);
-            std::fs::copy(&store, &check_copy)?;
+            std::fs::copy(&store, &check_copy)
+                .map_err(io_error("copy the store to", &check_copy))?;
             mismatch = check_ranking(
-                args,
+                options,
                 &check_copy,
                 &oracle,
                 &questions,
@@ -640,49 +738,14 @@ pub(crate) fn run(args: &RunArgs) -> Result<()> {
             )?;
             let _ = std::fs::remove_file(&check_copy);
             if reference_pending {
-                bar.suspend(|| {
-                    log(&format!(
-                        "n={} {variant}: the reference's harness …",
-                        size_label(size)
-                    ))
-                });
-                let status = Command::new(python.with_file_name("particles"))
-                    .args([
-                        "benchmark",
-                        "query-latency",
-                        "run",
-                        "--no-encoder",
-                        "--work-dir",
-                    ])
-                    .arg(&reference.root)
-                    .args([
-                        "--sizes",
-                        &size.to_string(),
-                        "--variant",
-                        &variant,
-                        "--seed",
-                        &args.seed.to_string(),
-                    ])
-                    .args([
-                        "--cold-runs",
-                        &args.cold_runs.to_string(),
-                        "--warm-questions",
-                        &args.warm_questions.to_string(),
-                    ])
-                    .args([
-                        "--warm-budget",
-                        &args.warm_budget.to_string(),
-                        "--cell-timeout",
-                        &args.cell_timeout.to_string(),
-                    ])
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .status()?;
+                let label = format!("n={} {}", size_label(size), variant.as_str());
+                bar.suspend(|| log(&format!("{label}: the reference's harness …")));
+                let status =
+                    run_reference_harness(options, &python, &reference.root, size, variant)?;
                 if !status.success() {
                     bar.suspend(|| {
                         log(&format!(
-                            "n={} {variant}: the reference's harness exited with {status}",
-                            size_label(size)
+                            "{label}: the reference's harness exited with {status}"
                         ))
                     });
                 }
@@ -691,30 +754,32 @@ pub(crate) fn run(args: &RunArgs) -> Result<()> {
         for cell in group {
             bar.set_message(cell.id.clone());
             let path = ours.cell(&cell.id);
-            if path.exists() && (cell_ok(&path) || !args.retry_failed) {
+            if path.exists() && (cell_ok(&path) || !options.retry_failed) {
                 if cell_ok(&path) {
                     ok += 1;
                 } else {
-                    failed_groups.insert((size, variant.clone()));
+                    failed_groups.insert((size, variant));
                 }
                 bar.inc(1);
                 continue;
             }
+            let absolute =
+                |path: &Path| std::path::absolute(path).map_err(io_error("resolve", path));
             let spec = CellSpec {
                 cell_id: cell.id.clone(),
                 size,
-                seed: args.seed,
+                seed: options.seed,
                 mode: cell.mode.to_owned(),
-                variant: variant.clone(),
-                store_path: std::fs::canonicalize(&store)?,
-                result_path: std::path::absolute(&path)?,
-                encoder: args.encoder(),
+                variant: variant.as_str().to_owned(),
+                store_path: std::fs::canonicalize(&store).map_err(io_error("resolve", &store))?,
+                result_path: absolute(&path)?,
+                encoder: options.encoder,
                 question_offset: cell.question_offset,
                 questions: cell.questions,
                 budget_seconds: cell.budget_seconds,
                 min_questions: 5,
                 top_k: 40,
-                questions_path: Some(std::path::absolute(&questions_file)?),
+                questions_path: Some(absolute(&questions_file)?),
             };
             let sidecar = particles_cache::sidecar_path(&spec.store_path, None);
             match cell.mode {
@@ -733,25 +798,28 @@ pub(crate) fn run(args: &RunArgs) -> Result<()> {
                 _ => {}
             }
             let status = if let Some(reason) = &mismatch {
-                write_atomically(
+                write_json_atomically(
                     &path,
                     &failure_result(&spec, "failed", "", 0.0, None, reason.clone(), vec![]),
                 )?;
                 "failed".to_owned()
-            } else if failed_groups.contains(&(size, variant.clone())) {
-                let note = format!("not run: an earlier cell failed at n={size} {variant}");
-                write_atomically(
+            } else if failed_groups.contains(&(size, variant)) {
+                let note = format!(
+                    "not run: an earlier cell failed at n={size} {}",
+                    variant.as_str()
+                );
+                write_json_atomically(
                     &path,
                     &failure_result(&spec, "skipped", "", 0.0, None, String::new(), vec![note]),
                 )?;
                 "skipped".to_owned()
             } else {
-                run_cell(args, &ours, &spec)?
+                run_cell(options, &ours, &spec)?
             };
             if status == "ok" {
                 ok += 1;
             } else {
-                failed_groups.insert((size, variant.clone()));
+                failed_groups.insert((size, variant));
             }
             bar.suspend(|| log(&format!("{}: {status}", cell.id)));
             bar.inc(1);
@@ -765,6 +833,102 @@ pub(crate) fn run(args: &RunArgs) -> Result<()> {
     Ok(())
 }
 
+/// Writes the reproduction tuple (`run.json`) and adds the run's command line to
+/// the work directory's `run-commands.json` (every distinct one, so the report
+/// can say how to reproduce its cells).
+fn record_run(options: &RunOptions, work: &Path) -> Result<()> {
+    std::fs::create_dir_all(work).map_err(io_error("create", work))?;
+    write_json(&work.join("run.json"), &Environment::read())?;
+    let commands_path = work.join("run-commands.json");
+    let mut commands: Vec<Vec<String>> = read_json(&commands_path).unwrap_or_default();
+    if !commands.contains(&options.command_line) {
+        commands.push(options.command_line.clone());
+    }
+    let text = serde_json::to_string(&commands).map_err(|source| Error::Json {
+        path: commands_path.clone(),
+        source,
+    })?;
+    std::fs::write(&commands_path, text).map_err(io_error("write", &commands_path))
+}
+
+/// The run's questions (the reference's, exported through its venv when there is
+/// one, else seeded stand-ins) and their file in the work directory.
+fn ensure_questions(
+    options: &RunOptions,
+    work: &Path,
+    python: &Path,
+) -> Result<(Questions, PathBuf)> {
+    let needed = options.cold_runs + options.warm_questions + 1;
+    let questions_file = questions::questions_path(work, options.seed);
+    let has_questions =
+        read_json::<Questions>(&questions_file).is_ok_and(|q| q.vectors.len() >= needed);
+    if !has_questions {
+        if python.exists() {
+            questions::export_from_reference(
+                python,
+                &questions_file,
+                options.seed,
+                needed.max(64),
+            )?;
+        } else {
+            let generated = Questions::generated(options.seed, needed.max(64));
+            let text = serde_json::to_string(&generated).map_err(|source| Error::Json {
+                path: questions_file.clone(),
+                source,
+            })?;
+            std::fs::write(&questions_file, text).map_err(io_error("write", &questions_file))?;
+            log("no reference venv: using seeded stand-in question vectors (not the reference's)");
+        }
+    }
+    let questions = Questions::load(Some(&questions_file), options.seed, needed)?;
+    Ok((questions, questions_file))
+}
+
+/// Runs the reference's own harness (`particles benchmark query-latency run`) for
+/// one size and variant in its work directory, with our run's protocol flags.
+fn run_reference_harness(
+    options: &RunOptions,
+    python: &Path,
+    work: &Path,
+    size: u64,
+    variant: Variant,
+) -> Result<std::process::ExitStatus> {
+    let program = python.with_file_name("particles");
+    Command::new(&program)
+        .args([
+            "benchmark",
+            "query-latency",
+            "run",
+            "--no-encoder",
+            "--work-dir",
+        ])
+        .arg(work)
+        .args([
+            "--sizes",
+            &size.to_string(),
+            "--variant",
+            variant.as_str(),
+            "--seed",
+            &options.seed.to_string(),
+        ])
+        .args([
+            "--cold-runs",
+            &options.cold_runs.to_string(),
+            "--warm-questions",
+            &options.warm_questions.to_string(),
+        ])
+        .args([
+            "--warm-budget",
+            &options.warm_budget.to_string(),
+            "--cell-timeout",
+            &options.cell_timeout.to_string(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map_err(|source| Error::Spawn { program, source })
+}
+
 /// Reads a file once, untimed, so its pages are in the page cache.
 fn read_through(path: &Path) {
     if let Ok(mut file) = std::fs::File::open(path) {
@@ -774,11 +938,13 @@ fn read_through(path: &Path) {
 
 /// Drops a file's clean pages from the page cache (no privileges needed, unlike
 /// `drop_caches`), so the next reader pays the disk.
+#[allow(unsafe_code)]
 fn evict_from_page_cache(path: &Path) {
     #[cfg(target_os = "linux")]
     if let Ok(file) = std::fs::File::open(path) {
         use std::os::fd::AsRawFd;
-        // SAFETY: a valid open descriptor; the call only advises the kernel.
+        // SAFETY: a valid open descriptor for the whole call; the call only
+        // advises the kernel and touches no memory of ours.
         unsafe {
             libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED);
         }
@@ -788,10 +954,7 @@ fn evict_from_page_cache(path: &Path) {
 }
 
 fn cell_ok(path: &Path) -> bool {
-    std::fs::read_to_string(path)
-        .ok()
-        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-        .is_some_and(|v| v["status"] == "ok")
+    read_json::<Value>(path).is_ok_and(|v| v["status"] == "ok")
 }
 
 #[cfg(test)]

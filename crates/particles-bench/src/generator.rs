@@ -17,7 +17,6 @@ use std::{
     time::Instant,
 };
 
-use anyhow::{Context, Result};
 use particles_model::{
     AssertionModality, CalibrationSource, CanonicalForm, ClaimTerm, Confidence, ExtractorRef,
     Particle, ParticleType, ProvenanceRef, ProvenanceRefType, Status, StatusReason,
@@ -26,6 +25,8 @@ use particles_model::{
 use particles_store::{CorpusEntryRow, OnConflict, RelationRow, SnapshotRow, SubjectRow};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+
+use crate::error::{io_error, write_json, Result};
 
 /// Who the generator's rows say wrote them (the reference generator's name).
 const GENERATOR_NAME: &str = "query-latency-generator";
@@ -229,12 +230,9 @@ pub(crate) fn build_store(
     let _ = std::fs::remove_file(&building);
     let counts = plan_counts(size);
     let mut rng = Rng::new(seed ^ size.rotate_left(32) ^ 0x5151);
-    let mut writer = particles_store::create_store(&building)
-        .with_context(|| format!("cannot create {}", building.display()))?;
+    let mut writer = particles_store::create_store(&building)?;
     // A throwaway file until the rename below: durability would only cost time.
-    writer
-        .disable_durability()
-        .context("cannot set build pragmas")?;
+    writer.disable_durability()?;
 
     let entries: Vec<String> = (0..counts.entries).map(|_| rng.uuid()).collect();
     let snapshots: Vec<String> = (0..counts.snapshots).map(|_| rng.uuid()).collect();
@@ -436,8 +434,7 @@ pub(crate) fn build_store(
     let embedding_bytes = particles_store::active_embedding_json_length(
         &particles_store::Store::open_read_only(&building)?,
     )?;
-    std::fs::rename(&building, path)
-        .with_context(|| format!("cannot move the built store to {}", path.display()))?;
+    std::fs::rename(&building, path).map_err(io_error("move the built store to", path))?;
     let query_subjects: Vec<(String, u64)> = sampled
         .into_iter()
         .flatten()
@@ -467,10 +464,7 @@ pub(crate) fn build_store(
         fingerprint: format!("{:x}", fingerprint.finalize()),
         query_subjects,
     };
-    std::fs::write(
-        manifest_path(path),
-        serde_json::to_string_pretty(&manifest)?,
-    )?;
+    write_json(&manifest_path(path), &manifest)?;
     Ok(manifest)
 }
 
