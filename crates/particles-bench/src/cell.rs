@@ -1,7 +1,8 @@
 //! One benchmark cell, run in its own process: the reference harness's cell
 //! protocol (cold: one question in a fresh process; warm: an untimed warm-up, then
 //! timed questions with a budget) over particles-rs, writing a result file in the
-//! reference's `CellResult` schema so its `report` reads our cells too.
+//! reference's `CellResult` schema so its `report` reads our cold and warm cells
+//! too (the runner puts our other kinds in `cells-extra/`).
 
 use std::{
     path::{Path, PathBuf},

@@ -15,8 +15,11 @@
 //! the first question alike. [`render_report`] writes the Markdown page, the
 //! ratio tables and the SVG plots.
 //!
-//! Results are in the reference's `CellResult` JSON schema, with our additions
-//! (stage timings, work counters, floors, the sidecar's route).
+//! Results are in the reference's `CellResult` JSON schema, so the reference's
+//! own `report` reads a work directory's `cells/` too. Our one-shot kinds that
+//! the reference's harness has no mode for (`first`, `cold-evicted`) are written
+//! to `cells-extra/` instead: the reference validates `spec.mode` as `cold` or
+//! `warm` and reads only `cells/`, while [`render_report`] reads both.
 //!
 //! This crate measures and prints progress to stderr; it reads stores only
 //! through `particles-store`, `particles-cache` and `particles-query`.

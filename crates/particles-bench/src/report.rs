@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::{
     cell::STAGES,
     error::{io_error, read_json, Error, Result},
-    runner::size_label,
+    runner::{size_label, EXTRA_CELLS_DIR},
 };
 
 /// One `(size, mode, variant)` row of one engine.
@@ -61,15 +61,22 @@ fn cell_paths(dir: &Path) -> Result<Vec<PathBuf>> {
         .collect())
 }
 
-/// Reads result files in file-name order.
+/// Reads result files in file-name order (so a cell's kinds stay together, as
+/// they were when every kind lived in `cells/`).
 fn load_cells(mut paths: Vec<PathBuf>) -> Result<Vec<Value>> {
     paths.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
     paths.iter().map(|p| read_json(p)).collect()
 }
 
-/// One engine's results: its `cells/`.
+/// One engine's results: `cells/` and, for our engine, `cells-extra/` (the kinds
+/// the reference's harness has no mode for), when there is one.
 fn load_engine_cells(engine_dir: &Path) -> Result<Vec<Value>> {
-    load_cells(cell_paths(&engine_dir.join("cells"))?)
+    let mut paths = cell_paths(&engine_dir.join("cells"))?;
+    let extra = engine_dir.join(EXTRA_CELLS_DIR);
+    if extra.is_dir() {
+        paths.extend(cell_paths(&extra)?);
+    }
+    load_cells(paths)
 }
 
 fn rows_of(cells: &[Value]) -> Vec<Row> {
@@ -544,8 +551,8 @@ fn stages_svg(title: &str, rows: &[&Row]) -> String {
 
 /// Renders the report of a work directory into `export_dir`: the Markdown page
 /// (`query-latency.md`, whose path is returned), the SVG plots, and every cell of
-/// ours per store size (`query-latency-{size}.json`). Reads `cells/`, or a
-/// side-by-side run's `rust/cells/` and `reference/cells/`.
+/// ours per store size (`query-latency-{size}.json`). Reads `cells/` and
+/// `cells-extra/`, and a side-by-side run's `rust/` and `reference/` directories.
 ///
 /// # Errors
 ///

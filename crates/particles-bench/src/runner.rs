@@ -166,6 +166,14 @@ fn log(message: &str) {
     eprintln!("[{}] {message}", now.get(11..19).unwrap_or(&now));
 }
 
+/// The one-shot kinds of ours that the reference's harness has no mode for. Their
+/// results go to `cells-extra/`, not `cells/`: the reference's `report` reads
+/// every `cells/*.json` and refuses a `spec.mode` other than `cold` or `warm`.
+pub(crate) const EXTRA_MODES: [&str; 2] = ["first", "cold-evicted"];
+
+/// The directory of a work directory's extra-kind results (see [`EXTRA_MODES`]).
+pub(crate) const EXTRA_CELLS_DIR: &str = "cells-extra";
+
 /// Where one engine's files go.
 struct EngineDirs {
     root: PathBuf,
@@ -173,15 +181,45 @@ struct EngineDirs {
 
 impl EngineDirs {
     fn new(root: PathBuf) -> Result<EngineDirs> {
-        for sub in ["cells", "specs", "logs", "stores"] {
+        for sub in ["cells", EXTRA_CELLS_DIR, "specs", "logs", "stores"] {
             let dir = root.join(sub);
             std::fs::create_dir_all(&dir).map_err(io_error("create", &dir))?;
         }
         Ok(EngineDirs { root })
     }
 
-    fn cell(&self, id: &str) -> PathBuf {
-        self.root.join("cells").join(format!("{id}.json"))
+    /// The result file of a cell: `cells/` for the reference's modes, `cells-extra/`
+    /// for ours alone.
+    fn cell(&self, id: &str, mode: &str) -> PathBuf {
+        let dir = if EXTRA_MODES.contains(&mode) {
+            EXTRA_CELLS_DIR
+        } else {
+            "cells"
+        };
+        self.root.join(dir).join(format!("{id}.json"))
+    }
+
+    /// Moves results of our extra kinds that an older version of this runner left
+    /// in `cells/` to `cells-extra/`, so the reference's `report` can read the
+    /// directory and resuming finds them.
+    fn move_extra_cells(&self) -> Result<()> {
+        let cells = self.root.join("cells");
+        let entries = std::fs::read_dir(&cells).map_err(io_error("list", &cells))?;
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.extension().is_none_or(|e| e != "json") {
+                continue;
+            }
+            let Ok(result) = read_json::<Value>(&path) else {
+                continue;
+            };
+            let mode = result["spec"]["mode"].as_str().unwrap_or_default();
+            if EXTRA_MODES.contains(&mode) {
+                let to = self.root.join(EXTRA_CELLS_DIR).join(entry.file_name());
+                std::fs::rename(&path, &to).map_err(io_error("move a result to", &to))?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -648,6 +686,7 @@ pub fn run(options: &RunOptions) -> Result<()> {
     } else {
         work.clone()
     })?;
+    ours.move_extra_cells()?;
     let reference = if options.side_by_side {
         Some(EngineDirs::new(work.join("reference"))?)
     } else {
@@ -681,18 +720,21 @@ pub fn run(options: &RunOptions) -> Result<()> {
             .filter(|c| c.size == size && c.variant == variant && late(c) == is_late)
             .collect();
         let pending = group.iter().any(|c| {
-            let path = ours.cell(&c.id);
+            let path = ours.cell(&c.id, c.mode);
             !path.exists() || (options.retry_failed && !cell_ok(&path))
         });
         let reference_pending = reference.as_ref().is_some_and(|r| {
             group
                 .iter()
                 .filter(|c| REFERENCE_MODES.contains(&c.mode))
-                .any(|c| !cell_ok(&r.cell(&c.id)))
+                .any(|c| !cell_ok(&r.cell(&c.id, c.mode)))
         });
         if !pending && !reference_pending {
             bar.inc(group.len() as u64);
-            ok += group.iter().filter(|c| cell_ok(&ours.cell(&c.id))).count();
+            ok += group
+                .iter()
+                .filter(|c| cell_ok(&ours.cell(&c.id, c.mode)))
+                .count();
             continue;
         }
         let source = ensure_store(options, &work, size)?;
@@ -753,7 +795,7 @@ pub fn run(options: &RunOptions) -> Result<()> {
         }
         for cell in group {
             bar.set_message(cell.id.clone());
-            let path = ours.cell(&cell.id);
+            let path = ours.cell(&cell.id, cell.mode);
             if path.exists() && (cell_ok(&path) || !options.retry_failed) {
                 if cell_ok(&path) {
                     ok += 1;
@@ -972,5 +1014,50 @@ mod tests {
         assert_eq!(size_label(56_000), "56k");
         assert_eq!(size_label(1_000_000), "1M");
         assert_eq!(size_label(600), "600");
+    }
+
+    #[test]
+    fn our_extra_kinds_live_apart_from_the_reference_s() {
+        let dir = tempfile::tempdir().unwrap();
+        let dirs = EngineDirs::new(dir.path().to_owned()).unwrap();
+        let options = RunOptions {
+            sizes: "2k".into(),
+            cold_runs: 1,
+            ..RunOptions::new(
+                dir.path().to_owned(),
+                CellCommand {
+                    program: "particles-rs".into(),
+                    args: vec![],
+                },
+            )
+        };
+        for cell in plan(&options, &[2000]) {
+            let path = dirs.cell(&cell.id, cell.mode);
+            let expected = if REFERENCE_MODES.contains(&cell.mode) {
+                "cells"
+            } else {
+                EXTRA_CELLS_DIR
+            };
+            assert!(path.starts_with(dir.path().join(expected)), "{}", cell.id);
+        }
+        // A result of ours an older runner left in `cells/` moves; the reference's
+        // modes stay.
+        let write = |name: &str, mode: &str| {
+            write_json(
+                &dir.path().join("cells").join(name),
+                &json!({"spec": {"mode": mode}}),
+            )
+            .unwrap();
+        };
+        write("n1-first-unfiltered.json", "first");
+        write("n1-cold-unfiltered-r0.json", "cold");
+        dirs.move_extra_cells().unwrap();
+        assert!(dir
+            .path()
+            .join(EXTRA_CELLS_DIR)
+            .join("n1-first-unfiltered.json")
+            .exists());
+        assert!(!dir.path().join("cells/n1-first-unfiltered.json").exists());
+        assert!(dir.path().join("cells/n1-cold-unfiltered-r0.json").exists());
     }
 }
