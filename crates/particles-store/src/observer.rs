@@ -10,8 +10,8 @@ use particles_model::Timestamp;
 use serde_json::Value;
 
 use crate::{
+    chunked::{placeholders, ID_CHUNK},
     error::{Error, Result},
-    loader::{placeholders, ID_CHUNK},
     policy::collect_with,
     Store,
 };

@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use particles_model::Particle;
 
 use crate::{
+    chunked::{placeholders, ID_CHUNK},
     error::{query_error, Result},
-    loader::{placeholders, ID_CHUNK},
     policy::collect_with,
     row::{ParticleRow, PARTICLE_COLUMNS},
     Store,

@@ -98,9 +98,16 @@ impl Store {
         &self.path
     }
 
-    /// The underlying connection, for crates that layer on the store.
-    pub fn connection(&self) -> &Connection {
+    /// The underlying connection. Crate-private: every statement on a store is
+    /// this crate's, so other crates read through typed functions.
+    pub(crate) fn connection(&self) -> &Connection {
         &self.connection
+    }
+
+    /// Gives the connection back (the inverse of [`Store::from_connection`]), e.g.
+    /// to a test that shapes the file through its own SQL between queries.
+    pub fn into_connection(self) -> Connection {
+        self.connection
     }
 
     /// Whether a table exists.
@@ -190,7 +197,7 @@ pub fn create_store(path: &Path) -> Result<crate::Writer> {
     let created = connection
         .execute_batch(&format!("BEGIN; {SCHEMA} COMMIT;"))
         .map_err(query_error("create schema"))
-        .and_then(|()| crate::install_journal(&mut connection).map(|_| ()));
+        .and_then(|()| crate::journal::install_journal_on(&mut connection).map(|_| ()));
     if let Err(error) = created {
         drop(connection);
         // Nothing of value is in a half-created file; leave no debris behind.
