@@ -2,6 +2,7 @@
 
 mod bad_input;
 mod import;
+mod model;
 mod reference;
 mod serve;
 mod sidecar;
