@@ -106,15 +106,14 @@ struct TensorInfo {
 /// means a damaged or foreign file.
 const MAX_HEADER_BYTES: u64 = 16 << 20;
 
-/// The checkpoint's data section as f32 values, in anonymous memory advised for
-/// transparent huge pages: faulting in 91 MB page by page was a third of the
-/// load time.
-struct Weights(memmap2::Mmap);
+/// The checkpoint's data section as f32 values. (Anonymous memory advised for
+/// huge pages was tried: questions ran ~15% faster, but a load cost twice the CPU
+/// time zeroing and compacting, a bad trade for one-shot processes.)
+struct Weights(Vec<f32>);
 
 impl Weights {
     fn values(&self) -> &[f32] {
-        bytemuck::try_cast_slice(&self.0)
-            .expect("the map is page-aligned and a whole number of f32 values long")
+        &self.0
     }
 }
 
@@ -185,20 +184,16 @@ fn read_safetensors(
             },
         );
     }
-    // Rounded up to whole f32 values; the map's tail beyond the data stays zero.
-    let mut map = memmap2::MmapMut::map_anon(data_len.div_ceil(4).max(1) * 4).map_err(io)?;
-    #[cfg(target_os = "linux")]
-    // Only advice: without huge pages the load is slower, not wrong.
-    let _ = map.advise(memmap2::Advice::HugePage);
-    file.read_exact(&mut map[..data_len]).map_err(io)?;
-    let values: &mut [f32] = bytemuck::try_cast_slice_mut(&mut map)
-        .map_err(|e| bad(format!("the weights' memory is not f32-aligned: {e}")))?;
+    // Rounded up to whole f32 values; the tail beyond the data stays zero.
+    let mut values = vec![0.0f32; data_len.div_ceil(4)];
+    let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut values);
+    file.read_exact(&mut bytes[..data_len]).map_err(io)?;
     #[cfg(target_endian = "big")]
     for value in values.iter_mut() {
         *value = f32::from_bits(u32::from_le(value.to_bits()));
     }
-    prepare(&tensors, values);
-    Ok((tensors, Weights(map.make_read_only().map_err(io)?)))
+    prepare(&tensors, &mut values);
+    Ok((tensors, Weights(values)))
 }
 
 /// Whether a tensor is a dense layer's weight, laid out column-major at load.
