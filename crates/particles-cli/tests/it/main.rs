@@ -4,6 +4,7 @@ mod bad_input;
 mod crash;
 mod demo;
 mod import;
+mod model;
 mod reference;
 mod response;
 mod serve;
