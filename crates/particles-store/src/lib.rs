@@ -56,6 +56,6 @@ pub use crate::{
         claim_coverage_counts, co_evidential_edges, expand_tags, particle_ids_for_tags,
         premise_statuses, source_facts, subject_is_known, subject_particle_ids, tag_is_known,
     },
-    store::{create_store, Store},
+    store::{create_store, Store, ALEMBIC_HEAD},
     writer::{content_hash, WriteTransaction, Writer},
 };
