@@ -31,6 +31,7 @@ mod pyjson;
 mod row;
 mod sources;
 mod store;
+mod subjects;
 mod writer;
 
 pub use crate::{
@@ -57,5 +58,6 @@ pub use crate::{
         premise_statuses, source_facts, subject_is_known, subject_particle_ids, tag_is_known,
     },
     store::{create_store, Store, ALEMBIC_HEAD},
+    subjects::{resolve_subject, SubjectCandidate, SubjectMatch, SubjectResolution},
     writer::{content_hash, WriteTransaction, Writer},
 };
