@@ -10,6 +10,7 @@ mod encode;
 mod import;
 mod output;
 mod query;
+mod query_flags;
 mod serve;
 mod sidecar_cmd;
 mod store_cmd;

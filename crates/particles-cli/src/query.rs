@@ -9,15 +9,16 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use particles_cache::{CandidateCache, SidecarConfig, SidecarWrite};
 use particles_model::{
-    AssertionModality, Envelope, QueryRequest, TimeWindow, Timestamp, UncertaintyNature,
-    ValidRequest, EMBEDDING_DIM, MAX_TOP_K,
+    Envelope, QueryRequest, TimeWindow, Timestamp, UncertaintyNature, ValidRequest, EMBEDDING_DIM,
+    MAX_TOP_K,
 };
 use particles_query::{run_query_with, QueryInput, QueryOutcome};
 use particles_store::{CandidateLoader, Store, UncachedLoader};
 
-use crate::{output, UsageError};
+use crate::{output, query_flags, UsageError};
 
 #[derive(Debug, Args)]
+#[command(after_long_help = crate::query_flags::REFERENCE_FLAGS)]
 pub(crate) struct QueryArgs {
     /// The store: a handle of the configuration's `storage.stores` (or
     /// `default`), or a store file. Repeat it to query several stores at once (a
@@ -52,8 +53,10 @@ pub(crate) struct QueryArgs {
           value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_TOP_K)))]
     top_k: u32,
 
-    /// Only beliefs about this subject id.
-    #[arg(long, value_name = "ID")]
+    /// Only beliefs about this subject: an id, a unique id prefix, a name or an
+    /// alias, resolved as the reference resolves it, in the default store (in the
+    /// store file, when every --store is a file). No match or several: exit 1.
+    #[arg(long, value_name = "REF")]
     subject: Option<String>,
 
     /// Drop beliefs whose effective confidence is below this (0..=1).
@@ -65,9 +68,17 @@ pub(crate) struct QueryArgs {
     uncertainty_nature: Option<UncertaintyNature>,
 
     /// Only beliefs of this assertion modality (FALSIFIABLE, EVALUATIVE,
-    /// EXPERIENTIAL, CONSTITUTIVE).
-    #[arg(long, value_name = "MODALITY", value_parser = parse_enum::<AssertionModality>)]
-    assertion_modality: Option<AssertionModality>,
+    /// EXPERIENTIAL, CONSTITUTIVE; trimmed and upper-cased first, as the reference
+    /// takes it).
+    #[arg(long, value_name = "MODALITY")]
+    assertion_modality: Option<String>,
+
+    /// Who the answer is for: GENERAL, EXPERT or REGULATORY (exact case). Accepted
+    /// and validated as the reference does; it shapes only the answer text, which
+    /// this engine does not compose, so a value other than GENERAL is reported as
+    /// not applied.
+    #[arg(long, value_name = "AUDIENCE", default_value = "GENERAL")]
+    audience: String,
 
     /// Only beliefs asserted in the last N days before --now.
     #[arg(long, value_name = "DAYS")]
@@ -431,16 +442,19 @@ pub(crate) fn validate(request: QueryRequest) -> Result<ValidRequest> {
 }
 
 impl QueryArgs {
-    /// The flags as the reference's request.
-    fn request(&self) -> QueryRequest {
-        QueryRequest {
+    /// The flags as the reference's request, with the subject as resolved.
+    fn request(&self, subject_id: Option<String>) -> Result<QueryRequest> {
+        Ok(QueryRequest {
             question: self.question.clone(),
             min_confidence: self.min_confidence,
             uncertainty_nature: self.uncertainty_nature,
-            assertion_modality: self.assertion_modality,
+            assertion_modality: query_flags::assertion_modality(
+                self.assertion_modality.as_deref(),
+            )?,
+            audience: query_flags::audience(&self.audience)?,
             recency_window_days: self.recency_window_days,
             top_k: self.top_k,
-            subject_id: self.subject.clone(),
+            subject_id,
             tags: self.tags.clone(),
             include_ancestors: self.include_ancestors,
             include_document_meta: self.include_document_meta,
@@ -453,7 +467,7 @@ impl QueryArgs {
             object_lt: self.object_lt.clone(),
             object_contains: self.object_contains.clone(),
             ..QueryRequest::default()
-        }
+        })
     }
 
     /// The envelope: a vector from a file, none, or the question encoded.
@@ -476,7 +490,9 @@ impl QueryArgs {
 }
 
 pub(crate) fn run(args: QueryArgs, config: &crate::config_cmd::Configured) -> Result<()> {
-    let request = validate(args.request())?;
+    // The reference's order: the subject, the modality, then the request.
+    let subject = query_flags::subject(args.subject.as_deref(), &args.stores, config)?;
+    let request = validate(args.request(subject)?)?;
     let envelope = args.envelope(&request)?;
     let selection = config.stores(&args.stores)?;
     // A one-shot process queries through caches that start from the sidecars: a
