@@ -490,6 +490,7 @@ impl QueryArgs {
 }
 
 pub(crate) fn run(args: QueryArgs, config: &crate::config_cmd::Configured) -> Result<()> {
+    query_flags::note_remote_mode(config);
     // The reference's order: the subject, the modality, then the request.
     let subject = query_flags::subject(args.subject.as_deref(), &args.stores, config)?;
     let request = validate(args.request(subject)?)?;

@@ -25,8 +25,8 @@ Coming from the reference's `particles query`:
     --contestedness, --count, --group-by, --min-effective-confidence, --predicates,
     --vocabulary, --format, --grounded, --ungrounded; a window or a claim filter
     without a question
-  this engine's own: --vector-file, --no-embedding, --model-dir, --now, --json,
-    --uncertainty-nature, --recency-window-days, --sidecar-dir, --no-sidecar";
+  this engine's own: --config, --vector-file, --no-embedding, --model-dir, --now,
+    --json, --uncertainty-nature, --recency-window-days, --sidecar-dir, --no-sidecar";
 
 /// Python's `str.strip()`: Rust's whitespace plus U+001C..U+001F.
 fn py_strip(text: &str) -> &str {
@@ -91,6 +91,19 @@ pub(crate) fn subject(
         refused => Err(anyhow::anyhow!(refused
             .refusal(typed)
             .unwrap_or_else(|| format!("--subject {typed:?} was refused")))),
+    }
+}
+
+/// A note on stderr when the configuration puts the reference's CLI in remote mode
+/// (a non-empty `engine.base_url`): this engine reads the local stores all the same.
+pub(crate) fn note_remote_mode(config: &crate::config_cmd::Configured) {
+    if let Some(url) = config.loaded.config().engine.base_url.as_deref() {
+        if !url.is_empty() {
+            eprintln!(
+                "note: engine.base_url is set ({url}): the reference's `particles query` would ask \
+                 that engine; particles-rs reads the local stores"
+            );
+        }
     }
 }
 
