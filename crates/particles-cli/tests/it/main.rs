@@ -3,6 +3,7 @@
 mod bad_config;
 mod bad_input;
 mod configured;
+mod entry_points;
 mod federation;
 mod help;
 mod import;
