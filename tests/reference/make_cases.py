@@ -376,6 +376,10 @@ def build_hand_store(path: Path, seed: int, rich: bool = False) -> dict:
     for pid in rng.sample(others, max(1, len(others) // 10)):
         db.execute("UPDATE particles SET valid_until = ? WHERE id = ? AND valid_from IS NULL AND valid_until IS NULL",
                    (rng.choice([_ts(epoch + timedelta(days=rng.uniform(-1200, 900))), (epoch + timedelta(days=100)).strftime("%Y-%m-%d %H:%M:%S-05:00")]), pid))
+    if rich:
+        # Every row hydrates, so that no configured request is lost to a store the
+        # reference refuses: no EVENT with an end, no end beside a start.
+        db.execute("UPDATE particles SET valid_until = NULL WHERE valid_kind = 'EVENT' OR valid_from IS NOT NULL")
     # Foreign and legacy embedding model ids, malformed extractor refs.
     for pid in rng.sample(ids, max(1, n // 15)):
         db.execute("UPDATE particles SET embedding_model_id = ? WHERE id = ?", (rng.choice(["other-model", "", None]), pid))
