@@ -119,6 +119,10 @@ fn rankings_equal_the_references_under_random_configurations() {
         "the configured requests returned too few hits: {hits}"
     );
     assert!(
+        aborted_by_decay > 0,
+        "no degenerate configuration reached the decay"
+    );
+    assert!(
         failures.is_empty(),
         "{} of {compared} requests differ from the reference:\n{}",
         failures.len(),
