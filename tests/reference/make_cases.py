@@ -40,8 +40,12 @@ SOURCE_TYPES = [
     ("WIKIDATA_API", ["https://www.wikidata.org/wiki/Q1"]),
     ("CONVERSATION", ["file:///synthetic/chat.md", None]),
     ("LOCAL_MARKDOWN", ["file:///notes/a.md"]),
+    ("PDF", ["https://papers.example.org/grading.pdf", "file:///docs/report.pdf", None]),
     ("", [None, "https://HTTPS.Example.COM:443/p"]),
 ]
+# Every calibration source the model knows; the configured caps list subsets of the
+# first four (DERIVED and IMPORTED are refused there, so they are never capped).
+CALIBRATION_SOURCES = ["EXTRACTOR_DIRECT", "AGENT_ASSERTED", "CALIBRATED_BENCHMARK", "HUMAN_REVIEW", "IMPORTED"]
 EXTRACTORS = ["general-extractor", "reddit-extractor", "numista-coin-extractor", "wikidata-extractor",
               "github-repo-extractor", "mystery-extractor"]
 DEFAULT_EXTRACTOR_WEIGHTS = {
@@ -92,9 +96,14 @@ def _ts(dt: datetime) -> str:
     return dt.strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
-def build_hand_store(path: Path, seed: int) -> dict:
+def build_hand_store(path: Path, seed: int, rich: bool = False) -> dict:
     """A small store of every shape the query path distinguishes. Returns facts the
-    request generator needs (subject ids, vectors)."""
+    request generator needs (subject ids, vectors).
+
+    With `rich`, every configuration key of the ranking bites: the extractor
+    registry (with conformance failures) and the source-trust rules are always
+    seeded, every trust statement key is present, and every source type has a dated,
+    aged snapshot."""
     from sqlalchemy import create_engine, insert
 
     import particles._orm_modules  # noqa: F401 - registers every table
@@ -114,13 +123,13 @@ def build_hand_store(path: Path, seed: int) -> dict:
     db = sqlite3.connect(path)
     epoch = datetime(2024, 1, 1)
 
-    if rng.random() < 0.75:
+    if rich or rng.random() < 0.75:
         for extractor_id, weight in DEFAULT_EXTRACTOR_WEIGHTS.items():
             weight = weight if rng.random() < 0.8 else round(rng.uniform(0.1, 1.0), 2)
             db.execute("INSERT INTO extractor_records VALUES (?,?,?,?,?,?,?,?)",
                        (extractor_id, extractor_id, "1.0.0", "{}", weight, rng.choice([None, 0, 1]),
                         "init", "2024-01-01T00:00:00"))
-    if rng.random() < 0.75:
+    if rich or rng.random() < 0.75:
         rules = list(SEEDED_SOURCE_TRUST)
         if rng.random() < 0.5:
             rules.append(("url_pattern", r"reddit\.com/r/coins", None, rng.choice([-0.3, 0.2])))
@@ -134,8 +143,10 @@ def build_hand_store(path: Path, seed: int) -> dict:
     # Sources: entries with snapshots, some dated, some zoned, some in the future.
     entries = []
     authors = [f"author-{i}" for i in range(4)]
-    for i in range(rng.randint(6, 14)):
-        source_type, uris = rng.choice(SOURCE_TYPES)
+    # One entry of every source type first (a rich store dates all their snapshots
+    # in the past, so decay bites whatever type a configuration names).
+    kinds = list(SOURCE_TYPES) + [rng.choice(SOURCE_TYPES) for _ in range(rng.randint(0, 8))]
+    for i, (source_type, uris) in enumerate(kinds):
         entry_id = _uid(rng)
         db.execute("INSERT INTO corpus_entries (entry_id, uri_r, source_type, mutability, fetch_policy, "
                    "created_at, deposited_by, tags_json) VALUES (?,?,?,?,?,?,?,?)",
@@ -144,7 +155,9 @@ def build_hand_store(path: Path, seed: int) -> dict:
         for _ in range(rng.randint(1, 3)):
             snapshot_id = _uid(rng)
             roll = rng.random()
-            if roll < 0.2:
+            if rich and i < len(SOURCE_TYPES) and not snaps:
+                published = _ts(epoch - timedelta(days=rng.uniform(30, 3000)))
+            elif roll < 0.2:
                 published = None
             elif roll < 0.35:
                 published = (epoch + timedelta(days=rng.uniform(-3000, 900))).strftime("%Y-%m-%d %H:%M:%S+02:00")
@@ -162,8 +175,13 @@ def build_hand_store(path: Path, seed: int) -> dict:
     statement_keys = [("social media", "SOURCE_TYPE", "REDDIT_POST"), ("software", "SOURCE_TYPE", "GITHUB_REPO"),
                       ("numismatics", "SOURCE_TYPE", "NUMISTA_API_COIN"), ("agent-memory", "SOURCE_TYPE", "CONVERSATION"),
                       ("Wikidata", "CORPUS_ENTRY", rng.choice(entries)[0]), ("social media", "AUTHOR", "author-1"),
-                      ("numismatics", "AUTHOR", "author-2")]
-    for key in rng.sample(statement_keys, rng.randint(0, len(statement_keys))):
+                      ("numismatics", "AUTHOR", "author-2"),
+                      # Domains only a configuration's source_type_domains gives.
+                      ("web", "SOURCE_TYPE", "WEB_PAGE"), ("web", "AUTHOR", "author-0"), ("web", "SOURCE_TYPE", "PDF"),
+                      ("agent-memory", "AUTHOR", "author-3"), ("", "SOURCE_TYPE", "LOCAL_MARKDOWN"),
+                      ("documents", "SOURCE_TYPE", "PDF")]
+    chosen = statement_keys if rich else rng.sample(statement_keys, rng.randint(0, len(statement_keys)))
+    for key in chosen:
         for _ in range(rng.randint(1, 2)):  # repeated keys: the latest asserted wins
             db.execute("INSERT INTO trust_statements VALUES (?,?,?,?,?,?,?,?,?,?)",
                        (_uid(rng), *key, round(rng.uniform(0, 1), 3), "local", "op",
@@ -276,7 +294,7 @@ def build_hand_store(path: Path, seed: int) -> dict:
             valid_kind=valid_kind,
             content=f"Belief {i} about coins and {rng.choice(['gold', 'silver', 'grading'])}.",
             confidence=Confidence(value=confidence,
-                                  calibration_source="DERIVED" if derived else rng.choice(["EXTRACTOR_DIRECT", "HUMAN_REVIEW"])),
+                                  calibration_source="DERIVED" if derived else rng.choice(CALIBRATION_SOURCES)),
             uncertainty_nature=rng.choice(["EPISTEMIC", "ALEATORY"]),
             provenance=provenance,
             asserted_by="gen",
@@ -358,6 +376,10 @@ def build_hand_store(path: Path, seed: int) -> dict:
     for pid in rng.sample(others, max(1, len(others) // 10)):
         db.execute("UPDATE particles SET valid_until = ? WHERE id = ? AND valid_from IS NULL AND valid_until IS NULL",
                    (rng.choice([_ts(epoch + timedelta(days=rng.uniform(-1200, 900))), (epoch + timedelta(days=100)).strftime("%Y-%m-%d %H:%M:%S-05:00")]), pid))
+    if rich:
+        # Every row hydrates, so that no configured request is lost to a store the
+        # reference refuses: no EVENT with an end, no end beside a start.
+        db.execute("UPDATE particles SET valid_until = NULL WHERE valid_kind = 'EVENT' OR valid_from IS NOT NULL")
     # Foreign and legacy embedding model ids, malformed extractor refs.
     for pid in rng.sample(ids, max(1, n // 15)):
         db.execute("UPDATE particles SET embedding_model_id = ? WHERE id = ?", (rng.choice(["other-model", "", None]), pid))
@@ -368,7 +390,7 @@ def build_hand_store(path: Path, seed: int) -> dict:
     for _ in range(rng.randint(0, n // 4)):
         a, b = sorted(rng.sample(ids + [_uid(rng)], 2))
         db.execute("INSERT OR IGNORE INTO particle_relations VALUES (?,?,?,?,?,?)",
-                   (a, b, "CO_EVIDENTIAL", "gen", _ts(epoch), rng.choice([1.0, 0.5, 0.0, -0.3])))
+                   (a, b, "CO_EVIDENTIAL", "gen", _ts(epoch), rng.choice([1.0, 0.9, 0.75, 0.5, 0.25, 0.1, 0.0, -0.3])))
     db.commit()
     db.close()
     return {"subjects": subjects, "vectors": [v.tolist() for v in vectors[:20]], "hand": True}

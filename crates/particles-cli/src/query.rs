@@ -9,15 +9,16 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use particles_cache::{CandidateCache, SidecarConfig, SidecarWrite};
 use particles_model::{
-    AssertionModality, Envelope, QueryRequest, TimeWindow, Timestamp, UncertaintyNature,
-    ValidRequest, EMBEDDING_DIM, MAX_TOP_K,
+    Envelope, QueryRequest, TimeWindow, Timestamp, UncertaintyNature, ValidRequest, EMBEDDING_DIM,
+    MAX_TOP_K,
 };
 use particles_query::{run_query_with, QueryInput, QueryOutcome};
 use particles_store::{CandidateLoader, Store, UncachedLoader};
 
-use crate::{output, UsageError};
+use crate::{output, query_flags, UsageError};
 
 #[derive(Debug, Args)]
+#[command(after_long_help = crate::query_flags::REFERENCE_FLAGS)]
 pub(crate) struct QueryArgs {
     /// The store: a handle of the configuration's `storage.stores` (or
     /// `default`), or a store file. Repeat it to query several stores at once (a
@@ -52,9 +53,17 @@ pub(crate) struct QueryArgs {
           value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_TOP_K)))]
     top_k: u32,
 
-    /// Only beliefs about this subject id.
-    #[arg(long, value_name = "ID")]
+    /// Only beliefs about this subject: an id, a unique id prefix, a name or an
+    /// alias, resolved as the reference resolves it, in the default store (in the
+    /// store file, when every --store is a file). No match or several: exit 1.
+    #[arg(long, value_name = "REF")]
     subject: Option<String>,
+
+    /// Only beliefs about the subject with exactly this id, taken as the HTTP
+    /// engine takes `subject_id`: not resolved, so an id no subject has is the
+    /// response's subject coverage gap, not an error.
+    #[arg(long, value_name = "ID", conflicts_with = "subject")]
+    subject_id: Option<String>,
 
     /// Drop beliefs whose effective confidence is below this (0..=1).
     #[arg(long, value_name = "X", default_value_t = 0.0, value_parser = parse_unit)]
@@ -65,9 +74,24 @@ pub(crate) struct QueryArgs {
     uncertainty_nature: Option<UncertaintyNature>,
 
     /// Only beliefs of this assertion modality (FALSIFIABLE, EVALUATIVE,
-    /// EXPERIENTIAL, CONSTITUTIVE).
-    #[arg(long, value_name = "MODALITY", value_parser = parse_enum::<AssertionModality>)]
-    assertion_modality: Option<AssertionModality>,
+    /// EXPERIENTIAL, CONSTITUTIVE; trimmed and upper-cased first, as the reference
+    /// takes it).
+    #[arg(long, value_name = "MODALITY")]
+    assertion_modality: Option<String>,
+
+    /// The answer's reader: GENERAL, EXPERT or REGULATORY (case-sensitive, as the
+    /// reference takes it); it shapes the answer's prompt.
+    #[arg(long, value_name = "AUDIENCE", default_value = "GENERAL")]
+    audience: String,
+
+    /// A grounded answer: each sentence cites the particles it rests on, parsed
+    /// into the response's attribution (default: `query.grounded_answers`).
+    #[arg(long, overrides_with = "ungrounded")]
+    grounded: bool,
+
+    /// An answer without citations, whatever `query.grounded_answers` says.
+    #[arg(long, overrides_with = "grounded")]
+    ungrounded: bool,
 
     /// Only beliefs asserted in the last N days before --now.
     #[arg(long, value_name = "DAYS")]
@@ -136,13 +160,26 @@ pub(crate) struct QueryArgs {
     #[arg(long)]
     json: bool,
 
-    /// Print the reference's whole query response as one JSON object (the answer
-    /// text left empty).
+    /// Print the reference's whole query response as one JSON object: the
+    /// ranking, every disclosure and the answer from the configured provider.
     #[arg(long, conflicts_with = "json")]
     response_json: bool,
 
-    /// With --response-json: each hit's spread across the local policy and every
-    /// adopted trust lens (include_contestedness).
+    /// Print the answer as the reference's `particles query` does, with the hit
+    /// table first (CONF, EFF, AGE, EXTRACTOR, CONTENT), then the answer, its
+    /// footers and the ⚠ notes (on stderr).
+    #[arg(long, conflicts_with_all = ["json", "response_json"])]
+    show_particles: bool,
+
+    /// Print the answer as the reference's `particles query` does, followed by the
+    /// source passage behind each of the top hits (`source_passage.query_show_limit`,
+    /// default 5). Not with a --store handle: passages are read from one store.
+    #[arg(long, conflicts_with_all = ["json", "response_json"])]
+    show_source: bool,
+
+    /// Each hit's spread across the local policy and every adopted trust lens
+    /// (include_contestedness): in --response-json, or as the reference's
+    /// "Contestedness" block in its text layout (which this flag selects).
     #[arg(long)]
     contestedness: bool,
 
@@ -484,16 +521,24 @@ pub(crate) fn validate(request: QueryRequest) -> Result<ValidRequest> {
 }
 
 impl QueryArgs {
-    /// The flags as the reference's request.
-    fn request(&self) -> QueryRequest {
-        QueryRequest {
+    /// The flags as the reference's request, with the subject as resolved.
+    fn request(&self, subject_id: Option<String>) -> Result<QueryRequest> {
+        Ok(QueryRequest {
             question: self.question.clone(),
             min_confidence: self.min_confidence,
             uncertainty_nature: self.uncertainty_nature,
-            assertion_modality: self.assertion_modality,
+            assertion_modality: query_flags::assertion_modality(
+                self.assertion_modality.as_deref(),
+            )?,
+            audience: query_flags::audience(&self.audience)?,
+            grounded: match (self.grounded, self.ungrounded) {
+                (true, _) => Some(true),
+                (_, true) => Some(false),
+                _ => None,
+            },
             recency_window_days: self.recency_window_days,
             top_k: self.top_k,
-            subject_id: self.subject.clone(),
+            subject_id,
             tags: self.tags.clone(),
             include_ancestors: self.include_ancestors,
             include_document_meta: self.include_document_meta,
@@ -509,7 +554,7 @@ impl QueryArgs {
             include_contestedness: self.contestedness,
             observer_project: self.observer_project.clone(),
             ..QueryRequest::default()
-        }
+        })
     }
 
     /// The envelope: a vector from a file, none, or the question encoded.
@@ -532,7 +577,13 @@ impl QueryArgs {
 }
 
 pub(crate) fn run(args: QueryArgs, config: &crate::config_cmd::Configured) -> Result<()> {
-    let mut raw = args.request();
+    query_flags::note_remote_mode(config);
+    // The reference's order: the subject, the modality, then the request.
+    let subject = match &args.subject_id {
+        Some(id) => Some(id.clone()),
+        None => query_flags::subject(args.subject.as_deref(), &args.stores, config)?,
+    };
+    let mut raw = args.request(subject)?;
     let during_and_on = args.during.is_some() && args.on.is_some();
     crate::structural_cmd::prepare(&args.structural, during_and_on, &mut raw)?;
     let request = validate(raw)?;
@@ -567,6 +618,36 @@ pub(crate) fn run(args: QueryArgs, config: &crate::config_cmd::Configured) -> Re
             &envelope,
             &selection,
             config,
+        );
+    }
+    if args.show_particles || args.show_source || (args.contestedness && !args.json) {
+        if args.show_source
+            && !args.stores.is_empty()
+            && selection.targets.iter().any(|t| t.handle.is_some())
+        {
+            // The reference's refusal: passages are read from the one store that
+            // holds a hit, and a handle federates.
+            return Err(UsageError(
+                "--show-source is not available with --store federation; run `particles particle \
+                 source <id>` against the store holding the hit."
+                    .into(),
+            )
+            .into());
+        }
+        let layout = crate::reference_text::Layout {
+            show_particles: args.show_particles,
+            contestedness: args.contestedness,
+            as_of: request.as_of.is_some(),
+            now: args.now.unwrap_or_else(Timestamp::now),
+        };
+        return crate::response::print_text(
+            &args.sidecar,
+            &request,
+            &envelope,
+            &selection,
+            config,
+            &layout,
+            args.show_source,
         );
     }
     let mut stores = OpenStores::open(&selection, &args.sidecar, SidecarWrite::OnChange)?;

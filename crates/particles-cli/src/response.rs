@@ -6,19 +6,23 @@ use std::io::Write;
 
 use anyhow::Result;
 use particles_engine::{CacheOptions, Engine, StoreSelection};
-use particles_model::{Envelope, ValidRequest};
+use particles_model::{response::QueryResponse, Envelope, ValidRequest};
 
-use crate::{config_cmd::Configured, query::SidecarArgs, UsageError};
+use crate::{
+    config_cmd::Configured,
+    query::SidecarArgs,
+    reference_text::{self, Layout},
+    UsageError,
+};
 
-/// Answers `request` on the selected stores and prints the response as one line
-/// of JSON.
-pub(crate) fn print_response(
+/// Answers `request` on the selected stores through the engine `serve` uses.
+fn respond(
     sidecar: &SidecarArgs,
     request: &ValidRequest,
     envelope: &Envelope,
     selection: &StoreSelection,
     config: &Configured,
-) -> Result<()> {
+) -> Result<(Engine, QueryResponse)> {
     let env: std::collections::HashMap<String, String> = config
         .env
         .vars
@@ -45,14 +49,60 @@ pub(crate) fn print_response(
             }
             error => anyhow::Error::new(error),
         })?;
+    Ok((engine, response))
+}
+
+/// After the answer is printed: the sidecars are written back, and what could
+/// not be is said.
+fn persist(engine: &Engine) {
+    for note in engine.persist() {
+        eprintln!("note: {note}");
+    }
+}
+
+/// Answers `request` on the selected stores and prints the response as one line
+/// of JSON.
+pub(crate) fn print_response(
+    sidecar: &SidecarArgs,
+    request: &ValidRequest,
+    envelope: &Envelope,
+    selection: &StoreSelection,
+    config: &Configured,
+) -> Result<()> {
+    let (engine, response) = respond(sidecar, request, envelope, selection, config)?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     serde_json::to_writer(&mut out, &response)?;
     writeln!(out)?;
     out.flush()?;
     drop(out);
-    for note in engine.persist() {
-        eprintln!("note: {note}");
+    persist(&engine);
+    Ok(())
+}
+
+/// Answers `request` and prints it in the reference's `particles query` layout,
+/// then, with `show_source`, the source passage behind each of the top hits.
+pub(crate) fn print_text(
+    sidecar: &SidecarArgs,
+    request: &ValidRequest,
+    envelope: &Envelope,
+    selection: &StoreSelection,
+    config: &Configured,
+    layout: &Layout,
+    show_source: bool,
+) -> Result<()> {
+    let (engine, response) = respond(sidecar, request, envelope, selection, config)?;
+    let stdout = std::io::stdout();
+    let stderr = std::io::stderr();
+    let mut out = stdout.lock();
+    let mut err = stderr.lock();
+    reference_text::write_semantic(&mut out, &mut err, &response, layout)?;
+    if show_source {
+        // Filled in with the source-passage port (particles-server) on merge.
+        anyhow::bail!("--show-source: not wired yet");
     }
+    out.flush()?;
+    drop((out, err));
+    persist(&engine);
     Ok(())
 }

@@ -10,7 +10,7 @@
 //! 3. the filters (properties, tags, structured claims, the recency window), the
 //!    cosine and a score bound per candidate, in one pass split across cores;
 //! 4. candidates in bound order, batch by batch: their source facts and premise
-//!    statuses (chunked lookups), then their score, into a [`TopK`](collect)
+//!    statuses (chunked lookups), then their score, into a top-k
 //!    collector, until no remaining bound can reach the k-th score;
 //! 5. the cut at `top_k` and the co-evidential collapse;
 //! 6. the hits' particles, read by id, and what the route's loader knows of them

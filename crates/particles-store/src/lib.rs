@@ -42,6 +42,7 @@ mod row;
 mod scans;
 mod sources;
 mod store;
+mod subjects;
 mod tables;
 mod vocabulary;
 mod writer;
@@ -74,7 +75,8 @@ pub use crate::{
         claim_coverage_counts, co_evidential_edges, expand_tags, particle_ids_for_tags,
         premise_statuses, source_facts, subject_is_known, subject_particle_ids, tag_is_known,
     },
-    store::{create_store, Store},
+    store::{create_store, Store, ALEMBIC_HEAD},
+    subjects::{resolve_subject, MatchedBy, SubjectCandidate, SubjectResolution},
     tables::{CorpusEntryRow, OnConflict, RelationRow, SnapshotRow, SubjectRow},
     vocabulary::{
         adopted_vocabularies, count_events_by_type, subject_classes, subject_headers, ExternalLink,

@@ -5,7 +5,7 @@
 
 use std::{cell::Cell, time::Instant};
 
-/// What the loaders of this thread did since the last [`take_load_counters`].
+/// What the loaders of this thread did since the last `take_load_counters`.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct LoadCounters {
     /// Seconds inside SQLite for loader and journal statements.

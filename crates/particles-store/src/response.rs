@@ -120,13 +120,7 @@ pub fn find_subject(store: &Store, reference: &str) -> Result<SubjectMatch> {
     if let Some(found) = exact.into_iter().next() {
         return Ok(SubjectMatch::Found(found));
     }
-    let pattern = format!(
-        "{}%",
-        reference
-            .replace('\\', "\\\\")
-            .replace('%', "\\%")
-            .replace('_', "\\_")
-    );
+    let pattern = format!("{}%", crate::subjects::escape_like(reference));
     let mut prefixed = collect_with(
         store,
         "subject by prefix",

@@ -166,11 +166,19 @@ impl Store {
 }
 
 /// The schema of a new store: every table and index of the reference's store
-/// format.
+/// format at its migration head, as the reference's migrations leave them.
 const SCHEMA: &str = include_str!("schema.sql");
 
-/// Creates a new, empty store at `path` in the reference's schema, with the change
-/// journal installed, and returns it open for writing.
+/// The reference's migration head (the newest revision under its `_alembic/versions`,
+/// `059_rule_source_roots`). A new store carries it in `alembic_version`: the
+/// reference's engine runs `alembic upgrade head` on every store it opens, and a
+/// store without the stamp is migrated from the first revision, which fails on the
+/// tables that already exist (`table corpus_entries already exists`).
+pub const ALEMBIC_HEAD: &str = "059";
+
+/// Creates a new, empty store at `path` in the reference's schema at its migration
+/// head, stamped with that head ([`ALEMBIC_HEAD`]) and with the change journal
+/// installed, and returns it open for writing.
 ///
 /// # Errors
 ///
@@ -195,7 +203,9 @@ pub fn create_store(path: &Path) -> Result<crate::Writer> {
     )
     .map_err(open_error)?;
     let created = connection
-        .execute_batch(&format!("BEGIN; {SCHEMA} COMMIT;"))
+        .execute_batch(&format!(
+            "BEGIN; {SCHEMA} INSERT INTO alembic_version (version_num) VALUES ('{ALEMBIC_HEAD}'); COMMIT;"
+        ))
         .map_err(query_error("create schema"))
         .and_then(|()| crate::journal::install_journal_on(&mut connection).map(|_| ()));
     if let Err(error) = created {
@@ -208,7 +218,7 @@ pub fn create_store(path: &Path) -> Result<crate::Writer> {
 }
 
 #[cfg(test)]
-mod read_only_tests {
+mod tests {
     use super::*;
 
     #[test]
@@ -229,5 +239,31 @@ mod read_only_tests {
         }
         drop(store);
         assert_eq!(std::fs::read(&path).unwrap(), before, "the file changed");
+    }
+
+    #[test]
+    fn a_new_store_is_stamped_with_the_migration_head() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("new.db");
+        drop(create_store(&path).unwrap());
+        let store = Store::open_read_only(&path).unwrap();
+        let stamps: Vec<String> = store
+            .connection()
+            .prepare("SELECT version_num FROM alembic_version")
+            .unwrap()
+            .query_map([], |row| row.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(stamps, [ALEMBIC_HEAD]);
+        for table in [
+            "subjects",
+            "subject_aliases",
+            "particle_changes",
+            "utility_events",
+        ] {
+            assert!(store.has_table(table).unwrap(), "{table}");
+        }
+        assert!(crate::journal_installed(&store).unwrap());
     }
 }

@@ -95,6 +95,12 @@ pub fn model_files() -> Option<PathBuf> {
     None
 }
 
+/// Reports a reference-using test that cannot run here: a panic under
+/// `PARTICLES_REQUIRE_REFERENCE=1`, else a note on stderr (the test then returns).
+pub fn skip_or_fail(note: &str) {
+    missing(REQUIRE_REFERENCE, note);
+}
+
 fn missing(variable: &str, note: &str) {
     if std::env::var(variable).as_deref() == Ok("1") {
         panic!("{note} ({variable}=1)");

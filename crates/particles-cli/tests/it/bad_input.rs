@@ -225,25 +225,88 @@ fn bad_flags_name_the_flag() {
         2,
         &["--now", "RFC 3339"],
     );
+    // The reference's messages (it exits 1 on both; a bad value is a usage error
+    // here).
     assert_error(
         &query(
             &store,
-            &["q", "--no-embedding", "--assertion-modality", "MAYBE"],
+            &["q", "--no-embedding", "--assertion-modality", " maybe"],
         ),
         2,
-        &["--assertion-modality", "FALSIFIABLE"],
+        &["Unknown assertion modality ' maybe'. Valid: FALSIFIABLE, EVALUATIVE, EXPERIENTIAL, CONSTITUTIVE."],
+    );
+    assert_error(
+        &query(&store, &["q", "--no-embedding", "--audience", "expert"]),
+        2,
+        &["Invalid query request: 'expert' is not a valid AudienceHint"],
     );
 }
 
 #[test]
-fn an_unknown_subject_answers_nothing_and_warns() {
+fn enum_flags_are_taken_as_the_reference_takes_them() {
+    let store = fixture("coins-a.db");
+    let run = query(
+        &store,
+        &[
+            "q",
+            "--no-embedding",
+            "--json",
+            "--assertion-modality",
+            " evaluative ",
+        ],
+    );
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let json: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(json["query"]["assertion_modality"], "EVALUATIVE");
+    let run = query(&store, &["q", "--no-embedding", "--audience", "EXPERT"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("not applied") && run.stderr.contains("audience"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn an_unknown_or_ambiguous_subject_is_refused_as_the_reference_refuses_it() {
     let run = query(
         &fixture("coins-a.db"),
         &["q", "--no-embedding", "--subject", "no-such-subject"],
     );
+    assert_error(
+        &run,
+        1,
+        &["No subject matches 'no-such-subject' by ID, ID prefix, or name."],
+    );
+    // Every subject of the fixture is called `s`.
+    let run = query(
+        &fixture("coins-a.db"),
+        &["q", "--no-embedding", "--subject", "S"],
+    );
+    assert_error(
+        &run,
+        1,
+        &[
+            "Subject 'S' is ambiguous: it matches ",
+            "(by name)",
+            "Pass more characters of the ID you mean.",
+        ],
+    );
+}
+
+#[test]
+fn a_subject_id_prefix_resolves_to_its_subject() {
+    let run = query(
+        &fixture("coins-a.db"),
+        &["q", "--no-embedding", "--json", "--subject", " F44D7E40 "],
+    );
     assert_eq!(run.code, Some(0), "{}", run.stderr);
-    assert!(run.stdout.contains("No beliefs matched"), "{}", run.stdout);
-    assert!(run.stderr.contains("no-such-subject"), "{}", run.stderr);
+    let json: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        json["query"]["subject_id"],
+        "f44d7e40-c78f-4c45-9a9e-994cf1a9a658"
+    );
+    assert!(!json["hits"].as_array().unwrap().is_empty());
 }
 
 #[test]

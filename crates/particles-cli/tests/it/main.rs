@@ -1,8 +1,13 @@
 //! Integration tests of the `particles-rs` binary: one module per topic.
 
+mod bad_config;
 mod bad_input;
+mod configured;
 mod crash;
 mod demo;
+mod entry_points;
+mod federation;
+mod help;
 mod import;
 mod model;
 mod reference;
@@ -10,4 +15,5 @@ mod response;
 mod serve;
 mod sidecar;
 mod structural;
+mod subjects;
 mod support;

@@ -11,47 +11,28 @@
 //! venv the test says what is missing and passes, unless
 //! `PARTICLES_REQUIRE_REFERENCE=1`.
 
-use std::{
-    path::{Path, PathBuf},
-    process::Command,
-};
+use std::{path::Path, process::Command};
 
 use serde_json::Value;
 
-use crate::support::{file_digest, particles_rs, workspace_root};
+use crate::support::{file_digest, particles_rs, reference_python, workspace_root};
 
 /// Every field is compared: the answer too (both engines run with
 /// `network.egress: none`, so the answer step fails fast and identically, or
 /// refuses below the relevance floor without a call).
 const NOT_COMPARED: &[&str] = &[];
 
-/// The reference's Python, or `None` (after saying why) when it is not installed
-/// and the reference is not required.
-fn reference_python() -> Option<PathBuf> {
-    let path = std::env::var_os("PARTICLES_REFERENCE_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join(".reference/venv/bin/python"));
-    if path.exists() {
-        return Some(path);
-    }
-    let message = format!(
-        "the reference (linkedparticles 1.214.1) is not installed at {}: run `cargo xtask reference` \
-         (or set PARTICLES_REFERENCE_PYTHON) to compare the response with it",
-        path.display()
-    );
-    if std::env::var("PARTICLES_REQUIRE_REFERENCE").as_deref() == Ok("1") {
-        panic!("{message}");
-    }
-    eprintln!("skipped: {message}");
-    None
+fn oracle_cases(python: &Path, dir: &Path, seed: u64) -> Vec<Value> {
+    oracle_cases_with(python, dir, seed, &[])
 }
 
-fn oracle_cases(python: &Path, dir: &Path, seed: u64) -> Vec<Value> {
+fn oracle_cases_with(python: &Path, dir: &Path, seed: u64, extra: &[&str]) -> Vec<Value> {
     let script = workspace_root().join("tests/reference/response_oracle.py");
     let output = Command::new(python)
         .arg(&script)
         .args(["--seed", &seed.to_string(), "--out"])
         .arg(dir)
+        .args(extra)
         .output()
         .expect("the reference's python runs");
     assert!(
@@ -106,7 +87,7 @@ fn arguments(dir: &Path, request: &Value) -> Vec<String> {
         args.extend(["--tag".into(), text(tag)]);
     }
     for (flag, key) in [
-        ("--subject", "subject_id"),
+        ("--subject-id", "subject_id"),
         ("--observer-project", "observer_project"),
         ("--as-of", "as_of"),
         ("--during", "during"),
@@ -269,4 +250,137 @@ fn responses_equal_the_references_on_rich_stores() {
         failures.len(),
         failures.join("\n")
     );
+}
+
+/// The lines of the reference CLI's stderr that are its own output (the ⚠
+/// disclosures, the answer-failure advice, the contestedness note), without the
+/// log records its last-resort handler also prints there.
+fn disclosures(stderr: &str) -> Vec<&str> {
+    stderr
+        .lines()
+        .filter(|line| {
+            line.starts_with('⚠')
+                || line.starts_with("   BUDGET: ")
+                || line.starts_with("   PROVIDER: ")
+                || line.starts_with("Contestedness unavailable")
+        })
+        .collect()
+}
+
+/// stdout with the hit table's AGE column blanked: the reference computes it from
+/// the wall clock, which its oracle cannot freeze (decay's clock is frozen).
+fn without_age(stdout: &str) -> String {
+    let mut in_table = false;
+    let mut lines = Vec::new();
+    for line in stdout.lines() {
+        if line.chars().count() == 100 && line.chars().all(|c| c == '-') {
+            in_table = true;
+            lines.push(line.to_owned());
+            continue;
+        }
+        if in_table && line.is_empty() {
+            in_table = false;
+        }
+        if in_table {
+            let chars: Vec<char> = line.chars().collect();
+            let (head, tail) = (&chars[..14.min(chars.len())], &chars[20.min(chars.len())..]);
+            lines.push(format!(
+                "{}<age>{}",
+                head.iter().collect::<String>(),
+                tail.iter().collect::<String>()
+            ));
+        } else {
+            lines.push(line.to_owned());
+        }
+    }
+    lines.join("\n")
+}
+
+/// `particles-rs query --show-particles` prints what the reference's `particles
+/// query --show-particles` prints for the same request on the same store: the hit
+/// table, the contestedness block, the answer (or refusal, or fallback listing),
+/// the coverage, badge, as-of and window footers on stdout, and the ⚠ lines on
+/// stderr, byte for byte (the table's AGE column aside, see `without_age`).
+#[test]
+fn text_layout_equals_the_references_cli() {
+    let Some(python) = reference_python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (mut compared, mut refused) = (0, 0);
+    let mut failures = Vec::new();
+    for seed in 1..=seeds().min(3) {
+        let cases = oracle_cases_with(&python, dir.path(), seed, &["--cli"]);
+        for case in &cases {
+            let request = &case["request"];
+            let cli = &case["cli"];
+            let mut args: Vec<String> = vec![
+                "--config".into(),
+                dir.path()
+                    .join("response-config.yaml")
+                    .display()
+                    .to_string(),
+                "query".into(),
+                "the question".into(),
+                "--no-sidecar".into(),
+                "--store".into(),
+                request["store"].as_str().unwrap().to_owned(),
+                "--now".into(),
+                request["now"].as_str().unwrap().to_owned(),
+            ];
+            if request["vector"].is_null() {
+                args.push("--no-embedding".into());
+            } else {
+                let path = dir.path().join("cli-vector.json");
+                std::fs::write(&path, request["vector"].to_string()).unwrap();
+                args.extend(["--vector-file".into(), path.display().to_string()]);
+            }
+            args.extend(
+                cli["cli_args"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|a| a.as_str().unwrap().to_owned()),
+            );
+            let arg_refs: Vec<&str> = args.iter().map(String::as_str).collect();
+            let output = particles_rs(&arg_refs);
+            let shown = format!("seed {seed} {}", cli["cli_args"]);
+            let stdout = String::from_utf8_lossy(&output.stdout);
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            if cli["code"].as_i64() != Some(0) {
+                refused += 1;
+                if output.status.success() {
+                    failures.push(format!(
+                        "{shown}: the reference exited {} but particles-rs succeeded",
+                        cli["code"]
+                    ));
+                }
+                continue;
+            }
+            compared += 1;
+            if !output.status.success() {
+                failures.push(format!("{shown}: particles-rs failed: {stderr}"));
+                continue;
+            }
+            let theirs = without_age(cli["stdout"].as_str().unwrap());
+            let ours = without_age(&stdout);
+            if ours != theirs {
+                failures.push(format!(
+                    "{shown}: stdout differs\n--- ours\n{ours}\n--- the reference's\n{theirs}"
+                ));
+            }
+            let their_notes = disclosures(cli["stderr"].as_str().unwrap());
+            let our_notes = disclosures(&stderr);
+            if our_notes != their_notes {
+                failures.push(format!("{shown}: stderr disclosures {our_notes:#?} vs the reference's {their_notes:#?}"));
+            }
+        }
+    }
+    eprintln!("compared {compared} printed answers ({refused} refused on both sides)");
+    assert!(
+        compared >= 24,
+        "too few printed answers compared: {compared}"
+    );
+    failures.truncate(6);
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }

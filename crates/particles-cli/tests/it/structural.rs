@@ -20,28 +20,7 @@ use std::{
 
 use serde_json::Value;
 
-use crate::support::{file_digest, particles_rs, workspace_root};
-
-/// The reference venv's Python, or `None` (with a note) when it is absent and
-/// not required.
-fn reference_python() -> Option<PathBuf> {
-    let path = std::env::var_os("PARTICLES_REFERENCE_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join(".reference/venv/bin/python"));
-    if path.exists() {
-        return Some(path);
-    }
-    let note = format!(
-        "the reference (linkedparticles 1.214.1) is not installed: {} is missing; run \
-         `cargo xtask reference` to install it",
-        path.display()
-    );
-    if std::env::var("PARTICLES_REQUIRE_REFERENCE").as_deref() == Ok("1") {
-        panic!("{note} (PARTICLES_REQUIRE_REFERENCE=1)");
-    }
-    eprintln!("skipping the structural comparison with the reference: {note}");
-    None
-}
+use crate::support::{file_digest, particles_rs, reference_python, workspace_root};
 
 fn oracle_cases(python: &Path, dir: &Path, seed: u64, requests: u64) -> Vec<Value> {
     let script = workspace_root().join("tests/reference/structural_oracle.py");
