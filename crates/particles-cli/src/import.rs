@@ -220,12 +220,26 @@ pub(crate) fn run(args: &ImportArgs) -> Result<()> {
     let now = particles_model::Timestamp::now();
     let mut prepared = Vec::new();
     let mut bad = Vec::new();
+    // The first line with an id wins; a later one is a bad line naming it, so
+    // one repeat cannot abort the batch around it.
+    let mut first_line: HashMap<String, usize> = HashMap::new();
     for (number, line) in &lines {
         if line.trim().is_empty() {
             continue;
         }
         match prepare(line, now) {
-            Ok(p) => prepared.push(p),
+            Ok(p) => match first_line.get(&p.particle.id) {
+                Some(first) => bad.push(format!(
+                    "{}:{number}: id {} is line {first}'s too (without \"id\" a line's id \
+                     derives from its content, so repeated content repeats it)",
+                    args.file.display(),
+                    p.particle.id
+                )),
+                None => {
+                    first_line.insert(p.particle.id.clone(), *number);
+                    prepared.push(p);
+                }
+            },
             Err(reason) => bad.push(format!("{}:{number}: {reason}", args.file.display())),
         }
     }
@@ -254,12 +268,33 @@ pub(crate) fn run(args: &ImportArgs) -> Result<()> {
     );
     bar.set_prefix("importing");
     let mut written = 0;
+    let mut present = 0;
     let mut known_subjects: HashMap<String, String> = HashMap::new();
+    let reader = particles_store::Store::open_read_only(&args.store)?;
     for batch in prepared.chunks(args.batch_size) {
-        let texts: Vec<&str> = batch.iter().map(|p| p.particle.content.as_str()).collect();
-        let vectors = encoder(&texts);
+        // Beliefs already in the store (a re-run of an import, or a belief
+        // another writer added) are skipped and counted: looked up before
+        // encoding, so a re-run costs no encoder time, and again under the write
+        // lock, so a concurrent insert cannot surface as a UNIQUE failure.
+        let ids: Vec<&str> = batch.iter().map(|p| p.particle.id.as_str()).collect();
+        let found = particles_store::existing_particle_ids(&reader, &ids)?;
+        let absent: Vec<&Prepared> = batch
+            .iter()
+            .filter(|p| !found.contains(&p.particle.id))
+            .collect();
+        present += batch.len() - absent.len();
+        let texts: Vec<&str> = absent.iter().map(|p| p.particle.content.as_str()).collect();
+        let vectors = if texts.is_empty() {
+            Vec::new()
+        } else {
+            encoder(&texts)
+        };
         let tx = writer.transaction()?;
-        for (item, vector) in batch.iter().zip(&vectors) {
+        for (item, vector) in absent.into_iter().zip(&vectors) {
+            if tx.contains(&item.particle.id)? {
+                present += 1;
+                continue;
+            }
             for (id, name) in &item.subjects {
                 if known_subjects.insert(id.clone(), name.clone()).is_none() {
                     // `{}` is what the importer has always written here; the
@@ -334,7 +369,7 @@ pub(crate) fn run(args: &ImportArgs) -> Result<()> {
     }
     bar.finish_and_clear();
     println!(
-        "{}: {} {written} belief(s) from {}{}",
+        "{}: {} {written} belief(s) from {}{}{}",
         args.store.display(),
         if created {
             "created the store and imported"
@@ -342,6 +377,11 @@ pub(crate) fn run(args: &ImportArgs) -> Result<()> {
             "imported"
         },
         args.file.display(),
+        if present == 0 {
+            String::new()
+        } else {
+            format!("; skipped {present} already in the store")
+        },
         if bad.is_empty() {
             String::new()
         } else {

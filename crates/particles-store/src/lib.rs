@@ -69,7 +69,8 @@ pub use crate::{
     profile::LoadCounters,
     pyjson::{dumps as python_json_dumps, dumps_vector as python_json_vector},
     scans::{
-        active_embedding_json_length, embedding_texts, particle_ids_in_rowid_order, sqlite_version,
+        active_embedding_json_length, embedding_texts, existing_particle_ids,
+        particle_ids_in_rowid_order, sqlite_version,
     },
     sources::{
         claim_coverage_counts, co_evidential_edges, expand_tags, particle_ids_for_tags,

@@ -1,5 +1,5 @@
-//! Whole-store reads that answer no query: what tools around the engine (the
-//! benchmark's generator and floors) need to know about a store file.
+//! Reads that answer no query: what tools around the engine (the benchmark's
+//! generator and floors, the importer) need to know about a store file.
 
 use crate::{
     error::{query_error, Result},
@@ -81,4 +81,29 @@ pub fn active_embedding_json_length(store: &Store) -> Result<u64> {
 /// the same on every machine): part of a benchmark's reproduction tuple.
 pub fn sqlite_version() -> &'static str {
     rusqlite::version()
+}
+
+/// Which of `ids` name a particle in the store, whatever its status (the
+/// importer skips those rather than fail on the primary key).
+///
+/// # Errors
+///
+/// [`crate::Error::Query`] when SQLite fails.
+pub fn existing_particle_ids(
+    store: &Store,
+    ids: &[&str],
+) -> Result<std::collections::HashSet<String>> {
+    let mut found = std::collections::HashSet::new();
+    crate::chunked::for_each_in_chunks(
+        store,
+        "existing particle ids",
+        ids,
+        |list| format!("SELECT id FROM particles WHERE id IN ({list})"),
+        crate::chunked::SqlClock::Untimed,
+        |row| {
+            found.insert(row.get(0).map_err(query_error("existing particle ids"))?);
+            Ok(())
+        },
+    )?;
+    Ok(found)
 }

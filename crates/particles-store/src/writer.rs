@@ -353,6 +353,19 @@ pub fn content_hash(content: &str) -> String {
 }
 
 impl WriteTransaction<'_> {
+    /// Whether a particle with this id is in the store. Inside the transaction,
+    /// which holds the write lock, the answer stays true until it commits.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Query`].
+    pub fn contains(&self, id: &str) -> Result<bool> {
+        self.transaction
+            .prepare_cached("SELECT 1 FROM particles WHERE id = ?1")
+            .and_then(|mut statement| statement.exists([id]))
+            .map_err(query_error("particle by id"))
+    }
+
     /// Inserts a particle with its embedding (stored under the current model id),
     /// and its subject, tag and provenance edge rows.
     ///

@@ -214,3 +214,87 @@ fn bad_lines_are_named_and_skipped_or_refused() {
         "a refused import leaves the store as it was"
     );
 }
+
+/// Counts the beliefs in a store file with SQLite directly.
+fn belief_ids(store: &Path) -> Vec<String> {
+    let connection = rusqlite::Connection::open(store).unwrap();
+    let mut statement = connection
+        .prepare("SELECT id FROM particles ORDER BY id")
+        .unwrap();
+    statement
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+/// A re-run of an import is safe (what is in the store is skipped and counted,
+/// never a UNIQUE failure), and an id repeated inside the file is one bad line
+/// with its number: the good lines around it, in the same batch, are imported.
+#[test]
+fn re_runs_and_repeated_ids_lose_no_good_line() {
+    if !cfg!(feature = "encoder") {
+        eprintln!("skipping: this build has no encoder (the `encoder` feature is off)");
+        return;
+    }
+    if particles_testkit::model_files().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("beliefs.jsonl");
+    std::fs::write(
+        &file,
+        concat!(
+            "{\"content\": \"Gold does not rust.\", \"confidence\": 0.9}\n",
+            "{\"id\": \"11111111-1111-4111-8111-111111111111\", \"content\": \"Silver tarnishes.\", \"confidence\": 0.8}\n",
+            "{\"content\": \"Gold does not rust.\", \"confidence\": 0.7}\n",
+            "{\"id\": \"11111111-1111-4111-8111-111111111111\", \"content\": \"Copper greens.\", \"confidence\": 0.6}\n",
+            "{\"content\": \"Platinum is dense.\", \"confidence\": 0.5}\n",
+        ),
+    )
+    .unwrap();
+    let store = dir.path().join("store.db");
+    let import = || {
+        particles_rs(&[
+            "import",
+            "--batch-size",
+            "8",
+            "--store",
+            store.to_str().unwrap(),
+            file.to_str().unwrap(),
+        ])
+    };
+    let first = import();
+    let stdout = String::from_utf8_lossy(&first.stdout);
+    let stderr = String::from_utf8_lossy(&first.stderr);
+    assert!(first.status.success(), "{stderr}");
+    assert!(
+        stdout.contains("imported 3 belief(s)") && stdout.contains("skipped 2 bad line(s)"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains(":3: id ") && stderr.contains("is line 1's too"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(":4: id 11111111-1111-4111-8111-111111111111 is line 2's too"),
+        "{stderr}"
+    );
+    let ids = belief_ids(&store);
+    assert_eq!(ids.len(), 3);
+
+    let again = import();
+    let stdout = String::from_utf8_lossy(&again.stdout);
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    assert!(
+        stdout.contains("imported 0 belief(s)")
+            && stdout.contains("skipped 3 already in the store"),
+        "{stdout}"
+    );
+    assert!(!String::from_utf8_lossy(&again.stderr).contains("UNIQUE"));
+    assert_eq!(belief_ids(&store), ids, "a re-run changes nothing");
+}
