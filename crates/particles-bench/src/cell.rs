@@ -25,6 +25,10 @@ use crate::{
 
 static PROCESS_START: OnceLock<Instant> = OnceLock::new();
 
+/// Warm questions that are also answered as a whole response and as a bare
+/// ranking, back to back, for the response's price (a p50 over these).
+const RESPONSE_COST_QUESTIONS: usize = 20;
+
 /// Marks the process start, so a cell reports start-up apart from its queries.
 /// The binary that runs cells calls it first thing in `main`.
 pub fn mark_process_start() {
@@ -209,10 +213,36 @@ pub fn run_cell(spec_path: &Path) -> Result<()> {
         outcome.timings.embed += embed_seconds;
         Ok((started.elapsed().as_secs_f64(), outcome))
     };
+    // The price of the whole response (badges, gaps, truncation, the observer,
+    // the pruning margin the truncation warning needs) over the bare ranking, on
+    // the same question vector, encoder left out of both.
+    let response_settings = particles_query::ResponseSettings::default();
+    let compare = |index: usize, loader: &mut dyn CandidateLoader| -> Result<(f64, f64)> {
+        let request = QueryRequest {
+            question: Some(questions.text(index).to_owned()),
+            top_k: spec.top_k,
+            subject_id: subject(index),
+            ..QueryRequest::default()
+        }
+        .validate(now)?;
+        let vector = questions.vector(index);
+        let bare_input = QueryInput::new(&request, Some(vector), now);
+        let started = Instant::now();
+        run_query_with(&store, loader, &bare_input)?;
+        let bare = started.elapsed().as_secs_f64();
+        let full_input = QueryInput {
+            prune_margin: response_settings.truncation().prune_margin(),
+            ..QueryInput::new(&request, Some(vector), now)
+        };
+        let started = Instant::now();
+        particles_query::run_semantic(&store, loader, &full_input, &response_settings)?;
+        Ok((bare, started.elapsed().as_secs_f64()))
+    };
     let mut samples = Vec::new();
     let mut warmup_seconds = None;
     let mut floors = serde_json::Map::new();
     let mut extra = serde_json::Map::new();
+    let mut response_cost_json = Value::Null;
     if spec.mode != "warm" {
         // A fresh process: one question, start to answer (`process_seconds`), then
         // the sidecar written as `query` writes it after printing.
@@ -237,6 +267,7 @@ pub fn run_cell(spec_path: &Path) -> Result<()> {
             );
         }
     } else {
+        let mut response_cost: Vec<(f64, f64)> = Vec::new();
         let warmup_index = spec.question_offset + spec.questions;
         let (seconds, _) = ask(warmup_index, &mut cache)?;
         warmup_seconds = Some(seconds);
@@ -255,6 +286,9 @@ pub fn run_cell(spec_path: &Path) -> Result<()> {
                 total,
                 &outcome,
             ));
+            if n < RESPONSE_COST_QUESTIONS {
+                response_cost.push(compare(index, &mut cache)?);
+            }
             if budget_stop && n + 1 < spec.questions {
                 notes.push(format!(
                     "stopped after {} of {} questions: the next would have passed the {} s budget",
@@ -264,6 +298,20 @@ pub fn run_cell(spec_path: &Path) -> Result<()> {
                 ));
                 break;
             }
+        }
+        if !response_cost.is_empty() {
+            let p50 = |mut values: Vec<f64>| {
+                values.sort_by(f64::total_cmp);
+                values[values.len() / 2]
+            };
+            let bare = p50(response_cost.iter().map(|c| c.0).collect());
+            let full = p50(response_cost.iter().map(|c| c.1).collect());
+            response_cost_json = json!({
+                    "questions": response_cost.len(),
+                    "ranking_p50_seconds": bare,
+                    "response_p50_seconds": full,
+                    "response_over_ranking": full / bare,
+            });
         }
     }
     if spec.mode == "warm" && subject(0).is_none() {
@@ -301,6 +349,7 @@ pub fn run_cell(spec_path: &Path) -> Result<()> {
         "rss_anon_bytes": smaps_rollup_bytes("Anonymous:"),
         "floors": floors,
         "sidecar": extra,
+        "response_cost": response_cost_json,
     });
     write_json_atomically(&spec.result_path, &result)
 }
