@@ -604,6 +604,7 @@ pub(crate) fn run(args: QueryArgs, config: &crate::config_cmd::Configured) -> Re
             args.now,
             args.json,
             &args.structural,
+            &config.settings,
         );
     }
     let envelope = args.envelope(&request)?;

@@ -112,10 +112,15 @@ pub(crate) fn run(
     now: Option<Timestamp>,
     json: bool,
     args: &StructuralArgs,
+    settings: &particles_engine::Settings,
 ) -> Result<()> {
     let store = Store::open_read_only(store_path)?;
     let now = now.unwrap_or_else(Timestamp::now);
-    let response = particles_query::run_structural(&store, &QueryInput::new(request, None, now))
+    let input = QueryInput {
+        settings: &settings.rank,
+        ..QueryInput::new(request, None, now)
+    };
+    let response = particles_query::run_structural_with(&store, &input, &settings.structural)
         .with_context(|| format!("query on {} failed", store_path.display()))?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();

@@ -137,6 +137,9 @@ impl Engine {
     /// [`Error::Encode`] for an envelope vector of the wrong shape.
     pub fn query(&self, request: &ValidRequest, envelope: &Envelope) -> Result<QueryResponse> {
         let now = envelope.now.unwrap_or_else(Timestamp::now);
+        if request.mode() != Mode::Semantic {
+            return self.structural(request, now);
+        }
         let vector = self.vector(request, envelope)?;
         let (outcome, mut response) = self.rank(request, vector.as_deref(), now)?;
         respond::answer(
@@ -148,6 +151,30 @@ impl Engine {
             vector.is_some(),
         );
         Ok(response)
+    }
+
+    /// A deterministic mode (listings, aggregates, the vocabulary report, the
+    /// window listing): no vector, no cache and no answer call, its sentence is
+    /// the answer. One store only: the reference's federated structural path
+    /// is not ported, so a federated engine refuses it as an unsupported mode
+    /// (the HTTP engine forwards those to its upstream).
+    fn structural(&self, request: &ValidRequest, now: Timestamp) -> Result<QueryResponse> {
+        if self.federated {
+            return Err(Error::Query(particles_query::Error::UnsupportedMode {
+                mode: "federated structural",
+            }));
+        }
+        let input = QueryInput {
+            settings: &self.settings.rank,
+            ..QueryInput::new(request, None, now)
+        };
+        self.with_store(|store| {
+            Ok(particles_query::run_structural_with(
+                store,
+                &input,
+                &self.settings.structural,
+            )?)
+        })
     }
 
     /// The query vector: the envelope's, none, or the question encoded (no

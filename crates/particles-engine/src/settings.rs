@@ -2,7 +2,7 @@
 
 use particles_config::Config;
 use particles_model::CalibrationSource;
-use particles_query::{ResponseSettings, TruncationSettings};
+use particles_query::{ResponseSettings, StructuralSettings, TruncationSettings};
 use particles_rank::{ConformanceCap, DecayRule, RankSettings, UncalibratedCap};
 
 /// Every setting a query reads, from one loaded configuration.
@@ -22,6 +22,8 @@ pub struct Settings {
     pub grounded_answers: bool,
     /// `observer_scope.harness_tags`.
     pub harness_tags: Vec<String>,
+    /// What the deterministic modes read (`subjects.wikidata_link_suppress_threshold`).
+    pub structural: StructuralSettings,
 }
 
 impl Settings {
@@ -83,6 +85,9 @@ impl Settings {
             callout_threshold: config.contestedness.callout_threshold,
             grounded_answers: query.grounded_answers,
             harness_tags: config.observer_harness_tags.clone(),
+            structural: StructuralSettings {
+                link_suppress_threshold: config.wikidata_link_suppress_threshold,
+            },
         }
     }
 

@@ -1,3 +1,4 @@
 //! Integration tests of the engine: one module per topic.
 
 mod concurrency;
+mod structural;
