@@ -1,0 +1,9 @@
+//! The model's decoders against their Python counterparts, through
+//! `particles_testkit::fuzz` (one oracle process per decoder, batched verdicts,
+//! shrunk disagreements). Each submodule is one decoder: its grammar-aware
+//! strategy, its comparison and its committed regressions in
+//! `tests/fuzz-regressions/<decoder>.jsonl`.
+//!
+//! - `timestamp`: `Timestamp::parse` against Python 3.11 `datetime.fromisoformat`.
+
+mod timestamp;
