@@ -5,5 +5,8 @@
 //! `tests/fuzz-regressions/<decoder>.jsonl`.
 //!
 //! - `timestamp`: `Timestamp::parse` against Python 3.11 `datetime.fromisoformat`.
+//! - `datetime`: the request's datetime fields (`as_of`, a window's ends)
+//!   against pydantic's `TypeAdapter(datetime)`.
 
+mod datetime;
 mod timestamp;

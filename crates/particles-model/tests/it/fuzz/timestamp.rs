@@ -109,7 +109,7 @@ fn well_formed() -> BoxedStrategy<String> {
     .boxed()
 }
 
-fn texts() -> BoxedStrategy<String> {
+pub(super) fn texts() -> BoxedStrategy<String> {
     prop_oneof![
         6 => well_formed(),
         3 => mutated(well_formed(), EDITS),
