@@ -14,6 +14,7 @@
 
 mod bound;
 mod lax;
+mod unicode_tables;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -487,7 +488,11 @@ impl QueryRequest {
     }
 }
 
-/// Python's `repr` of a string, as the reference's messages quote values.
+/// Python's `repr` of a string, as the reference's messages quote values: the
+/// quote Python picks, backslash escapes for `\\`, the quote, `\n`, `\r`, `\t`,
+/// and `\xhh`, `\uhhhh` or `\Uhhhhhhhh` for every character Python 3.11 does not
+/// print (controls, format and private-use characters, separators other than
+/// the space, and code points unassigned in its Unicode 14.0).
 pub fn python_repr(text: &str) -> String {
     let quote = if text.contains('\'') && !text.contains('"') {
         '"'
@@ -506,14 +511,22 @@ pub fn python_repr(text: &str) -> String {
                 out.push('\\');
                 out.push(c);
             }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c => out.push(c),
+            c if is_printable(c) => out.push(c),
+            c if (c as u32) < 0x100 => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push_str(&format!("\\U{:08x}", c as u32)),
         }
     }
     out.push(quote);
     out
+}
+
+/// Python 3.11's `str.isprintable()` for one character.
+fn is_printable(c: char) -> bool {
+    let code = c as u32;
+    let table = unicode_tables::UNPRINTABLE;
+    let at = table.partition_point(|&(_, last)| last < code);
+    table.get(at).is_none_or(|&(first, _)| first > code)
 }
 
 fn value_error(loc: Vec<Loc>, message: &str, input: Value) -> FieldError {

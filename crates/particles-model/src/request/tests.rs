@@ -1,6 +1,6 @@
 //! The request's validation against verdicts recorded from the reference
-//! (pydantic 2.14, linkedparticles-core 1.214.1). The differential fuzz in the CLI
-//! crate's reference tests covers far more inputs; these pin the shapes.
+//! (pydantic 2.14, linkedparticles-core 1.214.1). The differential fuzz in this
+//! crate's `tests/it/fuzz` covers far more inputs; these pin the shapes.
 
 use serde_json::{json, Value};
 
@@ -213,6 +213,11 @@ fn envelope_fields() {
 
 #[test]
 fn python_reprs() {
+    assert_eq!(
+        python_repr("a\u{2028}b\u{ad}\u{1F600}"),
+        "'a\\u2028b\\xad\u{1F600}'"
+    );
+    assert_eq!(python_repr("\u{0378}"), "'\\u0378'");
     assert_eq!(python_repr("abc"), "'abc'");
     assert_eq!(python_repr("it's"), "\"it's\"");
     assert_eq!(python_repr("a\nb"), "'a\\nb'");
