@@ -127,44 +127,45 @@ pub(crate) fn float(value: &Value) -> Lax<f64> {
     }
 }
 
-/// Python's `float(str)` for the forms pydantic accepts: surrounding whitespace,
-/// a sign, digits with single underscores, a fraction, an exponent, `inf`,
-/// `infinity` and `nan` in any case.
+/// pydantic-core's `str` to `float`: surrounding whitespace trimmed, underscores
+/// removed unless one leads, one trails or two touch, then Rust's float grammar
+/// (which takes `inf`, `infinity` and `nan` in any case, and `-nan`).
 fn parse_float_text(text: &str) -> Option<f64> {
     let trimmed = text.trim();
-    let unsigned = trimmed.trim_start_matches(['+', '-']);
-    if trimmed.len() - unsigned.len() > 1 {
+    if trimmed.starts_with('_') || trimmed.ends_with('_') || trimmed.contains("__") {
         return None;
     }
-    let lower = unsigned.to_ascii_lowercase();
-    if matches!(lower.as_str(), "inf" | "infinity" | "nan") {
-        let negative = trimmed.starts_with('-');
-        return Some(match (lower.as_str(), negative) {
-            ("nan", _) => f64::NAN,
-            (_, true) => f64::NEG_INFINITY,
-            (_, false) => f64::INFINITY,
-        });
-    }
-    if unsigned.is_empty()
-        || unsigned.starts_with('_')
-        || unsigned.ends_with('_')
-        || unsigned.contains("__")
-        || !unsigned
-            .bytes()
-            .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'_' | b'+' | b'-'))
-    {
-        return None;
-    }
-    // Underscores only between digits, which the check above and Rust's parser
-    // (which rejects misplaced signs and dots) together enforce.
-    let cleaned: String = trimmed.chars().filter(|&c| c != '_').collect();
-    cleaned.parse().ok()
+    trimmed.replace('_', "").parse().ok()
 }
 
-/// `int`, lax: integers, floats without a fraction, booleans and integral strings
-/// (`"5"`, `" 5 "`, `"5.0"`).
+/// An integer as pydantic reads it: within `i64`, or a Python int past it (which
+/// pydantic keeps, unbounded; only its sign matters to a bound check).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Integer {
+    Fits(i64),
+    Big { negative: bool },
+}
+
+fn int_parsing_size() -> Failure {
+    Failure::new(
+        "int_parsing_size",
+        "Unable to parse input string as an integer, exceeded maximum size",
+    )
+}
+
+/// `int`, lax, where past `i64` is refused (`int_parsing_size`): integers,
+/// floats without a fraction, booleans and integral strings (`"5"`, `" 5 "`,
+/// `"5.0"`, `"1_0"`).
 pub(crate) fn int(value: &Value) -> Lax<i64> {
-    let from_float = |f: f64| -> Lax<i64> {
+    match integer(value)? {
+        Integer::Fits(int) => Ok(int),
+        Integer::Big { .. } => Err(int_parsing_size()),
+    }
+}
+
+/// `int`, lax, as pydantic-core reads it, Python ints past `i64` included.
+pub(crate) fn integer(value: &Value) -> Lax<Integer> {
+    let from_float = |f: f64| -> Lax<Integer> {
         if !f.is_finite() {
             return Err(Failure::new(
                 "finite_number",
@@ -178,25 +179,17 @@ pub(crate) fn int(value: &Value) -> Lax<i64> {
             ));
         }
         if f.abs() >= 9.223_372_036_854_776e18 {
-            return Err(Failure::new(
-                "int_parsing_size",
-                "Unable to parse input string as an integer, exceeded maximum size",
-            ));
+            return Err(int_parsing_size());
         }
-        Ok(f as i64)
+        Ok(Integer::Fits(f as i64))
     };
     match value {
-        Value::Number(number) => match number.as_i64() {
-            Some(i) => Ok(i),
-            None => match number.as_u64() {
-                Some(_) => Err(Failure::new(
-                    "int_parsing_size",
-                    "Unable to parse input string as an integer, exceeded maximum size",
-                )),
-                None => from_float(number.as_f64().unwrap_or(f64::NAN)),
-            },
+        Value::Number(number) => match (number.as_i64(), number.as_u64()) {
+            (Some(i), _) => Ok(Integer::Fits(i)),
+            (None, Some(_)) => Ok(Integer::Big { negative: false }),
+            _ => from_float(number.as_f64().unwrap_or(f64::NAN)),
         },
-        Value::Bool(flag) => Ok(i64::from(*flag)),
+        Value::Bool(flag) => Ok(Integer::Fits(i64::from(*flag))),
         Value::String(text) => {
             let parsing = || {
                 Failure::new(
@@ -205,32 +198,42 @@ pub(crate) fn int(value: &Value) -> Lax<i64> {
                 )
             };
             let trimmed = text.trim();
+            let negative = trimmed.starts_with('-');
             let digits = trimmed.strip_prefix(['+', '-']).unwrap_or(trimmed);
-            let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
+            // A fraction of zeros (at least one) may follow.
+            let whole = match digits.split_once('.') {
+                Some((whole, fraction))
+                    if !fraction.is_empty() && fraction.bytes().all(|b| b == b'0') =>
+                {
+                    whole
+                }
+                Some(_) => return Err(parsing()),
+                None => digits,
+            };
             let integral = !whole.is_empty()
                 && whole.bytes().all(|b| b.is_ascii_digit() || b == b'_')
                 && !whole.starts_with('_')
                 && !whole.ends_with('_')
-                && !whole.contains("__")
-                && fraction.bytes().all(|b| b == b'0');
+                && !whole.contains("__");
             if !integral {
                 return Err(parsing());
             }
-            let negative = trimmed.starts_with('-');
             let whole: String = whole.chars().filter(|&c| c != '_').collect();
-            let magnitude: i64 = whole.parse().map_err(|_| {
-                Failure::new(
-                    "int_parsing_size",
-                    "Unable to parse input string as an integer, exceeded maximum size",
-                )
-            })?;
-            Ok(if negative { -magnitude } else { magnitude })
+            // Python's int() refuses more than 4300 digits.
+            if whole.len() > 4300 {
+                return Err(int_parsing_size());
+            }
+            let signed = if negative { format!("-{whole}") } else { whole };
+            Ok(signed
+                .parse()
+                .map_or(Integer::Big { negative }, Integer::Fits))
         }
         _ => Err(Failure::new("int_type", "Input should be a valid integer")),
     }
 }
 
-/// `bool`, lax: booleans, 0/1 as numbers and the strings pydantic knows.
+/// `bool`, lax: booleans, 0 and 1 as numbers, and the strings pydantic knows
+/// (any case, no surrounding space).
 pub(crate) fn boolean(value: &Value) -> Lax<bool> {
     let parsing = || {
         Failure::new(
@@ -238,19 +241,31 @@ pub(crate) fn boolean(value: &Value) -> Lax<bool> {
             "Input should be a valid boolean, unable to interpret input",
         )
     };
+    let not_a_bool = || Failure::new("bool_type", "Input should be a valid boolean");
     match value {
         Value::Bool(flag) => Ok(*flag),
-        Value::Number(number) => match number.as_f64() {
-            Some(0.0) => Ok(false),
-            Some(1.0) => Ok(true),
-            _ => Err(parsing()),
+        // An int within i64 is 0, 1 or unparsable; a float must be integral and
+        // within i64 to be read as one; anything else is no boolean at all.
+        Value::Number(number) => match (number.as_i64(), number.as_u64(), number.as_f64()) {
+            (Some(0), _, _) => Ok(false),
+            (Some(1), _, _) => Ok(true),
+            (Some(_), _, _) => Err(parsing()),
+            (None, Some(_), _) => Err(not_a_bool()),
+            (None, None, Some(0.0)) => Ok(false),
+            (None, None, Some(1.0)) => Ok(true),
+            (None, None, Some(float))
+                if float.fract() == 0.0 && float.abs() < 9.223_372_036_854_776e18 =>
+            {
+                Err(parsing())
+            }
+            _ => Err(not_a_bool()),
         },
         Value::String(text) => match text.to_ascii_lowercase().as_str() {
             "0" | "off" | "f" | "false" | "n" | "no" => Ok(false),
             "1" | "on" | "t" | "true" | "y" | "yes" => Ok(true),
             _ => Err(parsing()),
         },
-        _ => Err(Failure::new("bool_type", "Input should be a valid boolean")),
+        _ => Err(not_a_bool()),
     }
 }
 

@@ -222,3 +222,27 @@ fn python_reprs() {
     assert_eq!(python_repr("it's"), "\"it's\"");
     assert_eq!(python_repr("a\nb"), "'a\\nb'");
 }
+
+#[test]
+fn non_objects_and_big_integers_as_pydantic_says() {
+    assert_eq!(
+        errors(json!([])),
+        json!([{"type": "model_type", "loc": [], "msg": "Input should be a valid dictionary or instance of QueryRequest", "input": [], "ctx": {"class_name": "QueryRequest"}}])
+    );
+    assert_eq!(
+        errors(json!({"question": "q", "top_k": u64::MAX}))[0]["type"],
+        "less_than_equal"
+    );
+    assert_eq!(
+        errors(json!({"question": "q", "top_k": "5."}))[0]["type"],
+        "int_parsing"
+    );
+    assert_eq!(
+        errors(json!({"question": "q", "count": 0.5}))[0]["type"],
+        "bool_type"
+    );
+    assert_eq!(
+        valid(json!({"question": "q", "min_confidence": "0_.5"})).min_confidence,
+        0.5
+    );
+}
