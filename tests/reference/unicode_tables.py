@@ -1,6 +1,6 @@
 """Writes the Unicode tables particles-model needs, from the reference's Python.
 
-Usage: python unicode_tables.py > crates/particles-model/src/request/unicode_tables.rs
+Usage: python unicode_tables.py > crates/particles-model/src/unicode_tables.rs
 
 - UNPRINTABLE: the characters `repr()` escapes, those for which
   `str.isprintable()` is false (general categories Cc, Cf, Cs, Co, Cn, Zl, Zp,

@@ -8,7 +8,10 @@
 
 use std::cmp::Ordering;
 
-use crate::Timestamp;
+use crate::{
+    pytext::{decimal_digit, is_python_space},
+    Timestamp,
+};
 
 /// A bound's typed value: what a claim object is compared with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -161,33 +164,6 @@ impl Ord for Decimal {
             (true, true) => other.compare_magnitude(self),
         }
     }
-}
-
-/// Python's `str.isspace()` for one character (`Py_UNICODE_ISSPACE`).
-pub(crate) fn is_python_space(c: char) -> bool {
-    matches!(
-        c,
-        '\t'..='\r'
-            | '\u{1C}'..='\u{20}'
-            | '\u{85}'
-            | '\u{A0}'
-            | '\u{1680}'
-            | '\u{2000}'..='\u{200A}'
-            | '\u{2028}'
-            | '\u{2029}'
-            | '\u{202F}'
-            | '\u{205F}'
-            | '\u{3000}'
-    )
-}
-
-/// The value of a Unicode decimal digit (category Nd), as Python reads one.
-fn decimal_digit(c: char) -> Option<u8> {
-    let code = c as u32;
-    let zeros = super::unicode_tables::DECIMAL_ZEROS;
-    let at = zeros.partition_point(|&zero| zero <= code);
-    let zero = *zeros.get(at.checked_sub(1)?)?;
-    (code - zero < 10).then(|| (code - zero) as u8)
 }
 
 #[cfg(test)]

@@ -14,7 +14,6 @@
 
 mod bound;
 mod lax;
-mod unicode_tables;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -522,7 +521,7 @@ pub fn python_repr(text: &str) -> String {
                 out.push('\\');
                 out.push(c);
             }
-            c if is_printable(c) => out.push(c),
+            c if crate::pytext::is_printable(c) => out.push(c),
             c if (c as u32) < 0x100 => out.push_str(&format!("\\x{:02x}", c as u32)),
             c if (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
             c => out.push_str(&format!("\\U{:08x}", c as u32)),
@@ -530,14 +529,6 @@ pub fn python_repr(text: &str) -> String {
     }
     out.push(quote);
     out
-}
-
-/// Python 3.11's `str.isprintable()` for one character.
-fn is_printable(c: char) -> bool {
-    let code = c as u32;
-    let table = unicode_tables::UNPRINTABLE;
-    let at = table.partition_point(|&(_, last)| last < code);
-    table.get(at).is_none_or(|&(first, _)| first > code)
 }
 
 fn value_error(loc: Vec<Loc>, message: &str, input: Value) -> FieldError {
