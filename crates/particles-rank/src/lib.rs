@@ -45,7 +45,7 @@ pub use crate::{
     error::{Error, Result},
     netloc::{netloc, NetlocError},
     policy::{infer_domain, recency_factor, DecayPolicy, Policies, TrustPolicy},
-    pyregex::PyRegex,
+    pyregex::{PatternError, PyRegex},
     score::{effective_confidence, py_max, py_min, rank_score},
     settings::{ConformanceCap, DecayRule, RankSettings, UncalibratedCap},
     similarity::{sdot_openblas, NormKernel, QueryVector},

@@ -4,5 +4,7 @@
 //! `tests/fuzz-regressions/<decoder>.jsonl`).
 //!
 //! - `netloc`: `netloc` against `urllib.parse.urlsplit(uri).netloc`.
+//! - `regex`: `PyRegex` against `re.compile` and `re.search`.
 
 mod netloc;
+mod regex;
