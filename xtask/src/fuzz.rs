@@ -1,9 +1,9 @@
 //! `cargo xtask fuzz [--minutes N] [--decoder NAME]...`: the long mode of the
 //! differential fuzz. Each decoder's test (`particles_testkit::fuzz`) runs for N
 //! minutes (default 10), generating batches from fresh seeds until its time is
-//! up; then the figures: inputs tried and disagreements per decoder, with the
-//! shrunk disagreements in `target/fuzz/<decoder>.json`. Decoders run one after
-//! the other (one core for the oracle, one for us).
+//! up; then the figures: inputs tried, disagreements and documented differences
+//! per decoder, with the shrunk disagreements in `target/fuzz/<decoder>.json`.
+//! Decoders run one after the other (one core for the oracle, one for us).
 
 use std::{path::Path, process::Command};
 
@@ -102,14 +102,15 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
             number("tried"),
             number("rounds"),
             number("disagreements"),
+            number("documented"),
         ));
     }
     println!(
-        "\n{:<10} {:>12} {:>8} {:>14}",
-        "decoder", "inputs", "rounds", "disagreements"
+        "\n{:<10} {:>12} {:>8} {:>14} {:>11}",
+        "decoder", "inputs", "rounds", "disagreements", "documented"
     );
-    for (name, tried, rounds, disagreements) in &rows {
-        println!("{name:<10} {tried:>12} {rounds:>8} {disagreements:>14}");
+    for (name, tried, rounds, disagreements, documented) in &rows {
+        println!("{name:<10} {tried:>12} {rounds:>8} {disagreements:>14} {documented:>11}");
     }
     println!(
         "(the disagreements, shrunk, with their seeds: {}/<decoder>.json)",
