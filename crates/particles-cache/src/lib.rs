@@ -353,6 +353,28 @@ impl CandidateCache {
         self.state = None;
     }
 
+    /// Drops the cached state and deletes its sidecar, after a query found the
+    /// state's bytes damaged (a vector failing its check): the next call rebuilds
+    /// from the store. Leaves a note naming the file.
+    pub fn discard(&mut self) {
+        self.state = None;
+        self.dirty = false;
+        if let Some(config) = &self.sidecar {
+            let path = config.path.display().to_string();
+            match std::fs::remove_file(&config.path) {
+                Ok(()) => self.notes.push(format!(
+                    "the sidecar {path} failed its integrity check while a query read it; deleted it and answered from the store"
+                )),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => self.notes.push(format!(
+                    "the sidecar {path} failed its integrity check and could not be deleted ({e}); answered from the store"
+                )),
+            }
+            // The next call rebuilds; it must not reopen a file that is still there.
+            self.sidecar_tried = true;
+        }
+    }
+
     fn uncached(
         &mut self,
         route: Route,

@@ -54,6 +54,17 @@ impl SharedCache {
             .unwrap_or_else(PoisonError::into_inner))
     }
 
+    /// Drops the state and deletes the sidecar after a query found them damaged
+    /// (see [`CandidateCache::discard`]).
+    pub fn discard(&self) {
+        let mut cache = self
+            .refresher
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        self.publish(None);
+        cache.discard();
+    }
+
     fn current(&self) -> Option<Arc<CacheState>> {
         self.published
             .read()

@@ -38,6 +38,7 @@ struct StoreSlot {
     target: StoreTarget,
     connections: Mutex<Vec<Store>>,
     cache: SharedCache,
+    batcher: crate::batcher::Batcher,
 }
 
 impl StoreSlot {
@@ -56,6 +57,7 @@ impl StoreSlot {
             target: target.clone(),
             connections: Mutex::new(vec![first]),
             cache: SharedCache::new(cache),
+            batcher: crate::batcher::Batcher::default(),
         })
     }
 
@@ -136,9 +138,7 @@ impl Engine {
     pub fn query(&self, request: &ValidRequest, envelope: &Envelope) -> Result<QueryResponse> {
         let now = envelope.now.unwrap_or_else(Timestamp::now);
         let vector = self.vector(request, envelope)?;
-        let outcome = self.rank(request, vector.as_deref(), now)?;
-        let mut response =
-            respond::ranking_response(&outcome, request, &self.settings, vector.is_some());
+        let (outcome, mut response) = self.rank(request, vector.as_deref(), now)?;
         respond::answer(
             &mut response,
             &outcome,
@@ -166,13 +166,61 @@ impl Engine {
         Ok(encoder(question).ok())
     }
 
-    /// The ranking: one store, or a federation over every store.
+    /// The ranking; when a cached state's bytes fail their check (a damaged
+    /// sidecar), the caches are discarded and the query answered again from the
+    /// stores.
     fn rank(
         &self,
         request: &ValidRequest,
         vector: Option<&[f32]>,
         now: Timestamp,
-    ) -> Result<QueryOutcome> {
+    ) -> Result<(QueryOutcome, QueryResponse)> {
+        match self.rank_once(request, vector, now) {
+            Err(Error::Query(particles_query::Error::Rank(
+                particles_rank::Error::DamagedVector { .. },
+            ))) => {
+                for slot in &self.slots {
+                    slot.cache.discard();
+                }
+                self.rank_once(request, vector, now)
+            }
+            other => other,
+        }
+    }
+
+    /// The ranking: one store (its queries batched with concurrent ones), or a
+    /// federation over every store.
+    fn rank_once(
+        &self,
+        request: &ValidRequest,
+        vector: Option<&[f32]>,
+        now: Timestamp,
+    ) -> Result<(QueryOutcome, QueryResponse)> {
+        let response_settings = self.settings.response();
+        if !self.federated {
+            let slot = &self.slots[0];
+            return slot.batcher.query(
+                request,
+                vector,
+                now,
+                &self.settings.rank,
+                self.settings.truncation.prune_margin(),
+                &|inputs| {
+                    let store = slot.connection()?;
+                    let answers = particles_query::run_semantic_batch(
+                        &store,
+                        &mut slot.cache.loader(),
+                        inputs,
+                        &response_settings,
+                    );
+                    slot.give_back(store);
+                    Ok(answers?
+                        .into_iter()
+                        .map(|answer| answer.map_err(Error::from))
+                        .collect())
+                },
+            );
+        }
         let input = QueryInput {
             settings: &self.settings.rank,
             prune_margin: self.settings.truncation.prune_margin(),
@@ -200,13 +248,31 @@ impl Engine {
                 )
                 .collect();
             particles_query::run_federated(&mut members, &input)
+                .map_err(Error::from)
+                .and_then(|outcome| {
+                    // The federated response: the ranking's fields, and every
+                    // store's unextracted entries, concatenated (no subject gaps,
+                    // narratives, agreement, contestedness or badges).
+                    let mut response = respond::ranking_response(
+                        &outcome,
+                        request,
+                        &self.settings,
+                        vector.is_some(),
+                    );
+                    for store in &stores {
+                        response
+                            .coverage_gaps
+                            .extend(particles_store::coverage_gap_entries(store)?);
+                    }
+                    Ok((outcome, response))
+                })
         } else {
-            particles_query::run_query_with(&stores[0], &mut self.slots[0].cache.loader(), &input)
+            unreachable!("a single store is answered through its batcher above")
         };
         for (slot, store) in self.slots.iter().zip(stores) {
             slot.give_back(store);
         }
-        Ok(result?)
+        result
     }
 
     /// Writes each cache's sidecar when its policy asks; returns the notes.

@@ -41,8 +41,10 @@ const KIND: &[u8; 6] = b"PRSCAR";
 
 /// The format this build writes and reads. Version 2 added the byte-order marker,
 /// derives section offsets from the column lengths, and packs each row's
-/// calibration source into its traits (bits 24-27).
-pub(crate) const VERSION: u32 = 2;
+/// calibration source into its traits (bits 24-27); version 3 adds each row's
+/// integrity check (the `checks` section), which every scan verifies as it reads
+/// the vectors and norms.
+pub(crate) const VERSION: u32 = 3;
 
 /// Written in the writer's byte order; read back swapped on a machine of the other.
 const BYTE_ORDER_MARKER: u32 = 0x0102_0304;
@@ -72,6 +74,7 @@ pub(crate) fn native_endian() -> &'static str {
 pub(crate) enum SectionKind {
     Vectors,
     Norms,
+    Checks,
     Offsets,
     IdBytes,
     IdEnds,
@@ -101,12 +104,13 @@ pub(crate) enum Checked {
 
 impl SectionKind {
     /// How many kinds there are.
-    pub(crate) const COUNT: usize = 14;
+    pub(crate) const COUNT: usize = 15;
 
     /// Every kind, in file order (which is also discriminant order).
     pub(crate) const ALL: [SectionKind; SectionKind::COUNT] = [
         SectionKind::Vectors,
         SectionKind::Norms,
+        SectionKind::Checks,
         SectionKind::Offsets,
         SectionKind::IdBytes,
         SectionKind::IdEnds,
@@ -126,6 +130,7 @@ impl SectionKind {
         match self {
             SectionKind::Vectors => "vectors",
             SectionKind::Norms => "norms",
+            SectionKind::Checks => "checks",
             SectionKind::Offsets => "offsets",
             SectionKind::IdBytes => "ids.bytes",
             SectionKind::IdEnds => "ids.ends",
@@ -164,6 +169,7 @@ impl SectionKind {
         let (size, count) = match self {
             SectionKind::Vectors => (size_of::<f32>(), lengths.vector_floats),
             SectionKind::Norms => (size_of::<f32>(), lengths.rows),
+            SectionKind::Checks => (size_of::<u32>(), lengths.rows),
             SectionKind::Offsets => (size_of::<u64>(), lengths.rows.checked_add(1)?),
             SectionKind::IdBytes => (1, lengths.id_bytes),
             SectionKind::IdEnds => (size_of::<u64>(), lengths.rows),
@@ -556,7 +562,7 @@ mod tests {
         // `PackedTraits` is written as it lies in memory: a change to it changes
         // the file's layout and must bump `VERSION` (then update this size).
         assert_eq!(std::mem::size_of::<PackedTraits>(), 32);
-        assert_eq!(VERSION, 2);
+        assert_eq!(VERSION, 3);
     }
 
     #[test]

@@ -222,6 +222,7 @@ impl<'p> Mapped<'p> {
             model_current: column!(SectionKind::ModelCurrent),
             traits: column!(SectionKind::Traits),
             norms: column!(SectionKind::Norms),
+            checks: column!(SectionKind::Checks),
             offsets: column!(SectionKind::Offsets),
             vectors: match vectors_in {
                 VectorsIn::Map => column!(SectionKind::Vectors),

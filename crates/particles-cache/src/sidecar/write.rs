@@ -48,6 +48,7 @@ impl Body<'_> {
 /// The per-row columns of `set` in `order`, owned (the vectors stay where they are).
 struct Permuted {
     norms: Vec<f32>,
+    checks: Vec<u32>,
     offsets: Vec<u64>,
     ids: StrColumn,
     rowids: Vec<i64>,
@@ -77,6 +78,7 @@ impl Permuted {
         }
         Permuted {
             norms: order.iter().map(|r| c.norms[pick(r)]).collect(),
+            checks: order.iter().map(|r| c.checks[pick(r)]).collect(),
             offsets,
             ids,
             rowids: order.iter().map(|r| c.rowids[pick(r)]).collect(),
@@ -137,6 +139,7 @@ pub(crate) fn write(
             (Some(p), Some(order)) => match kind {
                 SectionKind::Vectors => Body::Rows(set, order),
                 SectionKind::Norms => bytes(bytemuck::cast_slice(&p.norms)),
+                SectionKind::Checks => bytes(bytemuck::cast_slice(&p.checks)),
                 SectionKind::Offsets => bytes(bytemuck::cast_slice(&p.offsets)),
                 SectionKind::IdBytes => bytes(p.ids.parts().0),
                 SectionKind::IdEnds => bytes(bytemuck::cast_slice(p.ids.parts().1)),
@@ -153,6 +156,7 @@ pub(crate) fn write(
             _ => match kind {
                 SectionKind::Vectors => bytes(bytemuck::cast_slice(c.vectors)),
                 SectionKind::Norms => bytes(bytemuck::cast_slice(c.norms)),
+                SectionKind::Checks => bytes(bytemuck::cast_slice(c.checks)),
                 SectionKind::Offsets => bytes(bytemuck::cast_slice(c.offsets)),
                 SectionKind::IdBytes => bytes(c.ids.0),
                 SectionKind::IdEnds => bytes(bytemuck::cast_slice(c.ids.1)),

@@ -18,10 +18,12 @@ fn concurrent_readers_stay_exact_across_writes() {
     let dir = tempfile::tempdir().unwrap();
     let path = working_copy(dir.path(), "coins-b.db");
     {
-        let mut connection = rusqlite::Connection::open(&path).unwrap();
-        particles_store::install_journal(&mut connection).unwrap();
+        let mut writer = Writer::open(&path).unwrap();
+        particles_store::install_journal(&mut writer).unwrap();
+        drop(writer);
         // WAL, as the reference leaves a store: readers beside a writer.
-        connection
+        rusqlite::Connection::open(&path)
+            .unwrap()
             .query_row("PRAGMA journal_mode=WAL", [], |_| Ok(()))
             .unwrap();
     }

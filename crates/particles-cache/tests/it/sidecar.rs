@@ -89,14 +89,9 @@ fn a_subject_call_in_a_fresh_process_does_not_open_the_sidecar() {
     let (_dir, store, sidecar) = setup();
     one_shot(&store, &sidecar, "build");
     let handle = Store::open_read_only(&store).unwrap();
-    let subject: String = handle
-        .connection()
-        .query_row(
-            "SELECT subject_id FROM particle_subjects LIMIT 1",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let subject =
+        crate::support::raw_strings(&store, "SELECT subject_id FROM particle_subjects LIMIT 1")
+            .remove(0);
     let mut cache = cache_at(&sidecar, SidecarWrite::OnChange);
     // The helper's first request is unfiltered; ask with a subject only.
     let selection =

@@ -198,7 +198,7 @@ fn a_missing_model_names_the_fetch_command() {
         &fixture("coins-a.db"),
         &["how are coins graded?", "--model-dir", "/nonexistent/model"],
     );
-    assert_error(&run, 1, &["/nonexistent/model", "cargo xtask fetch-model"]);
+    assert_error(&run, 1, &["/nonexistent/model", "particles-rs model fetch"]);
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! ranks the same way; bad lines reported by line number and field, skipped or (with
 //! `--strict`) refused with nothing written.
 //!
-//! Needs the encoder's model (`cargo xtask fetch-model`) and the reference venv.
+//! Needs the encoder's model (`particles-rs model fetch`) and the reference venv.
 
 use std::{path::Path, process::Command};
 
