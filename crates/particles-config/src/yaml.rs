@@ -13,7 +13,7 @@
 //! U+2028/U+2029 are not line breaks here; and where YAML 1.1 and 1.2 syntax
 //! differ beyond what the differential corpus covers, the parser is 1.2.
 
-use std::fmt;
+use std::{collections::HashSet, fmt};
 
 use saphyr_parser::{Event, Parser, ScalarStyle, Span, Tag};
 
@@ -52,6 +52,22 @@ impl Int {
             Ok(value) => Int::Small(value),
             Err(_) => Int::Big(text),
         })
+    }
+
+    /// `-self`, exact at any size (`-i128::MIN` becomes a `Big`).
+    pub(crate) fn negated(self) -> Int {
+        match self {
+            Int::Small(value) => value
+                .checked_neg()
+                .map_or_else(|| Int::Big(value.unsigned_abs().to_string()), Int::Small),
+            // A negative `Big` is below i128::MIN, so its negation is above
+            // i128::MAX; a positive one may negate to exactly i128::MIN.
+            Int::Big(digits) => match digits.strip_prefix('-') {
+                Some(positive) => Int::Big(positive.to_owned()),
+                None => Int::from_decimal(true, &digits)
+                    .unwrap_or_else(|| Int::Big(format!("-{digits}"))),
+            },
+        }
     }
 
     /// The nearest f64, as Python's `float(int)` gives it; `None` when it
@@ -383,6 +399,16 @@ impl<'input> Composer<'input> {
                 None => Err(construct_error(line, column, "found undefined alias")),
             },
             Event::Scalar(text, style, anchor, tag) => {
+                // PyYAML's scanner: '|' and '>' start a block scalar, and cannot
+                // start a plain one (saphyr reads one in a flow collection).
+                if style == ScalarStyle::Plain && text.starts_with(['|', '>']) {
+                    return Err(YamlError {
+                        line,
+                        column,
+                        message: "while scanning for the next token found character that cannot start any token".to_owned(),
+                        syntax: true,
+                    });
+                }
                 let node = Composed {
                     id,
                     kind: ComposedKind::Scalar {
@@ -498,7 +524,11 @@ pub(crate) fn safe_load(text: &str) -> Result<Option<Node>, YamlError> {
             }
         }
     }
-    document.map(|node| construct(&node)).transpose()
+    document
+        .map(|node| {
+            construct(&node).map_err(|error| first_error_in_pyyaml_order(&node).unwrap_or(error))
+        })
+        .transpose()
 }
 
 /// `base64.decodebytes` as PyYAML's `!!binary` calls it: characters outside
@@ -860,7 +890,7 @@ fn check_timestamp(parts: &TimestampParts) -> Result<(), String> {
 }
 
 /// `construct_yaml_int` on any text (an explicit `!!int` reaches it with text
-/// the resolver never checked; Python's `int()` then decides).
+/// the resolver never checked; Python's `int(text, base)` then decides).
 pub(crate) fn construct_int(text: &str) -> Result<Int, String> {
     let cleaned = text.replace('_', "");
     let (negative, body) = match cleaned.as_bytes().first() {
@@ -869,44 +899,129 @@ pub(crate) fn construct_int(text: &str) -> Result<Int, String> {
         _ => (false, cleaned.as_str()),
     };
     let invalid = || format!("invalid literal for int(): {text:?}");
+    // PyYAML's `sign * int(rest)`: `rest` may carry its own sign ("--5" is 5).
+    let signed = |value: Int| if negative { value.negated() } else { value };
     if body == "0" {
         return Ok(Int::Small(0));
     }
-    let radix_value = |digits: &str, radix: u32| -> Result<Int, String> {
-        if digits.is_empty() {
-            return Err(invalid());
-        }
-        let magnitude = u128::from_str_radix(digits, radix).map_err(|_| invalid())?;
-        let magnitude = i128::try_from(magnitude).map_err(|_| invalid())?;
-        Ok(Int::Small(if negative { -magnitude } else { magnitude }))
-    };
     if let Some(bits) = body.strip_prefix("0b") {
-        return radix_value(bits, 2);
+        return python_int(bits, 2).map(signed).ok_or_else(invalid);
     }
     if let Some(hex) = body.strip_prefix("0x") {
-        return radix_value(hex, 16);
+        return python_int(hex, 16).map(signed).ok_or_else(invalid);
     }
     if body.starts_with('0') {
-        return radix_value(body, 8);
+        return python_int(body, 8).map(signed).ok_or_else(invalid);
     }
     if body.contains(':') {
         let mut value: i128 = 0;
         let mut base: i128 = 1;
         for part in body.split(':').rev() {
-            let digit: i128 = part.trim().parse().map_err(|_| invalid())?;
+            let Some(Int::Small(digit)) = python_int(part, 10) else {
+                return Err(invalid());
+            };
             value = digit
                 .checked_mul(base)
                 .and_then(|d| d.checked_add(value))
                 .ok_or_else(invalid)?;
             base = base.checked_mul(60).ok_or_else(invalid)?;
         }
-        return Ok(Int::Small(if negative { -value } else { value }));
+        let value = if negative {
+            // A part may be negative ("-1:-30"), so the sum may be i128::MIN.
+            value.checked_neg().ok_or_else(invalid)?
+        } else {
+            value
+        };
+        return Ok(Int::Small(value));
     }
-    let trimmed = body.trim();
-    if trimmed.is_empty() || !trimmed.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(invalid());
+    python_int(body, 10).map(signed).ok_or_else(invalid)
+}
+
+/// `_PyUnicode_TransformDecimalAndSpaceToASCII`, which `int()` and `float()`
+/// apply first: Unicode decimal digits become ASCII digits, Unicode spaces a
+/// space, any other non-ASCII character an invalid one.
+fn decimal_and_space_to_ascii(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            let code = u32::from(c);
+            if code < 127 {
+                return c;
+            }
+            if matches!(
+                code,
+                0x85 | 0xA0 | 0x1680 | 0x2000..=0x200A | 0x2028 | 0x2029 | 0x202F | 0x205F | 0x3000
+            ) {
+                return ' ';
+            }
+            let zeros = crate::unicode_tables::DECIMAL_ZEROS;
+            let at = zeros.partition_point(|&zero| zero <= code);
+            match at.checked_sub(1).map(|at| zeros[at]) {
+                Some(zero) if code - zero < 10 => char::from(b'0' + (code - zero) as u8),
+                _ => '?',
+            }
+        })
+        .collect()
+}
+
+const PY_ASCII_SPACE: [char; 6] = [' ', '\t', '\n', '\u{b}', '\u{c}', '\r'];
+
+/// Python's `int(text, base)` for base 2, 8, 10 or 16: surrounding whitespace,
+/// a sign, the base's prefix (`0b`, `0o`, `0x`, any case) with one underscore
+/// after it, digits with single underscores between them; any size.
+fn python_int(text: &str, base: u32) -> Option<Int> {
+    let ascii = decimal_and_space_to_ascii(text);
+    let trimmed = ascii.trim_matches(PY_ASCII_SPACE);
+    let (negative, mut rest) = match trimmed.as_bytes().first()? {
+        b'-' => (true, &trimmed[1..]),
+        b'+' => (false, &trimmed[1..]),
+        _ => (false, trimmed),
+    };
+    let prefix = match base {
+        2 => Some('b'),
+        8 => Some('o'),
+        16 => Some('x'),
+        _ => None,
+    };
+    if let Some(letter) = prefix {
+        let bytes = rest.as_bytes();
+        if bytes.len() >= 2 && bytes[0] == b'0' && bytes[1].eq_ignore_ascii_case(&(letter as u8)) {
+            rest = &rest[2..];
+            rest = rest.strip_prefix('_').unwrap_or(rest);
+        }
     }
-    Int::from_decimal(negative, trimmed).ok_or_else(invalid)
+    // Digits, in base 10 for the result: little-endian limbs of 10^9.
+    let mut limbs: Vec<u64> = vec![0];
+    let mut previous_digit = false;
+    let mut any = false;
+    for c in rest.chars() {
+        if c == '_' {
+            if !previous_digit {
+                return None;
+            }
+            previous_digit = false;
+            continue;
+        }
+        let digit = c.to_digit(base)?;
+        let mut carry = u64::from(digit);
+        for limb in &mut limbs {
+            let value = *limb * u64::from(base) + carry;
+            *limb = value % 1_000_000_000;
+            carry = value / 1_000_000_000;
+        }
+        if carry > 0 {
+            limbs.push(carry);
+        }
+        previous_digit = true;
+        any = true;
+    }
+    if !any || !previous_digit {
+        return None;
+    }
+    let mut digits = limbs.last().map(u64::to_string).unwrap_or_default();
+    for limb in limbs.iter().rev().skip(1) {
+        digits.push_str(&format!("{limb:09}"));
+    }
+    Int::from_decimal(negative, &digits)
 }
 
 /// `construct_yaml_float` on any text.
@@ -937,16 +1052,140 @@ pub(crate) fn construct_float(text: &str) -> Result<f64, String> {
     Ok(sign * python_float(body).ok_or_else(invalid)?)
 }
 
-/// Python's `float(str)` for the text PyYAML hands it (already without `_`).
+/// Python's `float(str)` for the text PyYAML hands it (already without `_`):
+/// Unicode digits and spaces as `float()` reads them, ASCII whitespace trimmed.
 fn python_float(text: &str) -> Option<f64> {
-    let text = text.trim();
+    let ascii = decimal_and_space_to_ascii(text);
+    let text = ascii.trim_matches(PY_ASCII_SPACE);
     let lower = text.to_ascii_lowercase();
-    let unsigned = lower.trim_start_matches(['-', '+']);
+    let unsigned = lower.strip_prefix(['-', '+']).unwrap_or(&lower);
     if matches!(unsigned, "inf" | "infinity" | "nan") {
         return lower.parse::<f64>().ok();
     }
+    if unsigned.starts_with(['-', '+']) {
+        return None;
+    }
     // Rust accepts the same decimal grammar, and is correctly rounded.
     text.parse::<f64>().ok()
+}
+
+/// The node's tag in full, as PyYAML looks its constructor up.
+fn full_tag(node: &Composed) -> Option<String> {
+    node.tag.as_ref().map(|tag| {
+        if tag.handle == "tag:yaml.org,2002:" {
+            format!("tag:yaml.org,2002:{}", tag.suffix)
+        } else {
+            format!("{}{}", tag.handle, tag.suffix)
+        }
+    })
+}
+
+fn unknown_tag_error(node: &Composed, tag: &str) -> YamlError {
+    construct_error(
+        node.line,
+        node.column,
+        format!("could not determine a constructor for the tag '{tag}'"),
+    )
+}
+
+/// The tags a collection may carry (`!!set` only on a mapping).
+fn check_collection_tag(node: &Composed) -> Result<(), YamlError> {
+    let tag = full_tag(node);
+    match (&node.kind, tag.as_deref()) {
+        (_, None | Some("!"))
+        | (ComposedKind::Seq(_), Some("tag:yaml.org,2002:seq"))
+        | (ComposedKind::Map(_), Some("tag:yaml.org,2002:map" | "tag:yaml.org,2002:set")) => Ok(()),
+        (ComposedKind::Scalar { .. }, _) => Ok(()),
+        (_, Some(other)) => Err(unknown_tag_error(node, other)),
+    }
+}
+
+/// The error PyYAML meets first, once `construct` has failed. PyYAML's
+/// constructor is breadth-first: a collection is created empty and filled by a
+/// generator that runs after every collection of the level above
+/// (`construct_document`'s state generators), so of two errors at different
+/// depths it reports the shallower one, where `construct`, depth-first, meets
+/// the first in document order. Only the failing path pays for this walk.
+fn first_error_in_pyyaml_order(root: &Composed) -> Option<YamlError> {
+    let mut seen: HashSet<usize> = HashSet::new();
+    let mut level: Vec<&Composed> = Vec::new();
+    if let Err(error) = construct_object(root, &mut seen, &mut level) {
+        return Some(error);
+    }
+    while !level.is_empty() {
+        let mut next: Vec<&Composed> = Vec::new();
+        for node in level {
+            if let Err(error) = fill_collection(node, &mut seen, &mut next) {
+                return Some(error);
+            }
+        }
+        level = next;
+    }
+    None
+}
+
+/// PyYAML's `construct_object(node, deep=False)`: a scalar is constructed at
+/// once; a collection's constructor is chosen at once (an unknown tag fails
+/// here) and its contents are left to the next round, once per node, since
+/// PyYAML caches constructed objects by node (aliases share them).
+fn construct_object<'a>(
+    node: &'a Composed,
+    seen: &mut HashSet<usize>,
+    next: &mut Vec<&'a Composed>,
+) -> Result<(), YamlError> {
+    if matches!(node.kind, ComposedKind::Scalar { .. }) {
+        return construct(node).map(drop);
+    }
+    if !seen.insert(node.id) {
+        return Ok(());
+    }
+    check_collection_tag(node)?;
+    next.push(node);
+    Ok(())
+}
+
+/// A collection's generator: its items, or its pairs after `flatten_mapping`,
+/// in the order `construct` visits them.
+fn fill_collection<'a>(
+    node: &'a Composed,
+    seen: &mut HashSet<usize>,
+    next: &mut Vec<&'a Composed>,
+) -> Result<(), YamlError> {
+    match &node.kind {
+        ComposedKind::Scalar { .. } => Ok(()),
+        ComposedKind::Seq(items) => items
+            .iter()
+            .try_for_each(|item| construct_object(item, seen, next)),
+        ComposedKind::Map(pairs) if full_tag(node).as_deref() == Some("tag:yaml.org,2002:set") => {
+            for (key, _) in pairs {
+                if matches!(key.kind, ComposedKind::Seq(_) | ComposedKind::Map(_)) {
+                    return Err(construct_error(
+                        key.line,
+                        key.column,
+                        "found unhashable key",
+                    ));
+                }
+                construct_object(key, seen, next)?;
+            }
+            Ok(())
+        }
+        ComposedKind::Map(_) => {
+            for (key, value) in flatten_mapping(node)? {
+                if matches!(key.kind, ComposedKind::Seq(_) | ComposedKind::Map(_)) {
+                    return Err(construct_error(
+                        key.line,
+                        key.column,
+                        "while constructing a mapping, found unhashable key",
+                    ));
+                }
+                if !is_value_key(key) {
+                    construct_object(key, seen, next)?;
+                }
+                construct_object(value, seen, next)?;
+            }
+            Ok(())
+        }
+    }
 }
 
 fn construct(node: &Composed) -> Result<Node, YamlError> {
@@ -954,20 +1193,8 @@ fn construct(node: &Composed) -> Result<Node, YamlError> {
         line: node.line,
         column: node.column,
     };
-    let tag = node.tag.as_ref().map(|tag| {
-        if tag.handle == "tag:yaml.org,2002:" {
-            format!("tag:yaml.org,2002:{}", tag.suffix)
-        } else {
-            format!("{}{}", tag.handle, tag.suffix)
-        }
-    });
-    let unknown_tag = |tag: &str| {
-        construct_error(
-            node.line,
-            node.column,
-            format!("could not determine a constructor for the tag '{tag}'"),
-        )
-    };
+    let tag = full_tag(node);
+    let unknown_tag = |tag: &str| unknown_tag_error(node, tag);
     match &node.kind {
         ComposedKind::Scalar { text, plain } => {
             let resolved = match tag.as_deref() {

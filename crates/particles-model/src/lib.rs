@@ -23,9 +23,11 @@ mod enums;
 mod ids;
 mod particle;
 pub mod policy;
+mod pytext;
 mod request;
 pub mod response;
 mod timestamp;
+mod unicode_tables;
 
 pub use crate::{
     enums::{
@@ -37,6 +39,7 @@ pub use crate::{
         parse_schema_version, ClaimTerm, Confidence, ContributorRef, ExtractorRef, Particle,
         ProvenanceRef, StructuredClaim, SCHEMA_VERSION,
     },
+    pytext::python_float,
     request::{
         parse_instant, python_repr, Audience, BoundValue, Decimal, Envelope, FieldError, GroupBy,
         Loc, Mode, QueryRequest, RequestErrors, TimeWindow, ValidRequest, DEFAULT_TOP_K,

@@ -26,8 +26,9 @@ pub struct Timestamp {
     minute: u8,
     second: u8,
     micro: u32,
-    /// Offset east of UTC in seconds; `None` for a naive value.
-    offset_seconds: Option<i32>,
+    /// Offset east of UTC in microseconds (Python's offsets may carry them);
+    /// `None` for a naive value.
+    offset_micros: Option<i64>,
 }
 
 /// Why a text did not parse as a timestamp.
@@ -64,7 +65,7 @@ impl Timestamp {
             minute,
             second,
             micro,
-            offset_seconds: None,
+            offset_micros: None,
         })
     }
 
@@ -90,13 +91,14 @@ impl Timestamp {
     /// The same wall-clock fields with this offset east of UTC, in seconds.
     pub fn with_offset_seconds(self, offset_seconds: i32) -> Timestamp {
         Timestamp {
-            offset_seconds: Some(offset_seconds),
+            offset_micros: Some(i64::from(offset_seconds) * MICROS_PER_SECOND),
             ..self
         }
     }
 
-    /// Python's `datetime.isoformat()`: `YYYY-MM-DDTHH:MM:SS[.ffffff][±HH:MM]`, the
-    /// fraction only when non-zero, UTC as `+00:00` (never `Z`). The reference's
+    /// Python's `datetime.isoformat()`: `YYYY-MM-DDTHH:MM:SS[.ffffff][±HH:MM[:SS[.ffffff]]]`,
+    /// each fraction and the offset's seconds only when non-zero, UTC as `+00:00`
+    /// (never `Z`). The reference's
     /// sentences print instants this way; its JSON uses [`Display`](fmt::Display).
     pub fn python_isoformat(&self) -> String {
         let mut text = format!(
@@ -106,16 +108,20 @@ impl Timestamp {
         if self.micro != 0 {
             text.push_str(&format!(".{:06}", self.micro));
         }
-        if let Some(offset) = self.offset_seconds {
+        if let Some(offset) = self.offset_micros {
             let sign = if offset < 0 { '-' } else { '+' };
-            let seconds = offset.unsigned_abs();
+            let micros = offset.unsigned_abs();
+            let seconds = micros / MICROS_PER_SECOND as u64;
             text.push_str(&format!(
                 "{sign}{:02}:{:02}",
                 seconds / 3600,
                 (seconds / 60) % 60
             ));
-            if seconds % 60 != 0 {
+            if micros % 60_000_000 != 0 {
                 text.push_str(&format!(":{:02}", seconds % 60));
+            }
+            if micros % MICROS_PER_SECOND as u64 != 0 {
+                text.push_str(&format!(".{:06}", micros % MICROS_PER_SECOND as u64));
             }
         }
         text
@@ -138,22 +144,29 @@ impl Timestamp {
                 minute: 59,
                 second: 59,
                 micro: 999_999,
-                offset_seconds: Some(0),
+                offset_micros: Some(0),
             })
     }
 
     /// The same wall-clock fields, marked as UTC (offset zero).
     pub fn with_utc_offset(self) -> Timestamp {
         Timestamp {
-            offset_seconds: Some(0),
+            offset_micros: Some(0),
             ..self
         }
     }
 
-    /// Parses text as Python 3.11 `datetime.fromisoformat` does: extended or basic
-    /// dates (also ISO week dates), any one separator character, `HH[:MM[:SS[.f]]]`
-    /// in extended or basic form with `.` or `,` before 1 or more fraction digits
-    /// (digits past the sixth are dropped), and `Z` or `±HH[:MM[:SS[.f]]]` offsets.
+    /// Parses text as Python 3.11 `datetime.fromisoformat` does, by a port of
+    /// CPython 3.11's C parser: extended or basic dates (also ISO week dates), any
+    /// one separator character, `HH[:MM[:SS[.f]]]` in extended or basic form with
+    /// `.` or `,` (or a third `:`) before the fraction (digits past the sixth are
+    /// dropped), and `Z` or `±HH[:MM[:SS[.f]]]` offsets whose components are not
+    /// range-checked (`+00:60` is an hour) as long as the total is within a day.
+    /// The C parser's quirks are kept, because the reference reads stored
+    /// instants and claim bounds through it: an empty fraction before an offset
+    /// is accepted, a NUL after `Z` ends the text, a zero offset in whole seconds
+    /// is UTC whatever its microseconds. The differential fuzz
+    /// (`tests/it/fuzz/timestamp.rs`) holds the two to the same verdicts.
     ///
     /// # Errors
     ///
@@ -166,12 +179,19 @@ impl Timestamp {
 
     /// Whether the value carries an offset.
     pub fn is_aware(&self) -> bool {
-        self.offset_seconds.is_some()
+        self.offset_micros.is_some()
     }
 
-    /// The offset east of UTC in seconds, `None` for a naive value.
+    /// The offset east of UTC in whole seconds (a fraction of a second is
+    /// dropped, toward zero), `None` for a naive value.
     pub fn offset_seconds(&self) -> Option<i32> {
-        self.offset_seconds
+        self.offset_micros
+            .map(|micros| (micros / MICROS_PER_SECOND) as i32)
+    }
+
+    /// The offset east of UTC in microseconds, `None` for a naive value.
+    pub fn offset_micros(&self) -> Option<i64> {
+        self.offset_micros
     }
 
     /// The instant in microseconds since the Unix epoch; a naive value is read as
@@ -181,9 +201,8 @@ impl Timestamp {
         let seconds = days * 86_400
             + i64::from(self.hour) * 3600
             + i64::from(self.minute) * 60
-            + i64::from(self.second)
-            - i64::from(self.offset_seconds.unwrap_or(0));
-        seconds * MICROS_PER_SECOND + i64::from(self.micro)
+            + i64::from(self.second);
+        seconds * MICROS_PER_SECOND + i64::from(self.micro) - self.offset_micros.unwrap_or(0)
     }
 
     /// The text the reference's writer stores: the wall-clock fields with six
@@ -252,7 +271,8 @@ impl Timestamp {
 }
 
 /// Pydantic's JSON form: `YYYY-MM-DDTHH:MM:SS[.ffffff][Z|±HH:MM]`, the fraction only
-/// when non-zero, `Z` for a zero offset, offset seconds dropped.
+/// when non-zero, `Z` for a zero offset, the offset's seconds dropped (pydantic
+/// never parses an offset finer than a minute).
 impl fmt::Display for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -263,12 +283,12 @@ impl fmt::Display for Timestamp {
         if self.micro != 0 {
             write!(f, ".{:06}", self.micro)?;
         }
-        match self.offset_seconds {
+        match self.offset_micros {
             None => Ok(()),
             Some(0) => f.write_str("Z"),
             Some(offset) => {
                 let sign = if offset < 0 { '-' } else { '+' };
-                let minutes = offset.unsigned_abs() / 60;
+                let minutes = offset.unsigned_abs() / 60_000_000;
                 write!(f, "{sign}{:02}:{:02}", minutes / 60, minutes % 60)
             }
         }
@@ -330,187 +350,260 @@ fn civil_from_days(days: i64) -> (i64, u8, u8) {
     (year, month, day)
 }
 
-/// A cursor over ASCII digits for the parser below.
-struct Cursor<'a> {
-    bytes: &'a [u8],
-    pos: usize,
-}
+/// The text's UTF-8 bytes as CPython's C parser reads them: a NUL past the end
+/// (the parser stops at NULs, embedded ones included, where it tests for the end).
+struct CText<'a>(&'a [u8]);
 
-impl Cursor<'_> {
-    fn digits(&mut self, count: usize) -> Option<u32> {
-        let end = self.pos.checked_add(count)?;
-        let slice = self.bytes.get(self.pos..end)?;
-        let mut value = 0u32;
-        for &byte in slice {
+impl CText<'_> {
+    fn at(&self, at: usize) -> u8 {
+        self.0.get(at).copied().unwrap_or(0)
+    }
+
+    /// `parse_digits`: `count` ASCII digits at `*at` (the cursor moves past them).
+    fn digits(&self, at: &mut usize, count: usize) -> Option<i64> {
+        let mut value = 0i64;
+        for _ in 0..count {
+            let byte = self.at(*at);
             if !byte.is_ascii_digit() {
                 return None;
             }
-            value = value * 10 + u32::from(byte - b'0');
+            value = value * 10 + i64::from(byte - b'0');
+            *at += 1;
         }
-        self.pos = end;
         Some(value)
-    }
-
-    fn peek(&self) -> Option<u8> {
-        self.bytes.get(self.pos).copied()
-    }
-
-    fn eat(&mut self, byte: u8) -> bool {
-        if self.peek() == Some(byte) {
-            self.pos += 1;
-            true
-        } else {
-            false
-        }
-    }
-
-    fn at_end(&self) -> bool {
-        self.pos == self.bytes.len()
     }
 }
 
+/// Python 3.11's `datetime.fromisoformat`, ported from CPython 3.11's C parser
+/// (`datetime_fromisoformat` in `_datetimemodule.c`) with its quirks, because the
+/// reference reads every stored instant and every claim bound through it: the
+/// separator is found by looking at bytes 4, 5, 8 and 10 (and, for `YYYYWww`, the
+/// length of the digit run), may be any one character, and the time runs to the
+/// end; its components are not range-checked until the datetime is built.
 fn parse_isoformat(text: &str) -> Option<Timestamp> {
-    // Python works on code points; a non-ASCII character can only be the separator,
-    // so handle that case by splitting on characters first.
-    let bytes = text.as_bytes();
-    let (date_len, (year, month, day)) = parse_date(bytes)?;
-    let mut ts = Timestamp::from_fields(year, month, day, 0, 0, 0, 0)?;
-    if date_len == bytes.len() {
-        return Some(ts);
-    }
-    // Exactly one separator character (any code point) follows the date.
-    let rest = text.get(date_len..)?;
-    let separator_len = rest.chars().next()?.len_utf8();
-    let time_text = rest.get(separator_len..)?;
-    if time_text.is_empty() {
+    // `_sanitize_isoformat_str`: fewer than 7 characters is never valid.
+    if text.chars().count() < 7 {
         return None;
     }
-    let (hour, minute, second, micro, offset) = parse_time(time_text.as_bytes())?;
-    ts = Timestamp::from_fields(year, month, day, hour, minute, second, micro)?;
-    ts.offset_seconds = offset;
+    let bytes = text.as_bytes();
+    let len = bytes.len();
+    let c = CText(bytes);
+    let separator = find_separator(&c, len)?;
+    let (year, month, day) = parse_date(&c, separator)?;
+    let mut clock = (0, 0, 0, 0);
+    let mut offset = None;
+    if len > separator {
+        // The separator is one character: its first byte says how many bytes.
+        let lead = c.at(separator);
+        let width = if lead & 0x80 == 0 {
+            1
+        } else {
+            match lead & 0xF0 {
+                0xE0 => 3,
+                0xF0 => 4,
+                _ => 2,
+            }
+        };
+        (clock, offset) = parse_time(&c, (separator + width).min(len), len)?;
+    }
+    let (hour, minute, second, micro) = clock;
+    let field = |value: i64, max: i64| (0..=max).contains(&value).then_some(value);
+    let mut ts = Timestamp::from_fields(
+        u16::try_from(year).ok()?,
+        u8::try_from(month).ok()?,
+        u8::try_from(day).ok()?,
+        field(hour, 23)? as u8,
+        field(minute, 59)? as u8,
+        field(second, 59)? as u8,
+        field(micro, 999_999)? as u32,
+    )?;
+    ts.offset_micros = offset;
     Some(ts)
 }
 
-/// Returns the length of the date part and the date.
-fn parse_date(bytes: &[u8]) -> Option<(usize, (u16, u8, u8))> {
-    let mut cursor = Cursor { bytes, pos: 0 };
-    let year = cursor.digits(4)? as u16;
-    let extended = cursor.eat(b'-');
-    if cursor.eat(b'W') {
-        let week = cursor.digits(2)?;
+/// `_find_isoformat_datetime_separator`: the byte index where the date ends.
+fn find_separator(c: &CText<'_>, len: usize) -> Option<usize> {
+    if len == 7 {
+        return Some(7);
+    }
+    if c.at(4) == b'-' {
+        if c.at(5) != b'W' {
+            return Some(10);
+        }
+        if len < 8 {
+            return None;
+        }
+        if len > 8 && c.at(8) == b'-' {
+            if len == 9 {
+                return None;
+            }
+            // `YYYY-Www-##`: the hyphen at 8 is taken for the separator.
+            return Some(if len > 10 && c.at(10).is_ascii_digit() {
+                8
+            } else {
+                10
+            });
+        }
+        return Some(8);
+    }
+    if c.at(4) != b'W' {
+        return Some(8);
+    }
+    // `YYYYWww` or `YYYYWwwd`: the parity of the digit run decides.
+    let mut idx = 7;
+    while idx < len && c.at(idx).is_ascii_digit() {
+        idx += 1;
+    }
+    Some(if idx < 9 {
+        idx
+    } else if idx % 2 == 0 {
+        7
+    } else {
+        8
+    })
+}
+
+/// `parse_isoformat_date` over the first `len` bytes: the year, month and day as
+/// read (not range-checked, except through the ISO week conversion).
+fn parse_date(c: &CText<'_>, len: usize) -> Option<(i64, i64, i64)> {
+    let mut at = 0;
+    let year = c.digits(&mut at, 4)?;
+    let uses_separator = c.at(at) == b'-';
+    if uses_separator {
+        at += 1;
+    }
+    if c.at(at) == b'W' {
+        at += 1;
+        let week = c.digits(&mut at, 2)?;
         let mut weekday = 1;
-        let has_day = if extended {
-            cursor.eat(b'-')
-        } else {
-            cursor.peek().is_some_and(|b| b.is_ascii_digit())
-        };
-        if has_day {
-            weekday = cursor.digits(1)?;
+        if at < len {
+            if uses_separator {
+                if c.at(at) != b'-' {
+                    return None;
+                }
+                at += 1;
+            }
+            weekday = c.digits(&mut at, 1)?;
         }
-        let date = iso_week_date(year, week, weekday)?;
-        return Some((cursor.pos, date));
+        return iso_week_date(year, week, weekday);
     }
-    let month = cursor.digits(2)? as u8;
-    if extended && !cursor.eat(b'-') {
-        return None;
+    let month = c.digits(&mut at, 2)?;
+    if uses_separator {
+        if c.at(at) != b'-' {
+            return None;
+        }
+        at += 1;
     }
-    let day = cursor.digits(2)? as u8;
-    Some((cursor.pos, (year, month, day)))
+    let day = c.digits(&mut at, 2)?;
+    Some((year, month, day))
 }
 
-fn iso_week_date(year: u16, week: u32, weekday: u32) -> Option<(u16, u8, u8)> {
-    if !(1..=7).contains(&weekday) || week == 0 {
+/// `iso_to_ymd`: week 1..=52 (53 in a year that starts on a Thursday, or on a
+/// Wednesday in a leap year), day 1..=7. CPython does not check the year here;
+/// year 0 always lands on a date its constructor refuses, and so does it here.
+fn iso_week_date(year: i64, week: i64, weekday: i64) -> Option<(i64, i64, i64)> {
+    if !(1..=9999).contains(&year) {
         return None;
     }
-    let jan4 = days_from_civil(i64::from(year), 1, 4);
+    let jan1 = days_from_civil(year, 1, 1);
     // 1970-01-01 was a Thursday; Monday = 0.
-    let jan4_weekday = (jan4 + 3).rem_euclid(7);
-    let week1_monday = jan4 - jan4_weekday;
-    let max_week = {
-        let dec28 = days_from_civil(i64::from(year), 12, 28);
-        (dec28 - week1_monday) / 7 + 1
-    };
-    if i64::from(week) > max_week {
+    let jan1_weekday = (jan1 + 3).rem_euclid(7);
+    if !(1..=52).contains(&week) {
+        let long_year =
+            jan1_weekday == 3 || (jan1_weekday == 2 && is_leap(u16::try_from(year).ok()?));
+        if !(week == 53 && long_year) {
+            return None;
+        }
+    }
+    if !(1..=7).contains(&weekday) {
         return None;
     }
-    let days = week1_monday + (i64::from(week) - 1) * 7 + i64::from(weekday) - 1;
-    let (y, m, d) = civil_from_days(days);
-    Some((u16::try_from(y).ok()?, m, d))
+    let mut week1_monday = jan1 - jan1_weekday;
+    if jan1_weekday > 3 {
+        week1_monday += 7;
+    }
+    let (y, m, d) = civil_from_days(week1_monday + (week - 1) * 7 + weekday - 1);
+    Some((y, i64::from(m), i64::from(d)))
 }
 
-type TimeFields = (u8, u8, u8, u32, Option<i32>);
+type Clock = (i64, i64, i64, i64);
 
-fn parse_time(bytes: &[u8]) -> Option<TimeFields> {
-    // The offset starts at the first `+`, `-` or `Z`.
-    let tz_at = bytes.iter().position(|b| matches!(b, b'+' | b'-' | b'Z'));
-    let (clock, tz) = match tz_at {
-        Some(at) => (&bytes[..at], Some(&bytes[at..])),
-        None => (bytes, None),
-    };
-    let (hour, minute, second, micro) = parse_clock(clock)?;
-    let offset = match tz {
-        None => None,
-        Some(b"Z") => Some(0),
-        Some(tz) => {
-            let sign: i64 = if tz[0] == b'-' { -1 } else { 1 };
-            let (h, m, s, us) = parse_clock(&tz[1..])?;
-            let total_micros = (i64::from(h) * 3600 + i64::from(m) * 60 + i64::from(s))
-                * MICROS_PER_SECOND
-                + i64::from(us);
-            // Sub-second offsets exist in Python but not in any store; refuse them
-            // rather than round.
-            if total_micros % MICROS_PER_SECOND != 0 {
-                return None;
-            }
-            Some((sign * total_micros / MICROS_PER_SECOND) as i32)
+/// `parse_isoformat_time` over `start..end`: the clock and the offset in
+/// microseconds, if any.
+fn parse_time(c: &CText<'_>, start: usize, end: usize) -> Option<(Clock, Option<i64>)> {
+    // The offset starts at the first `Z`, `+` or `-` (the first byte is looked
+    // at even when the time is empty).
+    let mut tz = start;
+    while !matches!(c.at(tz), b'Z' | b'+' | b'-') {
+        tz += 1;
+        if tz >= end {
+            break;
         }
+    }
+    let (more, clock) = hh_mm_ss_ff(c, start, tz)?;
+    if tz == end {
+        // No offset: anything after the clock is an error.
+        return (!more).then_some((clock, None));
+    }
+    if c.at(tz) == b'Z' {
+        // Only a NUL may follow, which is how an embedded NUL ends the text.
+        return (c.at(tz + 1) == 0).then_some((clock, Some(0)));
+    }
+    let sign = if c.at(tz) == b'-' { -1 } else { 1 };
+    let (more, (hours, minutes, seconds, micros)) = hh_mm_ss_ff(c, tz + 1, end)?;
+    if more {
+        return None;
+    }
+    let whole = hours * 3600 + minutes * 60 + seconds;
+    // A zero offset in whole seconds is UTC, its microseconds dropped
+    // (`tzinfo_from_isoformat_results`).
+    let offset = if whole == 0 {
+        0
+    } else {
+        sign * (whole * MICROS_PER_SECOND + micros)
     };
-    Some((hour, minute, second, micro, offset))
+    // `timezone` wants strictly less than a day either way.
+    (offset.abs() < 86_400 * MICROS_PER_SECOND).then_some((clock, Some(offset)))
 }
 
-/// `HH[:MM[:SS]]` in extended or basic form, with a fraction after any component
-/// (as CPython 3.11's `parse_hh_mm_ss_ff`: `10:10,5` is 10:10:00.5).
-fn parse_clock(bytes: &[u8]) -> Option<(u8, u8, u8, u32)> {
-    let mut cursor = Cursor { bytes, pos: 0 };
-    let mut fields = [0u8; 3];
-    let mut extended = false;
-    let mut fraction_at = None;
+/// `parse_hh_mm_ss_ff` over `start..end`: `HH[:?MM[:?SS]]` with a fraction after
+/// `.` or `,` (or after a third `:`, or straight after the seconds in the basic
+/// form), digits past the sixth dropped; `true` when something other than the
+/// end of the text follows. `None` for CPython's negative codes.
+fn hh_mm_ss_ff(c: &CText<'_>, start: usize, end: usize) -> Option<(bool, Clock)> {
+    let mut fields = [0i64; 3];
+    let mut at = start;
+    let mut has_separator = true;
     for (i, field) in fields.iter_mut().enumerate() {
-        *field = cursor.digits(2)? as u8;
-        if cursor.at_end() {
-            break;
-        }
+        *field = c.digits(&mut at, 2)?;
+        let next = c.at(at);
+        at += 1;
         if i == 0 {
-            extended = cursor.peek() == Some(b':');
+            has_separator = next == b':';
         }
-        if extended && cursor.eat(b':') {
-            if cursor.at_end() {
-                return None;
-            }
+        if at >= end {
+            let [hour, minute, second] = fields;
+            return Some((next != 0, (hour, minute, second, 0)));
+        } else if has_separator && next == b':' {
             continue;
-        }
-        if cursor.eat(b'.') || cursor.eat(b',') {
-            fraction_at = Some(cursor.pos);
+        } else if next == b'.' || next == b',' {
             break;
-        }
-        if extended || i == 2 {
+        } else if !has_separator {
+            at -= 1;
+        } else {
             return None;
         }
     }
-    let mut micro = 0;
-    if let Some(at) = fraction_at {
-        let fraction = &bytes[at..];
-        if fraction.is_empty() || !fraction.iter().all(u8::is_ascii_digit) {
-            return None;
-        }
-        for i in 0..6 {
-            micro = micro * 10 + fraction.get(i).map_or(0, |d| u32::from(d - b'0'));
-        }
-    } else if !cursor.at_end() {
-        return None;
+    let to_parse = (end - at).min(6);
+    let mut micro = c.digits(&mut at, to_parse)?;
+    for _ in to_parse..6 {
+        micro *= 10;
+    }
+    while c.at(at).is_ascii_digit() {
+        at += 1;
     }
     let [hour, minute, second] = fields;
-    (hour < 24 && minute < 60 && second < 60).then_some((hour, minute, second, micro))
+    Some((c.at(at) != 0, (hour, minute, second, micro)))
 }
 
 #[cfg(test)]
@@ -556,6 +649,45 @@ mod tests {
             "2024-01-01T",
             "yesterday",
             "2024-01-01 10:00:60",
+        ] {
+            assert!(Timestamp::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn cpython_quirks() {
+        let iso = |text: &str| Timestamp::parse(text).map(|t| t.python_isoformat());
+        assert_eq!(
+            iso("2024-01-01T00:00:00+01:30:00.5").unwrap(),
+            "2024-01-01T00:00:00+01:30:00.500000"
+        );
+        assert_eq!(
+            iso("2024-01-01T10:00-01:00:00.25").unwrap(),
+            "2024-01-01T10:00:00-01:00:00.250000"
+        );
+        assert_eq!(
+            iso("2024-01-01T10:00-00:00:00.5").unwrap(),
+            "2024-01-01T10:00:00+00:00"
+        );
+        assert_eq!(
+            iso("2024-01-01T10:00:00.+00:60").unwrap(),
+            "2024-01-01T10:00:00+01:00"
+        );
+        assert_eq!(
+            iso("2024-01-01T10:00:00:5").unwrap(),
+            "2024-01-01T10:00:00.500000"
+        );
+        assert_eq!(
+            iso("2024-01-01T10:00Z\0abc").unwrap(),
+            "2024-01-01T10:00:00+00:00"
+        );
+        assert_eq!(iso("0001-W01-0000").unwrap(), "0001-01-01T00:00:00");
+        for bad in [
+            "2024-01-01T1000005",
+            "2024-01-01T10:00+24:00:00.000001",
+            "0000-W52-7",
+            "9999-W52-6",
+            "2024-01-01T10:00:00.",
         ] {
             assert!(Timestamp::parse(bad).is_err(), "{bad}");
         }

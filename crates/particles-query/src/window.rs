@@ -154,7 +154,8 @@ fn property_text(particle: &Particle, key: &str) -> Option<String> {
 }
 
 enum Verdict {
-    Hit(WindowHit),
+    // Boxed: a hit carries several timestamps, and most verdicts are misses.
+    Hit(Box<WindowHit>),
     Miss,
     Undatable,
 }
@@ -246,7 +247,7 @@ impl WindowView {
         match read_window(&facts, &self.window) {
             None => (Verdict::Miss, unkinded),
             Some(reading) => (
-                Verdict::Hit(WindowHit {
+                Verdict::Hit(Box::new(WindowHit {
                     reading,
                     valid_from: utc(valid_from),
                     valid_kind: particle.valid_kind,
@@ -254,7 +255,7 @@ impl WindowView {
                     close_basis,
                     retired,
                     restates: None,
-                }),
+                })),
                 unkinded,
             ),
         }
@@ -323,7 +324,7 @@ pub(crate) fn gather_window<'p>(
             gathered.coverage.retired_admitted += 1;
         }
         order.push((position, particle.id.clone()));
-        gathered.hits.insert(particle.id.clone(), hit);
+        gathered.hits.insert(particle.id.clone(), *hit);
     }
     // The stand-in rule: a restatement stands in for the retired original it
     // supersedes when both are admitted.

@@ -22,6 +22,16 @@ pub enum Error {
         /// Python's reason.
         reason: &'static str,
     },
+    /// A URL rule's pattern makes Python's `re.compile` raise something other
+    /// than `re.error` (a repeat count of 2^32 - 1 or more, `(?a)` with `(?u)`),
+    /// which the reference does not catch. Fix or remove the rule.
+    #[error("URL rule pattern {pattern:?} fails to compile in Python ({reason}); fix or remove the rule")]
+    BadPattern {
+        /// The pattern.
+        pattern: String,
+        /// Python's exception.
+        reason: &'static str,
+    },
     /// A candidate's vector has another dimension than the query's.
     #[error("particle {id}: embedding has {found} dimensions, the query vector has {expected}")]
     DimensionMismatch {

@@ -48,7 +48,7 @@ pub use crate::{
         infer_domain, member_policies, recency_factor, DecayPolicy, MemberPolicy, Policies,
         TrustPolicy,
     },
-    pyregex::PyRegex,
+    pyregex::{PatternError, PyRegex},
     score::{effective_confidence, py_max, py_min, rank_score},
     settings::{ConformanceCap, DecayRule, RankSettings, UncalibratedCap},
     similarity::{sdot_openblas, NormKernel, QueryVector},

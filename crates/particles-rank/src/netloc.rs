@@ -51,34 +51,118 @@ pub fn netloc(uri: &str) -> Result<String, NetlocError> {
     Ok(netloc.to_owned())
 }
 
-/// Python 3.11's `_check_bracketed_netloc`: nothing before `[`, only a port after
-/// `]`, and a valid IPv6 (or IPvFuture) address inside.
+/// Python 3.11.7's check of a netloc holding both `[` and `]`: the text from the
+/// first `[` to the first `]` after it (nothing else about the netloc is looked
+/// at) must be an IPvFuture (`v`, hex digits, `.`, something) or an IPv6 address
+/// as `ipaddress.ip_address` reads it; an IPv4 address is refused too.
 fn check_bracketed(netloc: &str) -> Result<(), NetlocError> {
     const INVALID: NetlocError = NetlocError("Invalid IPv6 URL");
-    let host_and_port = netloc.rsplit_once('@').map_or(netloc, |(_, host)| host);
-    let Some((before, bracketed)) = host_and_port.split_once('[') else {
-        return Ok(());
-    };
-    if !before.is_empty() {
-        return Err(INVALID);
-    }
-    let (host, port) = bracketed.split_once(']').unwrap_or((bracketed, ""));
-    if !port.is_empty() && !port.starts_with(':') {
-        return Err(INVALID);
-    }
+    let after_open = netloc.split_once('[').map_or("", |(_, after)| after);
+    let host = after_open
+        .split_once(']')
+        .map_or(after_open, |(host, _)| host);
     let valid = if let Some(future) = host.strip_prefix('v') {
         future.split_once('.').is_some_and(|(hex, rest)| {
             !hex.is_empty() && hex.chars().all(|c| c.is_ascii_hexdigit()) && !rest.is_empty()
         })
     } else {
-        let address = host.split_once('%').map_or(host, |(address, _)| address);
-        address.parse::<std::net::Ipv6Addr>().is_ok()
+        !is_ipv4(host) && is_ipv6(host)
     };
     if valid {
         Ok(())
     } else {
         Err(INVALID)
     }
+}
+
+/// `ipaddress.IPv4Address(text)` succeeds: four dot-separated decimal octets of
+/// one to three ASCII digits, at most 255, no leading zero.
+fn is_ipv4(text: &str) -> bool {
+    let octets: Vec<&str> = text.split('.').collect();
+    octets.len() == 4
+        && octets.iter().all(|octet| {
+            !octet.is_empty()
+                && octet.len() <= 3
+                && octet.bytes().all(|b| b.is_ascii_digit())
+                && (*octet == "0" || !octet.starts_with('0'))
+                && octet.parse::<u16>().is_ok_and(|value| value <= 255)
+        })
+}
+
+/// `ipaddress.IPv6Address(text)` succeeds (CPython 3.11's `_ip_int_from_string`,
+/// with a scope id after `%`).
+fn is_ipv6(text: &str) -> bool {
+    const HEXTETS: usize = 8;
+    if text.contains('/') {
+        return false;
+    }
+    let address = match text.split_once('%') {
+        None => text,
+        Some((address, scope)) if !scope.is_empty() && !scope.contains('%') => address,
+        Some(_) => return false,
+    };
+    if address.is_empty() {
+        return false;
+    }
+    let mut parts: Vec<String> = address.split(':').map(str::to_owned).collect();
+    if parts.len() < 3 {
+        return false;
+    }
+    if parts.last().is_some_and(|last| last.contains('.')) {
+        let last = parts.pop().unwrap_or_default();
+        if !is_ipv4(&last) {
+            return false;
+        }
+        let value = last.split('.').fold(0u32, |acc, octet| {
+            (acc << 8) | octet.parse::<u32>().unwrap_or(0)
+        });
+        parts.push(format!("{:x}", value >> 16));
+        parts.push(format!("{:x}", value & 0xFFFF));
+    }
+    if parts.len() > HEXTETS + 1 {
+        return false;
+    }
+    let mut skip = None;
+    for (at, part) in parts.iter().enumerate().take(parts.len() - 1).skip(1) {
+        if part.is_empty() {
+            if skip.is_some() {
+                return false;
+            }
+            skip = Some(at);
+        }
+    }
+    let hextet = |part: &str| {
+        !part.is_empty() && part.len() <= 4 && part.bytes().all(|b| b.is_ascii_hexdigit())
+    };
+    let (high, low) = match skip {
+        Some(at) => {
+            let mut high = at;
+            let mut low = parts.len() - at - 1;
+            if parts[0].is_empty() {
+                high -= 1;
+                if high > 0 {
+                    return false;
+                }
+            }
+            if parts[parts.len() - 1].is_empty() {
+                low -= 1;
+                if low > 0 {
+                    return false;
+                }
+            }
+            if high + low >= HEXTETS {
+                return false;
+            }
+            (high, low)
+        }
+        None => {
+            if parts.len() != HEXTETS || parts[0].is_empty() || parts[HEXTETS - 1].is_empty() {
+                return false;
+            }
+            (HEXTETS, 0)
+        }
+    };
+    parts[..high].iter().all(|p| hextet(p)) && parts[parts.len() - low..].iter().all(|p| hextet(p))
 }
 
 /// Python's `_checknetloc`.
@@ -120,5 +204,15 @@ mod tests {
         assert_eq!(netloc("http://u@[::1]:8/").unwrap(), "u@[::1]:8");
         assert!(netloc("http://[::1/").is_err());
         assert!(netloc("http://[zz]/").is_err());
+        // Python 3.11.7 checks only the first bracketed text.
+        assert_eq!(netloc("http://a[::1]b/").unwrap(), "a[::1]b");
+        assert_eq!(
+            netloc("//[::1]@[1:2:3:4:5:6:7:1.2.3.4]").unwrap(),
+            "[::1]@[1:2:3:4:5:6:7:1.2.3.4]"
+        );
+        assert!(netloc("http://[fe80::1%]/").is_err());
+        assert!(netloc("http://[1.2.3.4]/").is_err());
+        assert!(netloc("http://[::01.2.3.4]/").is_err());
+        assert_eq!(netloc("http://[::1%25eth0]/").unwrap(), "[::1%25eth0]");
     }
 }

@@ -11,7 +11,7 @@ use particles_model::{
 use crate::{
     error::{Error, Result},
     netloc::netloc,
-    pyregex::PyRegex,
+    pyregex::{PatternError, PyRegex},
     score::{py_max, py_min},
     settings::{ConformanceCap, RankSettings},
 };
@@ -257,21 +257,24 @@ impl Policies {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidLens`] when an adopted lens breaks a rule of the lens model;
-    /// the reference aborts the query then too.
+    /// [`Error::InvalidLens`] when an adopted lens breaks a rule of the lens model,
+    /// [`Error::BadPattern`] when a URL rule's pattern makes Python's `re.compile`
+    /// raise something other than `re.error`; the reference aborts the query then
+    /// too.
     pub fn compile(rows: &PolicyRows, settings: &RankSettings) -> Result<Policies> {
         let lenses = rows
             .lenses
             .iter()
             .map(ParsedLens::parse)
             .collect::<Result<Vec<_>>>()?;
-        let mut trust = compose_trust(rows, &lenses);
+        let mut trust = compose_trust(rows, &lenses)?;
         trust.source_type_domains = settings.source_type_domains.clone();
+        let decay = compose_decay(&lenses, settings)?;
         Ok(Policies {
             settings: settings.clone(),
             weights: compose_weights(rows, &lenses, settings.conformance_cap.as_ref()),
             trust,
-            decay: compose_decay(&lenses, settings),
+            decay,
         })
     }
 
@@ -339,13 +342,13 @@ impl MemberPolicy {
 ///
 /// # Errors
 ///
-/// [`Error::InvalidLens`] as [`Policies::compile`].
+/// [`Error::InvalidLens`] and [`Error::BadPattern`] as [`Policies::compile`].
 pub fn member_policies(rows: &PolicyRows, settings: &RankSettings) -> Result<Vec<MemberPolicy>> {
     let local_rows = PolicyRows {
         lenses: Vec::new(),
         ..rows.clone()
     };
-    let mut local_trust = compose_trust(&local_rows, &[]);
+    let mut local_trust = compose_trust(&local_rows, &[])?;
     local_trust.source_type_domains = settings.source_type_domains.clone();
     let mut members = vec![MemberPolicy {
         name: "local".to_owned(),
@@ -359,7 +362,7 @@ pub fn member_policies(rows: &PolicyRows, settings: &RankSettings) -> Result<Vec
     for lens in &rows.lenses {
         let parsed = ParsedLens::parse(lens)?;
         let weights = parsed.extractor_weights.iter().cloned().collect();
-        let mut trust = compose_trust(&PolicyRows::default(), std::slice::from_ref(&parsed));
+        let mut trust = compose_trust(&PolicyRows::default(), std::slice::from_ref(&parsed))?;
         trust.source_type_domains = settings.source_type_domains.clone();
         members.push(MemberPolicy {
             name: lens.name.clone(),
@@ -575,7 +578,7 @@ fn compose_weights(
     weights
 }
 
-fn compose_trust(rows: &PolicyRows, lenses: &[ParsedLens]) -> TrustPolicy {
+fn compose_trust(rows: &PolicyRows, lenses: &[ParsedLens]) -> Result<TrustPolicy> {
     let mut statements = HashMap::new();
     for s in &rows.statements {
         statements.insert(
@@ -596,7 +599,7 @@ fn compose_trust(rows: &PolicyRows, lenses: &[ParsedLens]) -> TrustPolicy {
                 domain_scores.insert(rule.pattern.clone(), score);
             }
             ("url_pattern", _, Some(modifier)) => {
-                if let Some(regex) = PyRegex::compile(&rule.pattern) {
+                if let Some(regex) = compile_pattern(&rule.pattern)? {
                     url_patterns.push((regex, modifier));
                     local_patterns.insert(rule.pattern.clone());
                 }
@@ -644,21 +647,35 @@ fn compose_trust(rows: &PolicyRows, lenses: &[ParsedLens]) -> TrustPolicy {
         }
         for (pattern, total) in lens_sums {
             if !local_patterns.contains(&pattern) {
-                if let Some(regex) = PyRegex::compile(&pattern) {
+                if let Some(regex) = compile_pattern(&pattern)? {
                     url_patterns.push((regex, total));
                 }
             }
         }
     }
-    TrustPolicy {
+    Ok(TrustPolicy {
         source_type_domains: Vec::new(),
         statements,
         domain_scores,
         url_patterns,
+    })
+}
+
+/// `re.compile` inside the reference's `contextlib.suppress(re.error)`: `None`
+/// for a pattern that raises `re.error` (the rule is skipped), an error where
+/// Python raises something else (the reference's query fails).
+fn compile_pattern(pattern: &str) -> Result<Option<PyRegex>> {
+    match PyRegex::compile(pattern) {
+        Ok(regex) => Ok(Some(regex)),
+        Err(PatternError::Invalid(_) | PatternError::Unsupported(_)) => Ok(None),
+        Err(PatternError::Fatal(reason)) => Err(Error::BadPattern {
+            pattern: pattern.to_owned(),
+            reason,
+        }),
     }
 }
 
-fn compose_decay(lenses: &[ParsedLens], settings: &RankSettings) -> DecayPolicy {
+fn compose_decay(lenses: &[ParsedLens], settings: &RankSettings) -> Result<DecayPolicy> {
     let mut source_type_rules: HashMap<String, (f64, f64)> = settings
         .decay_sources
         .iter()
@@ -682,14 +699,16 @@ fn compose_decay(lenses: &[ParsedLens], settings: &RankSettings) -> DecayPolicy 
     for (source_type, params) in lens_source_type {
         source_type_rules.entry(source_type).or_insert(params);
     }
-    let url_rules = lens_url
-        .into_iter()
-        .filter_map(|(pattern, (h, f))| PyRegex::compile(&pattern).map(|r| (r, h, f)))
-        .collect();
-    DecayPolicy {
+    let mut url_rules = Vec::new();
+    for (pattern, (half_life, floor)) in lens_url {
+        if let Some(regex) = compile_pattern(&pattern)? {
+            url_rules.push((regex, half_life, floor));
+        }
+    }
+    Ok(DecayPolicy {
         source_type_rules,
         url_rules,
-    }
+    })
 }
 
 /// Insert-or-minimum into an insertion-ordered list (a Python dict's behaviour).

@@ -3,9 +3,12 @@
 //!
 //! Each JSON number becomes the correctly rounded f64 first and is then rounded to
 //! f32 (never parsed straight to f32: the double rounding must match Python's). A
-//! hand-written scanner validates JSON number syntax, accepts Python's `NaN` and
-//! `Infinity` literals, applies numpy's conversions to strings, booleans and nulls,
-//! and allocates once: it runs for every row a cache builds.
+//! JSON integer is a Python int first: `-0` is +0.0, and one that rounds to 2^1024
+//! or more is an `OverflowError`, not infinity. A hand-written scanner validates
+//! JSON number syntax, accepts Python's `NaN` and `Infinity` literals, applies
+//! numpy's conversions to strings, booleans and nulls, and allocates once: it runs
+//! for every row a cache builds. The differential fuzz (`tests/it/fuzz.rs`) holds
+//! it to the reference's decoder, bit for bit.
 
 /// Why an embedding did not decode.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,6 +82,19 @@ fn element(text: &str, pos: usize) -> Result<(f32, usize), EmbeddingError> {
                 .parse()
                 .map_err(|_| EmbeddingError(format!("{token:?} is not a number")))?,
         };
+        if !token.contains(['.', 'e', 'E']) && token.bytes().any(|b| b.is_ascii_digit()) {
+            // `json.loads` makes an integer a Python int, which numpy turns into a
+            // float through `PyLong_AsDouble`: `-0` is the int 0 (so +0.0), and an
+            // int that rounds to 2^1024 or more raises OverflowError.
+            if value.is_infinite() {
+                return Err(EmbeddingError(format!(
+                    "integer at byte {pos} is too large to convert to float"
+                )));
+            }
+            if value == 0.0 {
+                return Ok((0.0, end));
+            }
+        }
         return Ok((value as f32, end));
     }
     for (literal, value) in [("true", 1.0f32), ("false", 0.0), ("null", f32::NAN)] {
@@ -93,7 +109,7 @@ fn element(text: &str, pos: usize) -> Result<(f32, usize), EmbeddingError> {
             _ => return Err(EmbeddingError(format!("bad string at byte {pos}"))),
         };
         let end = pos + stream.byte_offset();
-        let value = python_float(&string).ok_or_else(|| {
+        let value = particles_model::python_float(&string).ok_or_else(|| {
             EmbeddingError(format!("could not convert string to float: {string:?}"))
         })?;
         return Ok((value as f32, end));
@@ -149,34 +165,6 @@ fn json_number_end(bytes: &[u8], mut pos: usize) -> Option<usize> {
     Some(pos)
 }
 
-/// Python's `float(str)`: surrounding whitespace allowed, `nan`/`inf`/`infinity` in
-/// any case, underscores between digits.
-fn python_float(text: &str) -> Option<f64> {
-    let trimmed = text.trim();
-    let cleaned: String;
-    let candidate = if trimmed.contains('_') {
-        let bytes = trimmed.as_bytes();
-        let ok = bytes
-            .windows(3)
-            .all(|w| w[1] != b'_' || (w[0].is_ascii_digit() && w[2].is_ascii_digit()))
-            && !trimmed.starts_with('_')
-            && !trimmed.ends_with('_');
-        if !ok {
-            return None;
-        }
-        cleaned = trimmed.replace('_', "");
-        cleaned.as_str()
-    } else {
-        trimmed
-    };
-    let lower = candidate.to_ascii_lowercase();
-    let unsigned = lower.trim_start_matches(['+', '-']);
-    if matches!(unsigned, "nan" | "inf" | "infinity") {
-        return lower.parse().ok().or(Some(f64::NAN));
-    }
-    candidate.parse().ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -218,6 +206,20 @@ mod tests {
             decode_embedding(&format!("[{text}]")).unwrap(),
             vec![via_f64]
         );
+    }
+
+    #[test]
+    fn integers_are_python_ints_first() {
+        assert_eq!(decode_embedding("[-0]").unwrap()[0].to_bits(), 0);
+        assert_eq!(
+            decode_embedding("[-0.0]").unwrap()[0].to_bits(),
+            0x8000_0000
+        );
+        let huge = format!("[1{}]", "0".repeat(400));
+        assert!(decode_embedding(&huge).is_err());
+        assert_eq!(decode_embedding("[1e400]").unwrap()[0], f32::INFINITY);
+        let past_f32 = format!("[1{}]", "0".repeat(40));
+        assert_eq!(decode_embedding(&past_f32).unwrap()[0], f32::INFINITY);
     }
 
     #[test]

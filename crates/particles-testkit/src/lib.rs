@@ -7,12 +7,17 @@
 //! `PARTICLES_REQUIRE_REFERENCE=1` and `PARTICLES_REQUIRE_MODEL=1`, which turn the
 //! absence into a failure, so a green CI run never hides a skipped oracle.
 //!
+//! [`fuzz`] runs a decoder against its Python counterpart in batches (the
+//! differential fuzz).
+//!
 //! ```no_run
 //! let Some(python) = particles_testkit::reference_python() else { return };
 //! # let _ = python;
 //! ```
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
+
+pub mod fuzz;
 
 use std::path::{Path, PathBuf};
 

@@ -84,6 +84,41 @@ fn integers_in_yaml_1_1_spellings() {
 }
 
 #[test]
+fn explicit_ints_and_floats_go_through_pythons_int_and_float() {
+    assert_eq!(int("!!int ' 12 '"), 12);
+    assert_eq!(int("!!int '0o17'"), 15);
+    assert_eq!(int("!!int '0x_1F'"), 31);
+    assert_eq!(int("!!int '1_:30'"), 90);
+    // ARABIC-INDIC DIGIT THREE: int() reads Unicode decimal digits.
+    assert_eq!(int("!!int '\u{0663}'"), 3);
+    // PyYAML's sign times int() of the rest, which may hold a sign of its own.
+    assert_eq!(int("!!int '--5'"), 5);
+    assert_eq!(int("!!int -0x-1"), 1);
+    assert_eq!(
+        int("!!int '-+170141183460469231731687303715884105728'"),
+        i128::MIN
+    );
+    match scalar("!!int '--170141183460469231731687303715884105728'") {
+        NodeValue::Int(Int::Big(digits)) => {
+            assert_eq!(digits, "170141183460469231731687303715884105728");
+        }
+        other => panic!("2^127: {other:?}"),
+    }
+    assert_eq!(float("!!float '\u{0663}.5'"), 3.5);
+    assert_eq!(float("!!float '--1'"), 1.0);
+    assert!(!load_error("a: !!int '1__0x'").syntax);
+}
+
+#[test]
+fn a_block_scalar_indicator_cannot_start_a_plain_scalar_in_a_flow_collection() {
+    for text in ["a: [|x]\n", "a: {k: >x}\n"] {
+        let error = load_error(text);
+        assert!(error.syntax, "{text:?}");
+        assert!(error.message.contains("cannot start any token"), "{text:?}");
+    }
+}
+
+#[test]
 fn floats_need_a_dot_and_a_signed_exponent() {
     assert_eq!(float("1.0e+3"), 1000.0);
     assert_eq!(float(".5"), 0.5);
@@ -227,4 +262,19 @@ fn binary_sets_anchors_and_nel() {
     // The same name may come back in the next document only; one document is fine.
     assert!(safe_load("a: &x 1\nb: *x\n").is_ok());
     assert!(matches!(scalar("\u{85}"), NodeValue::Null));
+}
+
+#[test]
+fn of_two_construction_errors_the_shallower_is_reported_as_pyyaml_does() {
+    // The bad !!bool (line 3) comes first in the text, the bad merge (line 5)
+    // is one level shallower: PyYAML's breadth-first constructor meets it first.
+    let error = load_error("a:\n  b:\n    c: !!bool 1\nq:\n  <<: x\n");
+    assert!(!error.syntax);
+    assert_eq!(error.line, 5);
+    // At one depth, document order decides.
+    let error = load_error("a:\n  c: !!bool 1\nq:\n  <<: x\n");
+    assert_eq!(error.line, 2);
+    // A merge of an aliased scalar names the anchored node's line.
+    let error = load_error("x: &a 0.5\nq:\n  r:\n    c: !!bool 1\n  <<: [*a]\n");
+    assert_eq!(error.line, 1);
 }

@@ -1,7 +1,9 @@
 //! A seeded, grammar-aware generator of config documents for the differential
 //! test: the keys particles-rs reads with values across and beyond their
 //! ranges, numbers in YAML 1.1 spellings, odd booleans, nulls, duplicate and
-//! unknown keys, merges, and random fields of every section from the schema.
+//! unknown keys, anchors, aliases and merges (of sections, lists, inline
+//! mappings, non-mappings, scalars), block and quoted scalars, and random fields
+//! of every section from the schema.
 
 use std::collections::BTreeMap;
 
@@ -128,6 +130,44 @@ const FLOAT_FORMS: &[&str] = &[
     "1:60",
     "190:20:30.15",
     "-1:30.5",
+    "+.inf",
+    ".Inf",
+    ".NAN",
+    "-.nan",
+    "1_000_",
+    "1e+",
+    "1e1_0",
+    "'1e1_0'",
+    "\u{0663}",
+    "'\u{FF11}'",
+    "!!float 0x10",
+    "!!float 1:30",
+    "!!float ~",
+    "!!float '  .5'",
+    "!!float .inf",
+    "1E3",
+    "1e+03",
+    "+1",
+    "+.5e-1",
+    "1.5e+",
+    "0.5 # comment",
+    "\"\\x30.5\"",
+    "\"0.\\x35\"",
+    "|\n      0.5",
+    ">-\n      0.25",
+    "'\u{00A0}0.5'",
+    "0:60:00",
+    "1:2:3",
+    "-0:30",
+    "1_:30",
+    "0.5_",
+    "._5",
+    "1e-400",
+    "-1e-400",
+    "2.2250738585072011e-308",
+    "'0.30000000000000004'",
+    "0.1000000000000000055511151231257827",
+    "&f 0.75",
 ];
 
 const INT_FORMS: &[&str] = &[
@@ -174,12 +214,84 @@ const INT_FORMS: &[&str] = &[
     "200",
     "199",
     "'1 0'",
+    "0x_1F",
+    "0x-1",
+    "+0x10",
+    "-0b1",
+    "0b",
+    "0o",
+    "0o8",
+    "!!int 0o17",
+    "!!int '0b11'",
+    "!!int ' 12 '",
+    "!!int 1.0",
+    "012345678",
+    "0_17",
+    "1:2:3",
+    "-1:-30",
+    "+12",
+    "'+12'",
+    "'-0'",
+    "1e0",
+    "4.0000000000000001",
+    "'4.0000000000000001'",
+    "9223372036854775808",
+    "-9223372036854775809",
+    "'\u{0663}'",
+    "\"\\x31\"",
+    "|\n      7",
+    "&i 12",
 ];
 
 const BOOL_FORMS: &[&str] = &[
-    "yes", "no", "on", "off", "y", "n", "Y", "N", "true", "True", "TRUE", "false", "'t'", "'f'",
-    "'yes'", "'oN'", "1", "0", "2", "1.0", "0.0", "0.5", "'ON '", "~", "", "'1'", "'0'", "[]",
-    "'tRuE'", "-1", "'no'", "yEs", "2.0",
+    "yes",
+    "no",
+    "on",
+    "off",
+    "y",
+    "n",
+    "Y",
+    "N",
+    "true",
+    "True",
+    "TRUE",
+    "false",
+    "'t'",
+    "'f'",
+    "'yes'",
+    "'oN'",
+    "1",
+    "0",
+    "2",
+    "1.0",
+    "0.0",
+    "0.5",
+    "'ON '",
+    "~",
+    "",
+    "'1'",
+    "'0'",
+    "[]",
+    "'tRuE'",
+    "-1",
+    "'no'",
+    "yEs",
+    "2.0",
+    "'On'",
+    "'oFf'",
+    "'y'",
+    "'N'",
+    "'true '",
+    "!!bool yes",
+    "!!bool 'on'",
+    "!!bool 1",
+    "!!str true",
+    "'ture'",
+    "TrUe",
+    "ON",
+    "Off",
+    "\"\\x79es\"",
+    "&b yes",
 ];
 
 const STR_FORMS: &[&str] = &[
@@ -204,6 +316,15 @@ const STR_FORMS: &[&str] = &[
     "'with # hash'",
     "!!str 12",
     "\"esc\\tape\"",
+    "'it''s'",
+    "\"\\u00e9\"",
+    "|\n      block\n      text",
+    ">\n      folded\n      text",
+    "!!binary aGk=",
+    "\"\\0\"",
+    "'\u{1F600}'",
+    "&s anchored",
+    "? complex",
 ];
 
 const URL_FORMS: &[&str] = &[
@@ -590,9 +711,20 @@ fn typed_entry(rng: &mut Rng) -> (String, String, Gen) {
 }
 
 /// One case: YAML text and environment variables.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Case {
     pub yaml: String,
     pub env: BTreeMap<String, String>,
+}
+
+impl Case {
+    /// A document with no environment variables.
+    pub fn new(yaml: String) -> Case {
+        Case {
+            yaml,
+            env: BTreeMap::new(),
+        }
+    }
 }
 
 pub fn case(rng: &mut Rng, schema: &serde_json::Value) -> Case {
@@ -648,6 +780,9 @@ pub fn case(rng: &mut Rng, schema: &serde_json::Value) -> Case {
         ]);
         sections.push((key.to_owned(), Gen::Text(value.to_owned())));
     }
+    if rng.chance(20) {
+        yaml_structure(rng, &mut sections);
+    }
     if rng.chance(10) {
         if let Some((_, Gen::Block(entries))) = sections.iter_mut().find(|(n, _)| n == "query") {
             entries.push(("Similarity_Weight".to_owned(), Gen::Text("7".to_owned())));
@@ -684,6 +819,94 @@ pub fn case(rng: &mut Rng, schema: &serde_json::Value) -> Case {
         }
     }
     Case { yaml, env }
+}
+
+/// Anchors, aliases and merge keys around the typed keys: whole sections
+/// aliased, merges of one mapping, of a list, inline, of a non-mapping, at the
+/// root; scalar aliases (of the `&f`, `&i`, `&b`, `&s` anchors the forms above
+/// carry, or of nothing); keys before and after a merge.
+fn yaml_structure(rng: &mut Rng, sections: &mut Vec<(String, Gen)>) {
+    const ANCHORED: &[&str] = &[
+        "&a {similarity_weight: 0.3, default_top_k: '5'}",
+        "&a {similarity_weight: 0.3, grounded_answers: yes, <<: {confidence_weight: 0.6}}",
+        "&a {}",
+        "&a [1, 2]",
+        "&a 0.5",
+        "&a {similarity_weight: &f 0.9}",
+    ];
+    const SECOND: &[&str] = &[
+        "&b {similarity_weight: 0.2, confidence_weight: 0.7}",
+        "&b {default_top_k: 7}",
+        "&b {similarity_weight: x}",
+        "&b ~",
+    ];
+    const MERGES: &[&str] = &[
+        "*a",
+        "[*a, *b]",
+        "[*b, *a]",
+        "[*a, *a]",
+        "{similarity_weight: 0.4}",
+        "[{similarity_weight: 0.1}, *b]",
+        "5",
+        "~",
+        "[1]",
+        "[*a, 5]",
+        "x",
+        "*nope",
+        "[]",
+        "{}",
+    ];
+    const SCALAR_ALIASES: &[(&str, &str, &str)] = &[
+        ("query", "relevance_floor", "*f"),
+        ("query", "default_top_k", "*i"),
+        ("query", "grounded_answers", "*b"),
+        ("engine", "base_url", "*s"),
+        ("query", "similarity_weight", "*f"),
+        ("query", "confidence_weight", "*missing"),
+        ("cli", "heartbeat_seconds", "*a"),
+    ];
+    sections.insert(
+        0,
+        (
+            "x-a".to_owned(),
+            Gen::Text((*rng.pick(ANCHORED)).to_owned()),
+        ),
+    );
+    if rng.chance(60) {
+        sections.insert(
+            1,
+            ("x-b".to_owned(), Gen::Text((*rng.pick(SECOND)).to_owned())),
+        );
+    }
+    let merge = (*rng.pick(MERGES)).to_owned();
+    match rng.below(5) {
+        0 => sections.push(("query".to_owned(), Gen::Text("*a".to_owned()))),
+        1 => sections.push((
+            "<<".to_owned(),
+            Gen::Text("{query: {similarity_weight: 0.7}}".to_owned()),
+        )),
+        _ => {
+            let block = Gen::Block(if rng.chance(50) {
+                vec![
+                    ("<<".to_owned(), Gen::Text(merge)),
+                    ("similarity_weight".to_owned(), Gen::Text(float_text(rng))),
+                ]
+            } else {
+                vec![
+                    ("similarity_weight".to_owned(), Gen::Text(float_text(rng))),
+                    ("<<".to_owned(), Gen::Text(merge)),
+                ]
+            });
+            sections.push(("query".to_owned(), block));
+        }
+    }
+    if rng.chance(50) {
+        let (section, key, alias) = *rng.pick(SCALAR_ALIASES);
+        sections.push((
+            section.to_owned(),
+            Gen::Block(vec![(key.to_owned(), Gen::Text(alias.to_owned()))]),
+        ));
+    }
 }
 
 /// Scalars whose YAML 1.1 reading is the point: each is tried in a float, an

@@ -235,7 +235,7 @@ fn a_nearby_config_is_reported_not_read() -> Result<(), Error> {
 
 #[test]
 fn override_names_match_the_reference() {
-    let Some(python) = crate::reference::reference_python() else {
+    let Some(python) = particles_testkit::reference_python() else {
         return;
     };
     let output = std::process::Command::new(python)

@@ -1,98 +1,48 @@
-//! The differential test against the reference: generated config files (and
-//! the committed regressions) loaded by the reference's own `validate_config()`
-//! in one Python process, and by `particles_config::load`, with the verdicts,
-//! every error location and every effective value compared (floats bit-equal).
+//! The differential fuzz of the configuration against the reference: generated
+//! config documents (seeded, grammar-aware, from `generate`), a corpus of tricky
+//! YAML 1.1 scalars and documents, and the committed regressions
+//! (`tests/fuzz-regressions/config.jsonl`), loaded by the reference's own
+//! `validate_config()` in one Python process (`tests/reference/fuzz_oracle.py
+//! config`, batched through `particles_testkit::fuzz`) and by `load_from_str`;
+//! the verdicts, every error location and every effective value (floats
+//! bit-equal) must agree. `cargo xtask fuzz` runs it with fresh seeds for as long
+//! as it is given.
 
-use std::{
-    collections::BTreeMap,
-    path::{Path, PathBuf},
-    process::Command,
-};
+use std::path::Path;
 
-use particles_config::{load, Environment, Error};
+use particles_config::{load_from_str, Environment, Error};
+use particles_testkit::fuzz;
+use proptest::prelude::*;
 
-use crate::generate::{self, Rng};
+use crate::generate::{self, Case, Rng};
 
-/// Generated documents per run; `PARTICLES_CONFIG_DIFF_CASES` raises it, and
-/// `PARTICLES_CONFIG_DIFF_SEED` moves the seed, for longer hunts.
-const N_GENERATED: usize = 600;
-const SEED: u64 = 0x5EED_C0F1_6000_0001;
-
-fn knob(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-/// The reference's interpreter, or `None` (skip) when it is not installed; see
-/// `particles_testkit::reference_python`.
-pub fn reference_python() -> Option<PathBuf> {
-    particles_testkit::reference_python()
-}
-
-struct Case {
-    label: String,
-    yaml: String,
-    env: BTreeMap<String, String>,
-}
-
-fn cases() -> Vec<Case> {
+fn cases() -> impl Strategy<Value = Case> {
     let schema: serde_json::Value =
         serde_json::from_str(include_str!("../../schema/schema.json")).expect("schema.json parses");
-    let mut rng = Rng::new(knob("PARTICLES_CONFIG_DIFF_SEED", SEED));
-    let n_generated = usize::try_from(knob("PARTICLES_CONFIG_DIFF_CASES", N_GENERATED as u64))
-        .unwrap_or(N_GENERATED);
-    let mut out: Vec<Case> = (0..n_generated)
-        .map(|index| {
-            let case = generate::case(&mut rng, &schema);
-            Case {
-                label: format!("generated #{index}"),
-                yaml: case.yaml,
-                env: case.env,
-            }
-        })
-        .collect();
+    // The generator draws from its own seeded stream; a seed does not shrink
+    // into a smaller document, so disagreements are reported as generated.
+    any::<u64>()
+        .prop_map(move |seed| generate::case(&mut Rng::new(seed), &schema))
+        .no_shrink()
+}
+
+/// The tricky scalars in a float, an int, a bool and a str field, and the
+/// tricky documents.
+fn corpus() -> Vec<Case> {
     let probes = [
         ("query", "similarity_weight"),
         ("query", "default_top_k"),
         ("query", "grounded_answers"),
         ("embeddings", "normalization"),
     ];
+    let mut out = Vec::new();
     for scalar in generate::TRICKY_SCALARS {
         for (section, key) in probes {
-            out.push(Case {
-                label: format!("scalar {scalar:?} in {section}.{key}"),
-                yaml: format!("{section}:\n  {key}: {scalar}\n"),
-                env: BTreeMap::new(),
-            });
+            out.push(Case::new(format!("{section}:\n  {key}: {scalar}\n")));
         }
     }
-    for (index, yaml) in generate::TRICKY_DOCUMENTS.iter().enumerate() {
-        out.push(Case {
-            label: format!("document #{index}"),
-            yaml: (*yaml).to_owned(),
-            env: BTreeMap::new(),
-        });
-    }
-    let regressions: Vec<serde_json::Value> =
-        serde_json::from_str(include_str!("regressions.json")).expect("regressions.json parses");
-    for (index, regression) in regressions.iter().enumerate() {
-        out.push(Case {
-            label: format!(
-                "regression #{index} ({})",
-                regression["note"].as_str().unwrap_or_default()
-            ),
-            yaml: regression["yaml"].as_str().unwrap_or_default().to_owned(),
-            env: regression["env"]
-                .as_object()
-                .map(|map| {
-                    map.iter()
-                        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
-                        .collect()
-                })
-                .unwrap_or_default(),
-        });
+    for yaml in generate::TRICKY_DOCUMENTS {
+        out.push(Case::new((*yaml).to_owned()));
     }
     out
 }
@@ -321,17 +271,12 @@ fn typed_values(config: &particles_config::Config) -> Vec<(&'static str, serde_j
     ]
 }
 
-fn compare(
-    case: &Case,
-    file: &Path,
-    verdict: &serde_json::Value,
-    home: &Path,
-) -> Result<(), String> {
+fn check(case: &Case, verdict: &serde_json::Value) -> Result<(), String> {
+    let home = Path::new("/nonexistent-home");
     let mut vars = case.env.clone();
     vars.insert("HOME".to_owned(), home.display().to_string());
-    vars.insert("PARTICLES_CONFIG".to_owned(), file.display().to_string());
     let env = Environment::new(vars, home);
-    let ours = load(None, &env);
+    let ours = load_from_str(&case.yaml, "config.yaml", &env);
     let expected = verdict["verdict"].as_str().unwrap_or_default();
     match (expected, &ours) {
         ("ok", Ok(loaded)) => {
@@ -424,62 +369,12 @@ fn compare(
 }
 
 #[test]
-fn config_verdicts_match_the_reference() {
-    let Some(python) = reference_python() else {
-        return;
-    };
-    let dir = tempfile::tempdir().expect("tempdir");
-    let home = dir.path().join("home");
-    std::fs::create_dir_all(&home).expect("home");
-    let cases = cases();
-    let mut manifest = Vec::new();
-    let mut files = Vec::new();
-    for (index, case) in cases.iter().enumerate() {
-        let file = dir.path().join(format!("case-{index}.yaml"));
-        std::fs::write(&file, &case.yaml).expect("write case");
-        manifest.push(serde_json::json!({"file": file, "env": case.env}));
-        files.push(file);
-    }
-    let manifest_path = dir.path().join("manifest.json");
-    let out_path = dir.path().join("verdicts.json");
-    std::fs::write(
-        &manifest_path,
-        serde_json::to_string(&manifest).expect("json"),
-    )
-    .expect("write");
-    let oracle = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/oracle.py");
-    let status = Command::new(&python)
-        .arg(&oracle)
-        .arg(&manifest_path)
-        .arg(&out_path)
-        .status()
-        .expect("run the reference");
-    assert!(status.success(), "the oracle failed");
-    let verdicts: Vec<serde_json::Value> =
-        serde_json::from_str(&std::fs::read_to_string(&out_path).expect("verdicts")).expect("json");
-    assert_eq!(verdicts.len(), cases.len());
-    let mut failures = Vec::new();
-    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-    for ((case, file), verdict) in cases.iter().zip(&files).zip(&verdicts) {
-        *counts
-            .entry(verdict["verdict"].as_str().unwrap_or("?").to_owned())
-            .or_default() += 1;
-        if let Err(why) = compare(case, file, verdict, &home) {
-            failures.push(format!(
-                "{}: {why}\n--- env {:?}\n{}---",
-                case.label, case.env, case.yaml
-            ));
-        }
-    }
-    eprintln!(
-        "compared {} documents with the reference: {counts:?}",
-        cases.len()
-    );
-    assert!(
-        failures.is_empty(),
-        "{} of {} documents disagree:\n{}",
-        failures.len(),
-        cases.len(),
-        failures.join("\n")
-    );
+fn differential() {
+    fuzz::run(fuzz::Target {
+        decoder: "config",
+        strategy: cases(),
+        corpus: corpus(),
+        regressions: include_str!("../fuzz-regressions/config.jsonl"),
+        check,
+    });
 }

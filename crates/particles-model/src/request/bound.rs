@@ -8,7 +8,10 @@
 
 use std::cmp::Ordering;
 
-use crate::Timestamp;
+use crate::{
+    pytext::{decimal_digit, is_python_space},
+    Timestamp,
+};
 
 /// A bound's typed value: what a claim object is compared with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,55 +48,78 @@ pub struct Decimal {
 }
 
 impl Decimal {
-    /// Parses Python's `Decimal(str)` grammar (surrounding whitespace, sign, digits
-    /// with single underscores between them, a fraction, an exponent). Infinities and
-    /// NaNs parse in Python but are not comparable quantities: `None` here.
+    /// Parses text as Python's `Decimal(str)` does (CPython's `_decimal` over
+    /// libmpdec): surrounding Python whitespace stripped, every underscore
+    /// dropped wherever it stands, any Unicode decimal digit read as its ASCII
+    /// digit; then a sign, digits with an optional `.`, an optional exponent;
+    /// within libmpdec's limits (the exponent of the last digit at least
+    /// -1999999999999999997, that of the first at most 999999999999999999).
+    /// Infinities and NaNs parse in Python but are not comparable quantities:
+    /// `None` here, as for anything Python refuses.
     pub fn parse(text: &str) -> Option<Decimal> {
-        let text = text.trim();
-        let (negative, rest) = match text.as_bytes().first()? {
-            b'-' => (true, &text[1..]),
-            b'+' => (false, &text[1..]),
-            _ => (false, text),
+        const MAX_EMAX: i64 = 999_999_999_999_999_999;
+        const MIN_ETINY: i64 = -1_999_999_999_999_999_997;
+        // `numeric_as_ascii(text, strip_ws=1, ignore_underscores=1)`.
+        let trimmed = text.trim_matches(is_python_space);
+        let mut ascii = Vec::with_capacity(trimmed.len());
+        for c in trimmed.chars() {
+            match c {
+                '_' => {}
+                '\u{1}'..='\u{7F}' => ascii.push(c as u8),
+                c if is_python_space(c) => ascii.push(b' '),
+                c => ascii.push(b'0' + decimal_digit(c)?),
+            }
+        }
+        let (negative, rest) = match ascii.first()? {
+            b'-' => (true, &ascii[1..]),
+            b'+' => (false, &ascii[1..]),
+            _ => (false, &ascii[..]),
         };
-        let (mantissa, exponent) = match rest.find(['e', 'E']) {
+        let (mantissa, exponent) = match rest.iter().position(|b| matches!(b, b'e' | b'E')) {
             Some(at) => (&rest[..at], Some(&rest[at + 1..])),
             None => (rest, None),
         };
-        let (whole, fraction) = match mantissa.split_once('.') {
-            Some((whole, fraction)) => (whole, Some(fraction)),
-            None => (mantissa, None),
+        let (whole, fraction) = match mantissa.iter().position(|&b| b == b'.') {
+            Some(at) => (&mantissa[..at], &mantissa[at + 1..]),
+            None => (mantissa, &[][..]),
         };
-        let whole = digit_run(whole)?;
-        let fraction = match fraction {
-            Some(f) => digit_run(f)?,
-            None => String::new(),
-        };
-        if whole.is_empty() && fraction.is_empty() {
+        let all_digits = |part: &[u8]| part.iter().all(u8::is_ascii_digit);
+        if !all_digits(whole) || !all_digits(fraction) || whole.len() + fraction.len() == 0 {
             return None;
         }
-        let mut exponent_value: i64 = match exponent {
+        let exponent: i64 = match exponent {
             None => 0,
             Some(e) => {
-                let (sign, digits) = match e.as_bytes().first()? {
+                let (sign, digits) = match e.first()? {
                     b'-' => (-1, &e[1..]),
                     b'+' => (1, &e[1..]),
                     _ => (1, e),
                 };
-                let digits = digit_run(digits)?;
-                if digits.is_empty() {
+                if digits.is_empty() || !all_digits(digits) {
                     return None;
                 }
-                sign * digits.parse::<i64>().unwrap_or(i64::MAX / 4)
+                let significant = &digits[digits.iter().take_while(|&&d| d == b'0').count()..];
+                // Past i64 is past every limit below.
+                if significant.len() > 19 {
+                    return None;
+                }
+                let magnitude: i64 = if significant.is_empty() {
+                    0
+                } else {
+                    std::str::from_utf8(significant).ok()?.parse().ok()?
+                };
+                sign * magnitude
             }
         };
-        exponent_value -= fraction.len() as i64;
-        let mut digits: Vec<u8> = whole
-            .bytes()
-            .chain(fraction.bytes())
-            .map(|b| b - b'0')
-            .collect();
+        let mut digits: Vec<u8> = whole.iter().chain(fraction).map(|b| b - b'0').collect();
         let leading = digits.iter().take_while(|&&d| d == 0).count();
         digits.drain(..leading);
+        let mut exponent_value = exponent.checked_sub(i64::try_from(fraction.len()).ok()?)?;
+        // libmpdec's limits on the exact value (zero counts one digit).
+        let n_digits = i64::try_from(digits.len().max(1)).ok()?;
+        if exponent_value < MIN_ETINY || exponent_value + n_digits - 1 > MAX_EMAX {
+            return None;
+        }
         while digits.last() == Some(&0) {
             digits.pop();
             exponent_value += 1;
@@ -140,18 +166,6 @@ impl Ord for Decimal {
     }
 }
 
-/// ASCII digits with single underscores between digits (Python accepts them), as
-/// a plain digit string; `None` when malformed. An empty run is `Some("")`.
-fn digit_run(text: &str) -> Option<String> {
-    if text.starts_with('_') || text.ends_with('_') || text.contains("__") {
-        return None;
-    }
-    text.chars()
-        .filter(|&c| c != '_')
-        .map(|c| c.is_ascii_digit().then_some(c))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,10 +179,27 @@ mod tests {
         assert!(d("-2") < d("-1.5"));
         assert!(d("1e3") > d("999.999"));
         assert_eq!(d(" 1_000 "), d("1000"));
+        assert_eq!(d("_1_"), d("1"));
+        assert_eq!(d("1__0"), d("10"));
+        assert_eq!(d("\u{0661}e\u{0662}"), d("100"));
+        assert_eq!(d("\u{2009}1\u{1c}"), d("1"));
+        assert!(Decimal::parse("1e999999999999999999").is_some());
+        assert!(Decimal::parse("1e-1999999999999999997").is_some());
         assert_eq!(d(".5"), d("0.5"));
         assert_eq!(d("5."), d("5"));
         for bad in [
-            "", "abc", "1__0", "_1", "Infinity", "NaN", "1e", "--1", "1.2.3",
+            "",
+            "abc",
+            "Infinity",
+            "NaN",
+            "1e",
+            "--1",
+            "1.2.3",
+            "1 2",
+            "1\0",
+            "12e999999999999999999",
+            "1e-1999999999999999998",
+            "0.1e-1999999999999999997",
         ] {
             assert!(Decimal::parse(bad).is_none(), "{bad}");
         }

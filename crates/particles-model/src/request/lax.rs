@@ -127,44 +127,45 @@ pub(crate) fn float(value: &Value) -> Lax<f64> {
     }
 }
 
-/// Python's `float(str)` for the forms pydantic accepts: surrounding whitespace,
-/// a sign, digits with single underscores, a fraction, an exponent, `inf`,
-/// `infinity` and `nan` in any case.
+/// pydantic-core's `str` to `float`: surrounding whitespace trimmed, underscores
+/// removed unless one leads, one trails or two touch, then Rust's float grammar
+/// (which takes `inf`, `infinity` and `nan` in any case, and `-nan`).
 fn parse_float_text(text: &str) -> Option<f64> {
     let trimmed = text.trim();
-    let unsigned = trimmed.trim_start_matches(['+', '-']);
-    if trimmed.len() - unsigned.len() > 1 {
+    if trimmed.starts_with('_') || trimmed.ends_with('_') || trimmed.contains("__") {
         return None;
     }
-    let lower = unsigned.to_ascii_lowercase();
-    if matches!(lower.as_str(), "inf" | "infinity" | "nan") {
-        let negative = trimmed.starts_with('-');
-        return Some(match (lower.as_str(), negative) {
-            ("nan", _) => f64::NAN,
-            (_, true) => f64::NEG_INFINITY,
-            (_, false) => f64::INFINITY,
-        });
-    }
-    if unsigned.is_empty()
-        || unsigned.starts_with('_')
-        || unsigned.ends_with('_')
-        || unsigned.contains("__")
-        || !unsigned
-            .bytes()
-            .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'_' | b'+' | b'-'))
-    {
-        return None;
-    }
-    // Underscores only between digits, which the check above and Rust's parser
-    // (which rejects misplaced signs and dots) together enforce.
-    let cleaned: String = trimmed.chars().filter(|&c| c != '_').collect();
-    cleaned.parse().ok()
+    trimmed.replace('_', "").parse().ok()
 }
 
-/// `int`, lax: integers, floats without a fraction, booleans and integral strings
-/// (`"5"`, `" 5 "`, `"5.0"`).
+/// An integer as pydantic reads it: within `i64`, or a Python int past it (which
+/// pydantic keeps, unbounded; only its sign matters to a bound check).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Integer {
+    Fits(i64),
+    Big { negative: bool },
+}
+
+fn int_parsing_size() -> Failure {
+    Failure::new(
+        "int_parsing_size",
+        "Unable to parse input string as an integer, exceeded maximum size",
+    )
+}
+
+/// `int`, lax, where past `i64` is refused (`int_parsing_size`): integers,
+/// floats without a fraction, booleans and integral strings (`"5"`, `" 5 "`,
+/// `"5.0"`, `"1_0"`).
 pub(crate) fn int(value: &Value) -> Lax<i64> {
-    let from_float = |f: f64| -> Lax<i64> {
+    match integer(value)? {
+        Integer::Fits(int) => Ok(int),
+        Integer::Big { .. } => Err(int_parsing_size()),
+    }
+}
+
+/// `int`, lax, as pydantic-core reads it, Python ints past `i64` included.
+pub(crate) fn integer(value: &Value) -> Lax<Integer> {
+    let from_float = |f: f64| -> Lax<Integer> {
         if !f.is_finite() {
             return Err(Failure::new(
                 "finite_number",
@@ -178,25 +179,17 @@ pub(crate) fn int(value: &Value) -> Lax<i64> {
             ));
         }
         if f.abs() >= 9.223_372_036_854_776e18 {
-            return Err(Failure::new(
-                "int_parsing_size",
-                "Unable to parse input string as an integer, exceeded maximum size",
-            ));
+            return Err(int_parsing_size());
         }
-        Ok(f as i64)
+        Ok(Integer::Fits(f as i64))
     };
     match value {
-        Value::Number(number) => match number.as_i64() {
-            Some(i) => Ok(i),
-            None => match number.as_u64() {
-                Some(_) => Err(Failure::new(
-                    "int_parsing_size",
-                    "Unable to parse input string as an integer, exceeded maximum size",
-                )),
-                None => from_float(number.as_f64().unwrap_or(f64::NAN)),
-            },
+        Value::Number(number) => match (number.as_i64(), number.as_u64()) {
+            (Some(i), _) => Ok(Integer::Fits(i)),
+            (None, Some(_)) => Ok(Integer::Big { negative: false }),
+            _ => from_float(number.as_f64().unwrap_or(f64::NAN)),
         },
-        Value::Bool(flag) => Ok(i64::from(*flag)),
+        Value::Bool(flag) => Ok(Integer::Fits(i64::from(*flag))),
         Value::String(text) => {
             let parsing = || {
                 Failure::new(
@@ -205,32 +198,42 @@ pub(crate) fn int(value: &Value) -> Lax<i64> {
                 )
             };
             let trimmed = text.trim();
+            let negative = trimmed.starts_with('-');
             let digits = trimmed.strip_prefix(['+', '-']).unwrap_or(trimmed);
-            let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
+            // A fraction of zeros (at least one) may follow.
+            let whole = match digits.split_once('.') {
+                Some((whole, fraction))
+                    if !fraction.is_empty() && fraction.bytes().all(|b| b == b'0') =>
+                {
+                    whole
+                }
+                Some(_) => return Err(parsing()),
+                None => digits,
+            };
             let integral = !whole.is_empty()
                 && whole.bytes().all(|b| b.is_ascii_digit() || b == b'_')
                 && !whole.starts_with('_')
                 && !whole.ends_with('_')
-                && !whole.contains("__")
-                && fraction.bytes().all(|b| b == b'0');
+                && !whole.contains("__");
             if !integral {
                 return Err(parsing());
             }
-            let negative = trimmed.starts_with('-');
             let whole: String = whole.chars().filter(|&c| c != '_').collect();
-            let magnitude: i64 = whole.parse().map_err(|_| {
-                Failure::new(
-                    "int_parsing_size",
-                    "Unable to parse input string as an integer, exceeded maximum size",
-                )
-            })?;
-            Ok(if negative { -magnitude } else { magnitude })
+            // Python's int() refuses more than 4300 digits.
+            if whole.len() > 4300 {
+                return Err(int_parsing_size());
+            }
+            let signed = if negative { format!("-{whole}") } else { whole };
+            Ok(signed
+                .parse()
+                .map_or(Integer::Big { negative }, Integer::Fits))
         }
         _ => Err(Failure::new("int_type", "Input should be a valid integer")),
     }
 }
 
-/// `bool`, lax: booleans, 0/1 as numbers and the strings pydantic knows.
+/// `bool`, lax: booleans, 0 and 1 as numbers, and the strings pydantic knows
+/// (any case, no surrounding space).
 pub(crate) fn boolean(value: &Value) -> Lax<bool> {
     let parsing = || {
         Failure::new(
@@ -238,19 +241,31 @@ pub(crate) fn boolean(value: &Value) -> Lax<bool> {
             "Input should be a valid boolean, unable to interpret input",
         )
     };
+    let not_a_bool = || Failure::new("bool_type", "Input should be a valid boolean");
     match value {
         Value::Bool(flag) => Ok(*flag),
-        Value::Number(number) => match number.as_f64() {
-            Some(0.0) => Ok(false),
-            Some(1.0) => Ok(true),
-            _ => Err(parsing()),
+        // An int within i64 is 0, 1 or unparsable; a float must be integral and
+        // within i64 to be read as one; anything else is no boolean at all.
+        Value::Number(number) => match (number.as_i64(), number.as_u64(), number.as_f64()) {
+            (Some(0), _, _) => Ok(false),
+            (Some(1), _, _) => Ok(true),
+            (Some(_), _, _) => Err(parsing()),
+            (None, Some(_), _) => Err(not_a_bool()),
+            (None, None, Some(0.0)) => Ok(false),
+            (None, None, Some(1.0)) => Ok(true),
+            (None, None, Some(float))
+                if float.fract() == 0.0 && float.abs() < 9.223_372_036_854_776e18 =>
+            {
+                Err(parsing())
+            }
+            _ => Err(not_a_bool()),
         },
         Value::String(text) => match text.to_ascii_lowercase().as_str() {
             "0" | "off" | "f" | "false" | "n" | "no" => Ok(false),
             "1" | "on" | "t" | "true" | "y" | "yes" => Ok(true),
             _ => Err(parsing()),
         },
-        _ => Err(Failure::new("bool_type", "Input should be a valid boolean")),
+        _ => Err(not_a_bool()),
     }
 }
 
@@ -334,25 +349,96 @@ fn bound_text(bound: f64) -> String {
     }
 }
 
-/// `datetime`, lax, as pydantic-core parses it: an RFC 3339-like text (`T`, `t`,
-/// `_` or a space between date and time; `HH:MM[:SS[.f]]`; `Z` or `±HH[:]MM`), a
-/// bare date (midnight, naive), or Unix time as a number or numeric text (seconds,
-/// or milliseconds above 2e10; aware UTC).
+/// `datetime`, lax, as pydantic-core 2 (over speedate) validates it in Python
+/// mode:
+///
+/// - a string is first an RFC 3339 datetime (`T`, `t`, `_` or a space between
+///   date and time; `HH:MM[:SS[.f]]`, digits past the sixth dropped; `Z`, `z`,
+///   or `+`, `-` or `U+2212` with `HH[:]MM` under a day), else a number in
+///   text (an integer, or digits with a `.`) read as Unix time, else a bare date
+///   (midnight, naive); when all fail, the error is the date parser's
+///   (`datetime_from_date_parsing`);
+/// - a number is Unix time: seconds, or milliseconds when its magnitude is
+///   above 2e10 (aware UTC), with speedate's rounding of a float's fraction;
+/// - an instant in year 0 parses but is refused (`year 0 is out of range`).
 pub(crate) fn datetime(value: &Value) -> Lax<Timestamp> {
-    match value {
-        Value::String(text) => parse_datetime_text(text),
-        Value::Number(number) => match number.as_f64() {
-            Some(seconds) => from_unix(seconds),
-            None => Err(Failure::new(
+    let parsed = match value {
+        Value::String(text) => return datetime_text(text.as_bytes()),
+        Value::Number(number) => match (number.as_i64(), number.as_u64(), number.as_f64()) {
+            (Some(int), _, _) => from_timestamp(int, 0, Unit::Infer),
+            (None, Some(_), _) => Err(Speedate::DateTooLarge),
+            (None, None, Some(float)) => from_float(float),
+            _ => Err(Speedate::DateTooLarge),
+        },
+        _ => {
+            return Err(Failure::new(
                 "datetime_type",
                 "Input should be a valid datetime",
-            )),
-        },
-        _ => Err(Failure::new(
-            "datetime_type",
-            "Input should be a valid datetime",
-        )),
+            ))
+        }
+    };
+    parsed
+        .map_err(|error| parsing_failure(error.text()))
+        .and_then(finish)
+}
+
+/// speedate's parse errors that reach a request's datetime errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Speedate {
+    TooShort,
+    ExtraCharacters,
+    InvalidCharDateSep,
+    InvalidCharYear,
+    InvalidCharMonth,
+    InvalidCharDay,
+    OutOfRangeMonth,
+    OutOfRangeDay,
+    DateNotExact,
+    DateTooSmall,
+    DateTooLarge,
+    /// Any error of the time part: only the date parser's errors are reported.
+    Time,
+}
+
+impl Speedate {
+    fn text(self) -> &'static str {
+        match self {
+            Speedate::TooShort => "input is too short",
+            Speedate::ExtraCharacters | Speedate::Time => {
+                "unexpected extra characters at the end of the input"
+            }
+            Speedate::InvalidCharDateSep => "invalid date separator, expected `-`",
+            Speedate::InvalidCharYear => "invalid character in year",
+            Speedate::InvalidCharMonth => "invalid character in month",
+            Speedate::InvalidCharDay => "invalid character in day",
+            Speedate::OutOfRangeMonth => "month value is outside expected range of 1-12",
+            Speedate::OutOfRangeDay => "day value is outside expected range",
+            Speedate::DateNotExact => "Timestamp is not an exact date",
+            Speedate::DateTooSmall => "dates before 0000 are not supported as unix timestamps",
+            Speedate::DateTooLarge => "dates after 9999 are not supported as unix timestamps",
+        }
     }
+}
+
+/// A speedate datetime: the fields and the offset in seconds (`None`: naive).
+#[derive(Debug, Clone, Copy)]
+struct Parsed {
+    year: u16,
+    month: u8,
+    day: u8,
+    hour: u8,
+    minute: u8,
+    second: u8,
+    micro: u32,
+    offset: Option<i32>,
+}
+
+fn parsing_failure(reason: &str) -> Failure {
+    Failure::new(
+        "datetime_parsing",
+        format!("Input should be a valid datetime, {reason}"),
+    )
+    .with_ctx(json!({ "error": reason }))
 }
 
 fn date_failure(reason: &str) -> Failure {
@@ -363,177 +449,372 @@ fn date_failure(reason: &str) -> Failure {
     .with_ctx(json!({ "error": reason }))
 }
 
-fn from_unix(seconds: f64) -> Lax<Timestamp> {
-    if seconds.is_nan() {
-        return Err(Failure::new(
-            "datetime_parsing",
-            "Input should be a valid datetime, NaN values not permitted",
-        )
-        .with_ctx(json!({ "error": "NaN values not permitted" })));
+/// The validator's last step: year 0 parses in speedate but is no Python date.
+fn finish(parsed: Parsed) -> Lax<Timestamp> {
+    if parsed.year == 0 {
+        return Err(parsing_failure("year 0 is out of range"));
     }
-    // speedate reads values above 2e10 as milliseconds.
-    let seconds = if seconds.abs() > 2e10 {
-        seconds / 1000.0
-    } else {
-        seconds
-    };
-    let too_far = || {
-        Failure::new(
-            "datetime_parsing",
-            "Input should be a valid datetime, dates after 9999 are not supported as unix timestamps",
-        )
-        .with_ctx(json!({ "error": "dates after 9999 are not supported as unix timestamps" }))
-    };
-    if !seconds.is_finite() || seconds.abs() > 3e11 {
-        return Err(too_far());
-    }
-    let whole = seconds.floor();
-    let micros = ((seconds - whole) * 1e6).round() as i64;
-    let total = (whole as i64)
-        .checked_mul(1_000_000)
-        .and_then(|m| m.checked_add(micros))
-        .ok_or_else(too_far)?;
-    Timestamp::from_utc_micros(total)
-        .map(Timestamp::with_utc_offset)
-        .ok_or_else(too_far)
+    let naive = Timestamp::from_fields(
+        parsed.year,
+        parsed.month,
+        parsed.day,
+        parsed.hour,
+        parsed.minute,
+        parsed.second,
+        parsed.micro,
+    )
+    .expect("speedate's fields are a valid date and time in years 1..=9999");
+    Ok(match parsed.offset {
+        Some(offset) => naive.with_offset_seconds(offset),
+        None => naive,
+    })
 }
 
-fn parse_datetime_text(text: &str) -> Lax<Timestamp> {
-    let bytes = text.as_bytes();
-    // A number in text is Unix time.
-    if !bytes.is_empty()
-        && bytes
-            .iter()
-            .enumerate()
-            .all(|(at, b)| b.is_ascii_digit() || (*b == b'.') || (at == 0 && *b == b'-'))
-        && bytes.iter().filter(|b| **b == b'.').count() <= 1
-        && bytes.iter().any(u8::is_ascii_digit)
-        && !(bytes.len() >= 5 && bytes[4] == b'-')
-    {
-        if let Ok(seconds) = text.parse::<f64>() {
-            return from_unix(seconds);
-        }
+/// A string: the datetime parser, then the date parser for the error (pydantic's
+/// `datetime_from_date`).
+fn datetime_text(bytes: &[u8]) -> Lax<Timestamp> {
+    if let Ok(parsed) = datetime_bytes(bytes) {
+        return finish(parsed);
     }
+    let date = date_rfc3339(bytes).and_then(|(year, month, day)| {
+        if bytes.len() > 10 {
+            Err(Speedate::ExtraCharacters)
+        } else {
+            Ok((year, month, day))
+        }
+    });
+    let date = match date {
+        Ok(date) => Ok(date),
+        Err(error) => match number_text(bytes) {
+            NumberText::Int(int) => date_from_timestamp(int),
+            _ => Err(error),
+        },
+    };
+    match date {
+        Ok((year, month, day)) => finish(Parsed {
+            year,
+            month,
+            day,
+            hour: 0,
+            minute: 0,
+            second: 0,
+            micro: 0,
+            offset: None,
+        }),
+        Err(error) => Err(date_failure(error.text())),
+    }
+}
+
+/// `DateTime::parse_bytes_with_config`: RFC 3339, else Unix time in text.
+fn datetime_bytes(bytes: &[u8]) -> Result<Parsed, Speedate> {
+    let rfc3339 = match rfc3339(bytes) {
+        Ok(parsed) => return Ok(parsed),
+        Err(error) => error,
+    };
+    match number_text(bytes) {
+        NumberText::Int(int) => from_timestamp(int, 0, Unit::Infer),
+        NumberText::Float(float) => from_float(float),
+        NumberText::Neither => Err(rfc3339),
+    }
+}
+
+/// `Date::parse_bytes_partial`: `YYYY-MM-DD` at the start, a valid date.
+fn date_rfc3339(bytes: &[u8]) -> Result<(u16, u8, u8), Speedate> {
     if bytes.len() < 10 {
-        return Err(date_failure("input is too short"));
+        return Err(Speedate::TooShort);
     }
-    let digit = |at: usize| -> Option<u32> {
-        bytes
-            .get(at)
-            .filter(|b| b.is_ascii_digit())
-            .map(|b| u32::from(b - b'0'))
+    let digit = |at: usize, error: Speedate| match bytes[at] {
+        byte @ b'0'..=b'9' => Ok(byte - b'0'),
+        _ => Err(error),
     };
-    let number = |from: usize, count: usize| -> Option<u32> {
-        (from..from + count).try_fold(0u32, |acc, at| Some(acc * 10 + digit(at)?))
-    };
-    let year = number(0, 4).ok_or_else(|| date_failure("invalid character in year"))?;
+    let mut year = 0u16;
+    for at in 0..4 {
+        year = year * 10 + u16::from(digit(at, Speedate::InvalidCharYear)?);
+    }
     if bytes[4] != b'-' {
-        return Err(date_failure("invalid date separator, expected `-`"));
+        return Err(Speedate::InvalidCharDateSep);
     }
-    let month = number(5, 2).ok_or_else(|| date_failure("invalid character in month"))?;
+    let month = digit(5, Speedate::InvalidCharMonth)? * 10 + digit(6, Speedate::InvalidCharMonth)?;
     if bytes[7] != b'-' {
-        return Err(date_failure("invalid date separator, expected `-`"));
+        return Err(Speedate::InvalidCharDateSep);
     }
-    let day = number(8, 2).ok_or_else(|| date_failure("invalid character in day"))?;
-    if !(1..=12).contains(&month) {
-        return Err(date_failure(
-            "month value is outside expected range of 1-12",
-        ));
-    }
-    if year == 0 {
-        return Err(Failure::new(
-            "datetime_parsing",
-            "Input should be a valid datetime, year 0 is out of range",
-        )
-        .with_ctx(json!({ "error": "year 0 is out of range" })));
-    }
-    let midnight = Timestamp::from_fields(year as u16, month as u8, day as u8, 0, 0, 0, 0)
-        .ok_or_else(|| date_failure("day value is outside expected range"))?;
-    if bytes.len() == 10 {
-        return Ok(midnight);
-    }
-    let extra = || date_failure("unexpected extra characters at the end of the input");
-    if !matches!(bytes[10], b'T' | b't' | b' ' | b'_') {
-        return Err(extra());
-    }
-    let mut at = 11;
-    let hour = number(at, 2).ok_or_else(extra)?;
-    at += 2;
-    if bytes.get(at) != Some(&b':') {
-        return Err(extra());
-    }
-    let minute = number(at + 1, 2).ok_or_else(extra)?;
-    at += 3;
-    let mut second = 0;
-    let mut micro = 0;
-    if bytes.get(at) == Some(&b':') {
-        second = number(at + 1, 2).ok_or_else(extra)?;
-        at += 3;
-        if matches!(bytes.get(at), Some(b'.' | b',')) {
-            let start = at + 1;
-            let mut end = start;
-            while bytes.get(end).is_some_and(u8::is_ascii_digit) {
-                end += 1;
-            }
-            if end == start {
-                return Err(extra());
-            }
-            // Digits past the sixth are dropped, not rounded.
-            for position in 0..6 {
-                micro = micro * 10
-                    + if start + position < end {
-                        digit(start + position).unwrap_or(0)
-                    } else {
-                        0
-                    };
-            }
-            at = end;
-        }
-    }
-    if hour > 23 || minute > 59 || second > 59 {
-        return Err(extra());
-    }
-    let naive = midnight.with_time_of_day(hour as u8, minute as u8, second as u8);
-    let naive = Timestamp::from_fields(
-        year as u16,
-        month as u8,
-        day as u8,
-        hour as u8,
-        minute as u8,
-        second as u8,
-        micro,
-    )
-    .unwrap_or(naive);
-    let offset = match bytes.get(at) {
-        None => return Ok(naive),
-        Some(b'Z' | b'z') => {
-            at += 1;
-            0
-        }
-        Some(sign @ (b'+' | b'-')) => {
-            let hours = number(at + 1, 2).ok_or_else(extra)?;
-            at += 3;
-            if bytes.get(at) == Some(&b':') {
-                at += 1;
-            }
-            let minutes = number(at, 2).ok_or_else(extra)?;
-            at += 2;
-            if hours > 23 || minutes > 59 {
-                return Err(extra());
-            }
-            let seconds = (hours * 3600 + minutes * 60) as i32;
-            if *sign == b'-' {
-                -seconds
-            } else {
-                seconds
-            }
-        }
-        Some(_) => return Err(extra()),
+    let day = digit(8, Speedate::InvalidCharDay)? * 10 + digit(9, Speedate::InvalidCharDay)?;
+    let leap = if year % 100 == 0 {
+        year % 400 == 0
+    } else {
+        year % 4 == 0
     };
-    if at != bytes.len() {
-        return Err(extra());
+    let max_day = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return Err(Speedate::OutOfRangeMonth),
+    };
+    if day < 1 || day > max_day {
+        return Err(Speedate::OutOfRangeDay);
     }
-    Ok(naive.with_offset_seconds(offset))
+    Ok((year, month, day))
+}
+
+/// `DateTime::parse_bytes_rfc3339_with_config`: a date, a separator, a time
+/// (`Time::parse_bytes_offset` from byte 11).
+fn rfc3339(bytes: &[u8]) -> Result<Parsed, Speedate> {
+    let (year, month, day) = date_rfc3339(bytes)?;
+    if !matches!(bytes.get(10), Some(b'T' | b't' | b' ' | b'_')) {
+        return Err(Speedate::Time);
+    }
+    let at = |i: usize| bytes.get(i).copied();
+    let digit = |i: usize| match at(i) {
+        Some(byte @ b'0'..=b'9') => Ok(byte - b'0'),
+        _ => Err(Speedate::Time),
+    };
+    if bytes.len() - 11 < 5 {
+        return Err(Speedate::Time);
+    }
+    let hour = digit(11)? * 10 + digit(12)?;
+    if at(13) != Some(b':') {
+        return Err(Speedate::Time);
+    }
+    let minute = digit(14)? * 10 + digit(15)?;
+    if hour > 23 || minute > 59 {
+        return Err(Speedate::Time);
+    }
+    let mut position = 16;
+    let (mut second, mut micro) = (0, 0);
+    if at(16) == Some(b':') {
+        second = digit(17)? * 10 + digit(18)?;
+        if second > 59 {
+            return Err(Speedate::Time);
+        }
+        position = 19;
+        if matches!(at(19), Some(b'.' | b',')) {
+            position = 20;
+            let mut count = 0usize;
+            while let Some(byte @ b'0'..=b'9') = at(position + count) {
+                // Digits past the sixth are dropped (pydantic truncates).
+                if count < 6 {
+                    micro = micro * 10 + u32::from(byte - b'0');
+                }
+                count += 1;
+            }
+            if count == 0 {
+                return Err(Speedate::Time);
+            }
+            for _ in count..6 {
+                micro *= 10;
+            }
+            position += count;
+        }
+    }
+    let mut offset = None;
+    if let Some(next) = at(position) {
+        position += 1;
+        if matches!(next, b'Z' | b'z') {
+            offset = Some(0);
+        } else {
+            let sign = match next {
+                b'+' => 1,
+                b'-' => -1,
+                // U+2212 MINUS SIGN, which ISO 8601 allows for negative offsets.
+                0xE2 if at(position) == Some(0x88) && at(position + 1) == Some(0x92) => {
+                    position += 2;
+                    -1
+                }
+                _ => return Err(Speedate::Time),
+            };
+            let hours = i32::from(digit(position)?) * 10 + i32::from(digit(position + 1)?);
+            let minutes_high = match at(position + 2) {
+                Some(b':') => {
+                    position += 3;
+                    digit(position)?
+                }
+                Some(byte @ b'0'..=b'9') => {
+                    position += 2;
+                    byte - b'0'
+                }
+                _ => return Err(Speedate::Time),
+            };
+            let minutes = i32::from(minutes_high) * 10 + i32::from(digit(position + 1)?);
+            if minutes >= 60 {
+                return Err(Speedate::Time);
+            }
+            let seconds = sign * (hours * 3600 + minutes * 60);
+            if seconds.abs() >= 86_400 {
+                return Err(Speedate::Time);
+            }
+            offset = Some(seconds);
+            position += 2;
+        }
+    }
+    if bytes.len() > position {
+        return Err(Speedate::Time);
+    }
+    Ok(Parsed {
+        year,
+        month,
+        day,
+        hour,
+        minute,
+        second,
+        micro,
+        offset,
+    })
+}
+
+/// Magnitudes above this are milliseconds (speedate's `MS_WATERSHED`).
+const MS_WATERSHED: i64 = 20_000_000_000;
+/// 0000-01-01T00:00:00 and 9999-12-31T23:59:59 in Unix time.
+const UNIX_0000: i64 = -62_167_219_200;
+const UNIX_9999: i64 = 253_402_300_799;
+
+/// How speedate reads an integer timestamp.
+#[derive(Clone, Copy)]
+enum Unit {
+    /// Seconds up to 2e10 in magnitude, milliseconds above.
+    Infer,
+    Millisecond,
+}
+
+/// `DateTime::from_timestamp_with_config` (aware UTC).
+fn from_timestamp(timestamp: i64, micro: u32, unit: Unit) -> Result<Parsed, Speedate> {
+    let milliseconds = match unit {
+        Unit::Millisecond => true,
+        Unit::Infer => {
+            let magnitude = timestamp.checked_abs().ok_or(Speedate::DateTooSmall)?;
+            magnitude > MS_WATERSHED
+        }
+    };
+    let (mut seconds, extra) = if milliseconds {
+        let mut seconds = timestamp / 1000;
+        let mut micros = (timestamp % 1000) * 1000;
+        if micros < 0 {
+            seconds -= 1;
+            micros += 1_000_000;
+        }
+        (seconds, micros as u32)
+    } else {
+        (timestamp, 0)
+    };
+    let mut micro = micro.checked_add(extra).ok_or(Speedate::DateTooLarge)?;
+    if micro >= 1_000_000 {
+        seconds = seconds
+            .checked_add(i64::from(micro / 1_000_000))
+            .ok_or(Speedate::DateTooLarge)?;
+        micro %= 1_000_000;
+    }
+    let (year, month, day, in_day) = from_timestamp_calc(seconds)?;
+    Ok(Parsed {
+        year,
+        month,
+        day,
+        hour: (in_day / 3600) as u8,
+        minute: (in_day % 3600 / 60) as u8,
+        second: (in_day % 60) as u8,
+        micro,
+        offset: Some(0),
+    })
+}
+
+/// `Date::from_timestamp_calc`: the date and the seconds into it, years 0..=9999.
+fn from_timestamp_calc(seconds: i64) -> Result<(u16, u8, u8, u32), Speedate> {
+    if seconds < UNIX_0000 {
+        return Err(Speedate::DateTooSmall);
+    }
+    if seconds > UNIX_9999 {
+        return Err(Speedate::DateTooLarge);
+    }
+    let days = seconds.div_euclid(86_400);
+    let (year, month, day) = civil_from_days(days);
+    Ok((year as u16, month, day, seconds.rem_euclid(86_400) as u32))
+}
+
+/// `Date::from_timestamp(int, require_exact = true)`.
+fn date_from_timestamp(timestamp: i64) -> Result<(u16, u8, u8), Speedate> {
+    let parsed = from_timestamp(timestamp, 0, Unit::Infer)?;
+    if parsed.hour != 0 || parsed.minute != 0 || parsed.second != 0 || parsed.micro != 0 {
+        return Err(Speedate::DateNotExact);
+    }
+    Ok((parsed.year, parsed.month, parsed.day))
+}
+
+/// `DateTime::from_float_with_config` as pydantic-core calls it for a float:
+/// seconds up to 2e10 in magnitude, else milliseconds; the floor, and the
+/// fraction above it rounded to the unit's microseconds.
+fn from_float(float: f64) -> Result<Parsed, Speedate> {
+    let floor = float.floor();
+    if float.abs() <= MS_WATERSHED as f64 {
+        let micro = ((float - floor) * 1e6).round() as u32;
+        from_timestamp(floor as i64, micro, Unit::Infer)
+    } else {
+        let micro = ((float - floor) * 1e3).round() as u32;
+        from_timestamp(floor as i64, micro, Unit::Millisecond)
+    }
+}
+
+/// A number in text, as the Unix-time branch of pydantic's datetime parser reads
+/// one.
+enum NumberText {
+    /// An optional sign and ASCII digits, within `i64` (`i64::from_str`).
+    Int(i64),
+    /// Digits up to a `.` that the float grammar then accepts.
+    Float(f64),
+    Neither,
+}
+
+fn number_text(bytes: &[u8]) -> NumberText {
+    let unsigned = match bytes {
+        [b'+' | b'-', rest @ ..] => rest,
+        _ => bytes,
+    };
+    match unsigned.iter().position(|b| !b.is_ascii_digit()) {
+        None if !unsigned.is_empty() => std::str::from_utf8(bytes)
+            .ok()
+            .and_then(|text| text.parse().ok())
+            .map_or(NumberText::Neither, NumberText::Int),
+        Some(at) if unsigned[at] == b'.' => {
+            float_text(bytes).map_or(NumberText::Neither, NumberText::Float)
+        }
+        _ => NumberText::Neither,
+    }
+}
+
+/// The float grammar speedate hands to `lexical` (its `STANDARD` format):
+/// an optional sign, digits with an optional fraction (at least one digit in
+/// all), an optional exponent.
+fn float_text(bytes: &[u8]) -> Option<f64> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let unsigned = text.strip_prefix(['+', '-']).unwrap_or(text);
+    let (mantissa, exponent) = match unsigned.find(['e', 'E']) {
+        Some(at) => (&unsigned[..at], Some(&unsigned[at + 1..])),
+        None => (unsigned, None),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits = |part: &str| part.bytes().all(|b| b.is_ascii_digit());
+    if !digits(whole) || !digits(fraction) || whole.len() + fraction.len() == 0 {
+        return None;
+    }
+    if let Some(exponent) = exponent {
+        let exponent = exponent.strip_prefix(['+', '-']).unwrap_or(exponent);
+        if exponent.is_empty() || !digits(exponent) {
+            return None;
+        }
+    }
+    text.parse().ok()
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian date (year 0 included).
+fn civil_from_days(days: i64) -> (i64, u8, u8) {
+    let days = days + 719_468;
+    let era = days.div_euclid(146_097);
+    let day_of_era = days - era * 146_097;
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let mp = (5 * day_of_year + 2) / 153;
+    let day = (day_of_year - (153 * mp + 2) / 5 + 1) as u8;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u8;
+    (year_of_era + era * 400 + i64::from(month <= 2), month, day)
 }
 
 #[cfg(test)]
@@ -574,6 +855,24 @@ mod tests {
         assert_eq!(ok(json!(1_600_000_000_000i64)), "2020-09-13T12:26:40Z");
         assert_eq!(ok(json!(-5)), "1969-12-31T23:59:55Z");
         assert_eq!(ok(json!("20200101")), "1970-08-22T19:08:21Z");
+        assert_eq!(
+            ok(json!("2020-01-01T10:00:00\u{2212}05:00")),
+            "2020-01-01T10:00:00-05:00"
+        );
+        assert_eq!(ok(json!(-1.25)), "1969-12-31T23:59:58.750000Z");
+        assert_eq!(
+            ok(json!(68_621_311_797_527.76)),
+            "4144-07-10T03:29:57.527758Z"
+        );
+        assert_eq!(
+            ok(json!(253_402_300_799_999i64)),
+            "9999-12-31T23:59:59.999000Z"
+        );
+        assert_eq!(err(json!(-62_167_219_200_000i64)), "datetime_parsing");
+        assert_eq!(
+            err(json!("37000000000000000000")),
+            "datetime_from_date_parsing"
+        );
         for bad in [
             "2020-01-01T10",
             "2020-01-01T10:00:00+02",

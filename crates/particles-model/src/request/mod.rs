@@ -148,6 +148,7 @@ pub struct QueryRequest {
     /// Keep only this assertion modality.
     pub assertion_modality: Option<AssertionModality>,
     /// Keep only particles asserted in the last N days (0 or `None`: off).
+    /// Within `i64`; see [`QueryRequest::from_json`] for what that refuses.
     pub recency_window_days: Option<i64>,
     /// Who the answer is for (the prompt only).
     pub audience: Audience,
@@ -309,7 +310,16 @@ impl QueryRequest {
 
     /// Reads and validates a JSON object as the reference's model does (lax
     /// coercions, unknown fields ignored), with `now` the instant a future `as_of`
-    /// is judged against.
+    /// is judged against. The differential fuzz (`tests/it/fuzz/request.rs`)
+    /// holds the verdict, every error's `type`, `loc`, `msg`, `input` and `ctx`,
+    /// and the accepted request's dump to `QueryRequest.model_validate`'s.
+    ///
+    /// One difference is kept on purpose: `recency_window_days` past `i64` (a
+    /// JSON integer above 2^63 - 1, or such an integer in text) is refused with
+    /// `int_parsing_size`, where pydantic keeps a Python int of any size. The
+    /// reference cannot answer such a request either: its query computes
+    /// `timedelta(days=...)`, which raises `OverflowError` past 999 999 999 days,
+    /// so the request fails there (HTTP 500) instead of here (HTTP 422).
     ///
     /// # Errors
     ///
@@ -318,13 +328,14 @@ impl QueryRequest {
     /// prefixes `body`).
     pub fn from_json(value: &Value, now: Timestamp) -> Result<ValidRequest, RequestErrors> {
         let Value::Object(object) = value else {
+            // What `QueryRequest.model_validate` (and FastAPI's body validation,
+            // in Python mode) says of a JSON value that is not an object.
             return Err(RequestErrors(vec![FieldError {
-                kind: "model_attributes_type",
+                kind: "model_type",
                 loc: Vec::new(),
-                msg: "Input should be a valid dictionary or object to extract fields from"
-                    .to_owned(),
+                msg: "Input should be a valid dictionary or instance of QueryRequest".to_owned(),
                 input: value.clone(),
-                ctx: None,
+                ctx: Some(serde_json::json!({ "class_name": "QueryRequest" })),
             }]));
         };
         let mut reader = FieldReader {
@@ -487,7 +498,11 @@ impl QueryRequest {
     }
 }
 
-/// Python's `repr` of a string, as the reference's messages quote values.
+/// Python's `repr` of a string, as the reference's messages quote values: the
+/// quote Python picks, backslash escapes for `\\`, the quote, `\n`, `\r`, `\t`,
+/// and `\xhh`, `\uhhhh` or `\Uhhhhhhhh` for every character Python 3.11 does not
+/// print (controls, format and private-use characters, separators other than
+/// the space, and code points unassigned in its Unicode 14.0).
 pub fn python_repr(text: &str) -> String {
     let quote = if text.contains('\'') && !text.contains('"') {
         '"'
@@ -506,10 +521,10 @@ pub fn python_repr(text: &str) -> String {
                 out.push('\\');
                 out.push(c);
             }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c => out.push(c),
+            c if crate::pytext::is_printable(c) => out.push(c),
+            c if (c as u32) < 0x100 => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push_str(&format!("\\U{:08x}", c as u32)),
         }
     }
     out.push(quote);
@@ -766,7 +781,17 @@ impl FieldReader<'_> {
             lax::one_of(v, &Audience::VALUES)
         });
         let top_k = self.field("top_k", defaults.top_k, |v| {
-            let k = lax::int(v)?;
+            // A Python int past i64 is kept by pydantic, then fails a bound.
+            let k = match lax::integer(v)? {
+                lax::Integer::Fits(k) => k,
+                lax::Integer::Big { negative } => {
+                    if negative {
+                        i64::MIN
+                    } else {
+                        i64::MAX
+                    }
+                }
+            };
             lax::int_within(k, 1, i64::from(MAX_TOP_K))?;
             Ok(k as u32)
         });

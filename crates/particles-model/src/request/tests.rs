@@ -1,6 +1,6 @@
 //! The request's validation against verdicts recorded from the reference
-//! (pydantic 2.14, linkedparticles-core 1.214.1). The differential fuzz in the CLI
-//! crate's reference tests covers far more inputs; these pin the shapes.
+//! (pydantic 2.14, linkedparticles-core 1.214.1). The differential fuzz in this
+//! crate's `tests/it/fuzz` covers far more inputs; these pin the shapes.
 
 use serde_json::{json, Value};
 
@@ -213,7 +213,36 @@ fn envelope_fields() {
 
 #[test]
 fn python_reprs() {
+    assert_eq!(
+        python_repr("a\u{2028}b\u{ad}\u{1F600}"),
+        "'a\\u2028b\\xad\u{1F600}'"
+    );
+    assert_eq!(python_repr("\u{0378}"), "'\\u0378'");
     assert_eq!(python_repr("abc"), "'abc'");
     assert_eq!(python_repr("it's"), "\"it's\"");
     assert_eq!(python_repr("a\nb"), "'a\\nb'");
+}
+
+#[test]
+fn non_objects_and_big_integers_as_pydantic_says() {
+    assert_eq!(
+        errors(json!([])),
+        json!([{"type": "model_type", "loc": [], "msg": "Input should be a valid dictionary or instance of QueryRequest", "input": [], "ctx": {"class_name": "QueryRequest"}}])
+    );
+    assert_eq!(
+        errors(json!({"question": "q", "top_k": u64::MAX}))[0]["type"],
+        "less_than_equal"
+    );
+    assert_eq!(
+        errors(json!({"question": "q", "top_k": "5."}))[0]["type"],
+        "int_parsing"
+    );
+    assert_eq!(
+        errors(json!({"question": "q", "count": 0.5}))[0]["type"],
+        "bool_type"
+    );
+    assert_eq!(
+        valid(json!({"question": "q", "min_confidence": "0_.5"})).min_confidence,
+        0.5
+    );
 }

@@ -201,9 +201,11 @@ fn matches(rule: &Rule, facts: &Facts<'_>) -> bool {
         Scope::Particle => rule.pattern == facts.particle.id,
         Scope::Subject => facts.particle.subject_ids.contains(&rule.pattern),
         Scope::SourceType => facts.source_types.contains(rule.pattern.as_str()),
+        // A pattern PyRegex refuses matches nothing here, as before the merge
+        // with the PyRegex port (which this check predates).
         Scope::UrlPattern => match PyRegex::compile(&rule.pattern) {
-            None => false,
-            Some(regex) => facts.source_uris.iter().any(|uri| regex.search(uri)),
+            Err(_) => false,
+            Ok(regex) => facts.source_uris.iter().any(|uri| regex.search(uri)),
         },
     }
 }
