@@ -217,7 +217,7 @@ pub fn run_cell(spec_path: &Path) -> Result<()> {
     // the pruning margin the truncation warning needs) over the bare ranking, on
     // the same question vector, encoder left out of both.
     let response_settings = particles_query::ResponseSettings::default();
-    let compare = |index: usize, loader: &mut dyn CandidateLoader| -> Result<(f64, f64)> {
+    let compare = |index: usize, loader: &mut dyn CandidateLoader| -> Result<(f64, f64, f64)> {
         let request = QueryRequest {
             question: Some(questions.text(index).to_owned()),
             top_k: spec.top_k,
@@ -234,9 +234,14 @@ pub fn run_cell(spec_path: &Path) -> Result<()> {
             prune_margin: response_settings.truncation().prune_margin(),
             ..QueryInput::new(&request, Some(vector), now)
         };
+        // The ranking alone with the response's pruning margin: how much of the
+        // response's price is scoring the candidates near the cut.
+        let started = Instant::now();
+        run_query_with(&store, loader, &full_input)?;
+        let margin = started.elapsed().as_secs_f64();
         let started = Instant::now();
         particles_query::run_semantic(&store, loader, &full_input, &response_settings)?;
-        Ok((bare, started.elapsed().as_secs_f64()))
+        Ok((bare, margin, started.elapsed().as_secs_f64()))
     };
     let mut samples = Vec::new();
     let mut warmup_seconds = None;
@@ -267,7 +272,7 @@ pub fn run_cell(spec_path: &Path) -> Result<()> {
             );
         }
     } else {
-        let mut response_cost: Vec<(f64, f64)> = Vec::new();
+        let mut response_cost: Vec<(f64, f64, f64)> = Vec::new();
         let warmup_index = spec.question_offset + spec.questions;
         let (seconds, _) = ask(warmup_index, &mut cache)?;
         warmup_seconds = Some(seconds);
@@ -305,10 +310,12 @@ pub fn run_cell(spec_path: &Path) -> Result<()> {
                 values[values.len() / 2]
             };
             let bare = p50(response_cost.iter().map(|c| c.0).collect());
-            let full = p50(response_cost.iter().map(|c| c.1).collect());
+            let margin = p50(response_cost.iter().map(|c| c.1).collect());
+            let full = p50(response_cost.iter().map(|c| c.2).collect());
             response_cost_json = json!({
                     "questions": response_cost.len(),
                     "ranking_p50_seconds": bare,
+                    "ranking_with_truncation_margin_p50_seconds": margin,
                     "response_p50_seconds": full,
                     "response_over_ranking": full / bare,
             });
