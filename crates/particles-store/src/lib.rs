@@ -19,6 +19,8 @@
 #![warn(missing_docs)]
 #![warn(clippy::unwrap_used)]
 
+mod contested;
+mod corpus;
 mod embedding;
 mod error;
 mod guard;
@@ -34,6 +36,11 @@ mod store;
 mod writer;
 
 pub use crate::{
+    contested::inconsistency_backrefs,
+    corpus::{
+        corpus_entry, resolve_snapshot, snapshot_by_id, CorpusEntryRow, SnapshotResolution,
+        SnapshotRow,
+    },
     embedding::{decode_embedding, EmbeddingError},
     error::{Error, Result},
     guard::{check_schema_version, SchemaMismatch},
