@@ -2,6 +2,7 @@
 
 mod bad_input;
 mod import;
+mod mcp;
 mod reference;
 mod serve;
 mod sidecar;
