@@ -4,6 +4,8 @@
 //! linkedparticles packages without their dependencies (which would pull in torch),
 //! then exactly what the query path, the generator and the benchmark import. numpy
 //! is pinned because the reference's cosine bits depend on its inner loop.
+//! Then the reference's HTTP engine and MCP server packages (its thin client and
+//! `engine serve`, which the server tests run), still without torch.
 
 use std::{path::Path, process::Command};
 
@@ -28,11 +30,28 @@ const DEPENDENCIES: &[&str] = &[
     "typer==0.29.2",
 ];
 
-/// Creates `.reference/venv` and installs the reference unless it already imports.
+/// The reference's HTTP engine (`particles engine serve`), installed without
+/// their dependencies: these pins were checked to start it and answer through it
+/// (shared/spec/reference-harness.md).
+const SERVER_PACKAGES: &[&str] = &[
+    "fastapi==0.163.2",
+    "starlette==1.10.0",
+    "python-multipart==0.0.34",
+    "uvicorn==0.54.0",
+    "h11==0.16.0",
+    "click==8.5.1",
+];
+/// The MCP SDK (the reference's `mcp serve` and the tests' MCP client), with its
+/// dependencies; pydantic stays at the pin above.
+const MCP_PACKAGES: &[&str] = &["mcp==1.30.0", "pydantic==2.14.4"];
+
+/// Creates `.reference/venv` and installs the reference unless it already
+/// imports, then the server packages unless they import.
 pub(crate) fn install(root: &Path) -> Result<()> {
     let venv = root.join(".reference/venv");
     let python = venv.join("bin/python");
     if python.exists() && imports_reference(&python) {
+        install_server_packages(&venv)?;
         eprintln!("reference: {} is ready", venv.display());
         return Ok(());
     }
@@ -60,7 +79,32 @@ pub(crate) fn install(root: &Path) -> Result<()> {
             venv.display()
         );
     }
-    Ok(())
+    install_server_packages(&venv)
+}
+
+/// The server pins, unless `fastapi`, `uvicorn` and `mcp` already import.
+fn install_server_packages(venv: &Path) -> Result<()> {
+    let python = venv.join("bin/python");
+    let ready = Command::new(&python)
+        .args(["-c", "import fastapi, uvicorn, mcp"])
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if ready {
+        return Ok(());
+    }
+    eprintln!("reference: installing the engine and MCP server packages");
+    let pip = venv.join("bin/pip");
+    run(Command::new(&pip)
+        .args([
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-deps",
+        ])
+        .args(SERVER_PACKAGES))?;
+    run(Command::new(&pip)
+        .args(["install", "--quiet", "--disable-pip-version-check"])
+        .args(MCP_PACKAGES))
 }
 
 fn imports_reference(python: &Path) -> bool {

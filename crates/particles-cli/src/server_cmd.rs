@@ -206,7 +206,12 @@ pub(crate) struct LoadArgs {
     /// The engine to load (e.g. the reference's, http://127.0.0.1:8000). Without
     /// it, `particles-rs serve --http` is started on --store for the run (its
     /// rate limit off) and stopped after.
-    #[arg(long, value_name = "URL", conflicts_with = "stores", required_unless_present = "stores")]
+    #[arg(
+        long,
+        value_name = "URL",
+        conflicts_with = "stores",
+        required_unless_present = "stores"
+    )]
     url: Option<String>,
 
     /// The store(s) of the engine started for the run.
@@ -214,7 +219,12 @@ pub(crate) struct LoadArgs {
     stores: Vec<String>,
 
     /// Offered rates, requests per second (one step each, in order).
-    #[arg(long, value_name = "R,R,...", value_delimiter = ',', default_value = "1,2,4,8")]
+    #[arg(
+        long,
+        value_name = "R,R,...",
+        value_delimiter = ',',
+        default_value = "1,2,4,8"
+    )]
     rates: Vec<f64>,
 
     /// Seconds each step sends for.
@@ -261,8 +271,13 @@ pub(crate) struct LoadArgs {
 
 /// Starts `particles-rs serve --http` on a free loopback port; returns the
 /// child and its URL once it accepts connections.
-fn start_engine(args: &LoadArgs, config: Option<&std::path::Path>) -> Result<(std::process::Child, String)> {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+fn start_engine(
+    args: &LoadArgs,
+    config: Option<&std::path::Path>,
+) -> Result<(std::process::Child, String)> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
     let exe = std::env::current_exe().context("cannot find this executable")?;
     let mut command = std::process::Command::new(exe);
     if let Some(config) = config {
@@ -320,7 +335,9 @@ pub(crate) fn run_serve_load(args: &LoadArgs, config: Option<&std::path::Path>) 
         drain: std::time::Duration::from_secs_f64(args.drain_seconds),
         questions,
         top_k: args.top_k,
-        token: std::env::var("PARTICLES_ENGINE_TOKEN").ok().filter(|t| !t.is_empty()),
+        token: std::env::var("PARTICLES_ENGINE_TOKEN")
+            .ok()
+            .filter(|t| !t.is_empty()),
         seed: args.seed,
         warmup: args.warmup,
         server_pid: args.pid.or(child.as_ref().map(std::process::Child::id)),

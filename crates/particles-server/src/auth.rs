@@ -15,7 +15,8 @@ use crate::pytext;
 pub const DEV_KEY: &str = "dev-key";
 
 /// The 503 every dev-mode bound gives a non-loopback client.
-pub(crate) const NON_LOOPBACK_REFUSAL: &str = "Refusing to serve an unauthenticated request from a \
+pub(crate) const NON_LOOPBACK_REFUSAL: &str =
+    "Refusing to serve an unauthenticated request from a \
 non-loopback client. Set PARTICLES_API_KEY to enable authenticated access, or bind the API to \
 loopback for local development.";
 
@@ -191,16 +192,21 @@ fn host_is_allowed(host: &str, dev_key: bool, policy: &Policy) -> bool {
     if policy.allowed_hosts.is_empty() {
         return !dev_key;
     }
-    policy.allowed_hosts.iter().any(|entry| {
-        (entry.starts_with("*.") && name.ends_with(&entry[1..])) || name == *entry
-    })
+    policy
+        .allowed_hosts
+        .iter()
+        .any(|entry| (entry.starts_with("*.") && name.ends_with(&entry[1..])) || name == *entry)
 }
 
 /// The bound every path passes before any route runs (the reference's
 /// `request_bound_refusal`, applied by its `HostBoundMiddleware` and again in
 /// each gate): in dev mode the real client must be loopback (503); a `Host`
 /// must be one this engine answers on (403).
-pub(crate) fn request_bound(caller: &Caller<'_>, key: &ApiKey, policy: &Policy) -> Result<(), Refusal> {
+pub(crate) fn request_bound(
+    caller: &Caller<'_>,
+    key: &ApiKey,
+    policy: &Policy,
+) -> Result<(), Refusal> {
     let dev_key = *key == ApiKey::Dev;
     if dev_key && !client_is_loopback(caller, policy) {
         return Err(Refusal::Detail(
@@ -312,7 +318,11 @@ fn bearer_matches(key: &str, credentials: Option<&str>) -> bool {
 
 /// AuthDep (`/query`): dev mode gets the bound and the cross-site check; a real
 /// key the bound, then a matching bearer or 401 `Invalid API key`.
-pub(crate) fn verify_key(caller: &Caller<'_>, key: &ApiKey, policy: &Policy) -> Result<(), Refusal> {
+pub(crate) fn verify_key(
+    caller: &Caller<'_>,
+    key: &ApiKey,
+    policy: &Policy,
+) -> Result<(), Refusal> {
     match key {
         ApiKey::Dev => bound_dev_key_request(caller, policy),
         ApiKey::Real(secret) => {

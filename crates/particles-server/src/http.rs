@@ -116,7 +116,10 @@ pub(crate) fn json_response(status: StatusCode, value: &impl serde::Serialize) -
     match serde_json::to_vec(value) {
         Ok(bytes) => (
             status,
-            [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )],
             bytes,
         )
             .into_response(),
@@ -154,7 +157,10 @@ pub(crate) fn router(state: Shared) -> Router {
         .route("/particles/{id}", get(particle).fallback(forward))
         .route("/particles/{id}/source", get(source).fallback(forward))
         .fallback(forward)
-        .layer(axum::middleware::from_fn_with_state(state.clone(), outer_bounds))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            outer_bounds,
+        ))
         .with_state(state)
 }
 
@@ -252,7 +258,12 @@ enum Parsed {
 /// `application/json` or `application/*+json`, read as Python's email parser
 /// reads a content type (parameters dropped, case folded, one `/`).
 fn is_json_content_type(value: &str) -> bool {
-    let main = value.split(';').next().unwrap_or_default().trim().to_lowercase();
+    let main = value
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_lowercase();
     let mut parts = main.split('/');
     match (parts.next(), parts.next(), parts.next()) {
         (Some("application"), Some(subtype), None) => {
@@ -267,23 +278,33 @@ fn is_json_content_type(value: &str) -> bool {
 /// where Python's decoder raises.
 fn decode_json_bytes(bytes: &[u8]) -> Option<String> {
     let utf16 = |body: &[u8], big: bool| -> Option<String> {
-        if body.len() % 2 != 0 {
+        if !body.len().is_multiple_of(2) {
             return None;
         }
         let units: Vec<u16> = body
             .chunks(2)
-            .map(|p| if big { u16::from_be_bytes([p[0], p[1]]) } else { u16::from_le_bytes([p[0], p[1]]) })
+            .map(|p| {
+                if big {
+                    u16::from_be_bytes([p[0], p[1]])
+                } else {
+                    u16::from_le_bytes([p[0], p[1]])
+                }
+            })
             .collect();
         String::from_utf16(&units).ok()
     };
     let utf32 = |body: &[u8], big: bool| -> Option<String> {
-        if body.len() % 4 != 0 {
+        if !body.len().is_multiple_of(4) {
             return None;
         }
         body.chunks(4)
             .map(|q| {
                 let q = [q[0], q[1], q[2], q[3]];
-                char::from_u32(if big { u32::from_be_bytes(q) } else { u32::from_le_bytes(q) })
+                char::from_u32(if big {
+                    u32::from_be_bytes(q)
+                } else {
+                    u32::from_le_bytes(q)
+                })
             })
             .collect()
     };
@@ -304,10 +325,18 @@ fn decode_json_bytes(bytes: &[u8]) -> Option<String> {
     }
     if bytes.len() >= 4 {
         if bytes[0] == 0 {
-            return if bytes[1] != 0 { utf16(bytes, true) } else { utf32(bytes, true) };
+            return if bytes[1] != 0 {
+                utf16(bytes, true)
+            } else {
+                utf32(bytes, true)
+            };
         }
         if bytes[1] == 0 {
-            return if bytes[2] != 0 || bytes[3] != 0 { utf16(bytes, false) } else { utf32(bytes, false) };
+            return if bytes[2] != 0 || bytes[3] != 0 {
+                utf16(bytes, false)
+            } else {
+                utf32(bytes, false)
+            };
         }
     } else if bytes.len() == 2 {
         if bytes[0] == 0 {
@@ -323,7 +352,7 @@ fn decode_json_bytes(bytes: &[u8]) -> Option<String> {
 /// FastAPI's body step: an empty body is missing; a JSON content type is
 /// decoded (a malformed document is a 422 `json_invalid` with Python's offset
 /// and message, undecodable bytes a 400); anything else stays bytes.
-fn parse_body(headers: &HeaderMap, bytes: Bytes) -> Result<Parsed, Response> {
+fn parse_body(headers: &HeaderMap, bytes: Bytes) -> Result<Parsed, Box<Response>> {
     if bytes.is_empty() {
         return Ok(Parsed::Missing);
     }
@@ -335,7 +364,10 @@ fn parse_body(headers: &HeaderMap, bytes: Bytes) -> Result<Parsed, Response> {
         return Ok(Parsed::Raw(bytes));
     }
     let Some(decoded) = decode_json_bytes(&bytes) else {
-        return Err(detail(StatusCode::BAD_REQUEST, "There was an error parsing the body"));
+        return Err(Box::new(detail(
+            StatusCode::BAD_REQUEST,
+            "There was an error parsing the body",
+        )));
     };
     let text = decoded.as_str();
     match serde_json::from_str::<Value>(text) {
@@ -347,7 +379,7 @@ fn parse_body(headers: &HeaderMap, bytes: Bytes) -> Result<Parsed, Response> {
                 // surrogate): say so rather than invent an offset.
                 None => (0, serde_error.to_string()),
             };
-            Err(json_response(
+            Err(Box::new(json_response(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 &json!({"detail": [{
                     "type": "json_invalid",
@@ -356,7 +388,7 @@ fn parse_body(headers: &HeaderMap, bytes: Bytes) -> Result<Parsed, Response> {
                     "input": {},
                     "ctx": {"error": msg},
                 }]}),
-            ))
+            )))
         }
     }
 }
@@ -388,7 +420,7 @@ async fn query(
     let original = bytes.clone();
     let parsed = match parse_body(&parts.headers, bytes) {
         Ok(parsed) => parsed,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     let key = state.key.current();
     let caller = Caller {
@@ -402,7 +434,10 @@ async fn query(
     if rate > 0 {
         if let Some(host) = auth::real_client_host(&caller, &state.backend.policy) {
             let now = state.clock.elapsed().as_secs_f64();
-            if !state.buckets.allow(&rate_limit::bucket_key(&host), rate, now) {
+            if !state
+                .buckets
+                .allow(&rate_limit::bucket_key(&host), rate, now)
+            {
                 let mut response = detail(StatusCode::TOO_MANY_REQUESTS, rate_limit::RATE_LIMITED);
                 response
                     .headers_mut()
@@ -459,9 +494,10 @@ async fn query(
     .await;
     match answered {
         Ok((_, Ok(response))) => json_response(StatusCode::OK, &response),
-        Ok((_, Err(particles_engine::Error::Query(particles_query::Error::UnsupportedMode {
-            mode,
-        })))) => match &state.upstream {
+        Ok((
+            _,
+            Err(particles_engine::Error::Query(particles_query::Error::UnsupportedMode { mode })),
+        )) => match &state.upstream {
             // A mode the engine cannot run yet goes to the reference's engine.
             Some(upstream) => {
                 upstream
@@ -493,10 +529,14 @@ async fn health(State(state): State<Shared>) -> Response {
 }
 
 /// The read gate, from the request's parts.
-fn read_gate(state: &AppState, peer: Option<IpAddr>, headers: &HeaderMap) -> Result<(), Response> {
+fn read_gate(
+    state: &AppState,
+    peer: Option<IpAddr>,
+    headers: &HeaderMap,
+) -> Result<(), Box<Response>> {
     let caller = Caller { peer, headers };
     auth::verify_read_key(&caller, &state.key.current(), &state.backend.policy)
-        .map_err(refusal_response)
+        .map_err(|refusal| Box::new(refusal_response(refusal)))
 }
 
 /// Runs a store read on a blocking thread.
@@ -517,7 +557,7 @@ async fn contested(
     headers: HeaderMap,
 ) -> Response {
     if let Err(response) = read_gate(&state, peer.and_then(|p| p.0 .0), &headers) {
-        return response;
+        return *response;
     }
     match blocking(&state, Backend::contested).await {
         Ok(pairs) => {
@@ -538,7 +578,7 @@ async fn particle(
     headers: HeaderMap,
 ) -> Response {
     if let Err(response) = read_gate(&state, peer.and_then(|p| p.0 .0), &headers) {
-        return response;
+        return *response;
     }
     match blocking(&state, move |backend| backend.particle(&id)).await {
         Ok(Some(particle)) => json_response(StatusCode::OK, &particle),
@@ -555,13 +595,17 @@ async fn source(
 ) -> Response {
     let (parts, _) = request.into_parts();
     if let Err(response) = read_gate(&state, peer.and_then(|p| p.0 .0), &parts.headers) {
-        return response;
+        return *response;
     }
     match blocking(&state, move |backend| backend.source_passage(&id)).await {
         Ok(Hydrated::Missing) => detail(StatusCode::NOT_FOUND, "Particle not found"),
         Ok(Hydrated::Passage(passage)) => json_response(StatusCode::OK, &passage),
         Ok(Hydrated::Unrendered(mut passage)) => match &state.upstream {
-            Some(upstream) => upstream.forward_buffered(Method::GET, &parts, Bytes::new()).await,
+            Some(upstream) => {
+                upstream
+                    .forward_buffered(Method::GET, &parts, Bytes::new())
+                    .await
+            }
             None => {
                 passage.note = Some(
                     "The source is HTML or PDF, which particles-rs does not render; start it \
@@ -644,7 +688,11 @@ pub(crate) fn prepare(mut request: Request, peer: SocketAddr) -> Request {
     let path = request.uri().path().to_owned();
     let routed = routing_path(&decoded_path(&path));
     if routed != path {
-        let query = request.uri().query().map(|q| format!("?{q}")).unwrap_or_default();
+        let query = request
+            .uri()
+            .query()
+            .map(|q| format!("?{q}"))
+            .unwrap_or_default();
         if let Ok(uri) = format!("{routed}{query}").parse() {
             *request.uri_mut() = uri;
         }
@@ -670,8 +718,14 @@ mod tests {
 
     #[test]
     fn paths_route_decoded() {
-        assert_eq!(decoded_path("/particles/a%2Fb/source"), "/particles/a/b/source");
-        assert_eq!(routing_path(&decoded_path("/particles/%2E%2E")), "/particles/..");
+        assert_eq!(
+            decoded_path("/particles/a%2Fb/source"),
+            "/particles/a/b/source"
+        );
+        assert_eq!(
+            routing_path(&decoded_path("/particles/%2E%2E")),
+            "/particles/.."
+        );
         assert_eq!(routing_path("/particles/a b%"), "/particles/a%20b%25");
         assert_eq!(decoded_path("/x%zz%ff"), "/x%zz\u{fffd}");
     }

@@ -127,7 +127,10 @@ fn request(options: &LoadOptions, question: &str) -> Result<http::Request<Full<B
 }
 
 /// Sends one request and reads its whole answer.
-async fn send(client: &HttpClient, request: http::Request<Full<Bytes>>) -> std::result::Result<u16, ()> {
+async fn send(
+    client: &HttpClient,
+    request: http::Request<Full<Bytes>>,
+) -> std::result::Result<u16, ()> {
     let response = client.request(request).await.map_err(|_| ())?;
     let status = response.status().as_u16();
     response.into_body().collect().await.map_err(|_| ())?;
@@ -281,7 +284,10 @@ async fn run_step(
 /// [`Error::Load`] when there are no questions or rates, or a warm-up request
 /// fails.
 pub fn run(options: &LoadOptions, mut progress: impl FnMut(&StepResult)) -> Result<LoadReport> {
-    if options.questions.is_empty() || options.rates.iter().any(|r| !(*r > 0.0)) || options.rates.is_empty() {
+    if options.questions.is_empty()
+        || options.rates.iter().any(|r| r.is_nan() || *r <= 0.0)
+        || options.rates.is_empty()
+    {
         return Err(Error::Load(
             "serve-load needs at least one question and positive rates".to_owned(),
         ));
@@ -366,15 +372,21 @@ pub fn markdown(report: &LoadReport) -> String {
             step.rate,
             step.sent,
             step.ok,
-            if errors.is_empty() { "0".to_owned() } else { errors.join(", ") },
+            if errors.is_empty() {
+                "0".to_owned()
+            } else {
+                errors.join(", ")
+            },
             step.timed_out,
             step.throughput,
             seconds(step.p50),
             seconds(step.p99),
             seconds(step.p999),
             seconds(step.max),
-            step.peak_rss_bytes
-                .map_or_else(|| "—".to_owned(), |b| format!("{:.0}", b as f64 / 1_048_576.0)),
+            step.peak_rss_bytes.map_or_else(
+                || "—".to_owned(),
+                |b| format!("{:.0}", b as f64 / 1_048_576.0)
+            ),
         ));
     }
     out
@@ -389,7 +401,10 @@ mod tests {
         let mut a = rand::rngs::StdRng::seed_from_u64(7);
         let mut b = rand::rngs::StdRng::seed_from_u64(7);
         let first = arrivals(50.0, Duration::from_secs(10), 10_000, &mut a);
-        assert_eq!(first, arrivals(50.0, Duration::from_secs(10), 10_000, &mut b));
+        assert_eq!(
+            first,
+            arrivals(50.0, Duration::from_secs(10), 10_000, &mut b)
+        );
         assert!(first.windows(2).all(|w| w[0] <= w[1]));
         assert!(first.iter().all(|t| *t < Duration::from_secs(10)));
         // About 500 arrivals; a Poisson count is within 5 sigma of it.

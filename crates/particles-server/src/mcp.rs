@@ -40,9 +40,7 @@ pub struct McpOptions {
 /// slug; `None` at the filesystem root.
 pub(crate) fn project_key(cwd: &Path) -> Option<String> {
     let root = repository_root(cwd).unwrap_or_else(|| cwd.to_path_buf());
-    if root.parent().is_none() {
-        return None;
-    }
+    root.parent()?;
     Some(
         root.to_string_lossy()
             .chars()
@@ -120,7 +118,9 @@ impl<'a> Arguments<'a> {
         match self.present(name) {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s)),
-            Some(other) => Err(format!("{name}: Input should be a valid string, got {other}")),
+            Some(other) => Err(format!(
+                "{name}: Input should be a valid string, got {other}"
+            )),
         }
     }
 
@@ -128,9 +128,19 @@ impl<'a> Arguments<'a> {
         match self.present(name) {
             None => Ok(None),
             Some(Value::Bool(b)) => Ok(Some(*b)),
-            Some(Value::String(s)) if matches!(s.to_lowercase().as_str(), "true" | "1" | "yes" | "on") => Ok(Some(true)),
-            Some(Value::String(s)) if matches!(s.to_lowercase().as_str(), "false" | "0" | "no" | "off") => Ok(Some(false)),
-            Some(other) => Err(format!("{name}: Input should be a valid boolean, got {other}")),
+            Some(Value::String(s))
+                if matches!(s.to_lowercase().as_str(), "true" | "1" | "yes" | "on") =>
+            {
+                Ok(Some(true))
+            }
+            Some(Value::String(s))
+                if matches!(s.to_lowercase().as_str(), "false" | "0" | "no" | "off") =>
+            {
+                Ok(Some(false))
+            }
+            Some(other) => Err(format!(
+                "{name}: Input should be a valid boolean, got {other}"
+            )),
         }
     }
 }
@@ -146,7 +156,11 @@ fn iso(timestamp: Timestamp) -> Value {
 
 /// `window_for_day`: the point window at 00:00 UTC of the day.
 fn window_for_day(day: Timestamp) -> TimeWindow {
-    let day = if day.is_aware() { day } else { day.with_utc_offset() };
+    let day = if day.is_aware() {
+        day
+    } else {
+        day.with_utc_offset()
+    };
     let midnight = day.start_of_day();
     TimeWindow {
         start: Some(midnight),
@@ -156,7 +170,11 @@ fn window_for_day(day: Timestamp) -> TimeWindow {
 
 /// `window_end_of_day`: a midnight end becomes the day's last microsecond.
 fn window_end_of_day(end: Timestamp) -> Timestamp {
-    let end = if end.is_aware() { end } else { end.with_utc_offset() };
+    let end = if end.is_aware() {
+        end
+    } else {
+        end.with_utc_offset()
+    };
     if end.is_midnight() {
         Timestamp::from_utc_micros(end.utc_micros() + 86_400_000_000 - 1)
             .map_or(end, Timestamp::with_utc_offset)
@@ -212,13 +230,19 @@ fn build_request(
         )
     };
     let window = if let Some(on) = on {
-        Some(window_for_day(parse_iso(on).ok_or_else(|| invalid_window(on))?))
+        Some(window_for_day(
+            parse_iso(on).ok_or_else(|| invalid_window(on))?,
+        ))
     } else if during_start.is_some() || during_end.is_some() {
         let start = during_start
             .map(|s| parse_iso(s).ok_or_else(|| invalid_window(s)))
             .transpose()?;
         let end = during_end
-            .map(|s| parse_iso(s).map(window_end_of_day).ok_or_else(|| invalid_window(s)))
+            .map(|s| {
+                parse_iso(s)
+                    .map(window_end_of_day)
+                    .ok_or_else(|| invalid_window(s))
+            })
             .transpose()?;
         Some(TimeWindow { start, end })
     } else {
@@ -238,7 +262,9 @@ fn build_request(
     body.insert("subject_id".into(), json!(args.string("subject_id")?));
     body.insert(
         "min_confidence".into(),
-        args.present("min_confidence").cloned().unwrap_or(json!(0.0)),
+        args.present("min_confidence")
+            .cloned()
+            .unwrap_or(json!(0.0)),
     );
     body.insert(
         "top_k".into(),
@@ -252,14 +278,25 @@ fn build_request(
             json!({"start": w.start.map_or(Value::Null, iso), "end": w.end.map_or(Value::Null, iso)})
         }),
     );
-    for name in ["predicate", "object_eq", "object_gt", "object_lt", "object_contains"] {
+    for name in [
+        "predicate",
+        "object_eq",
+        "object_gt",
+        "object_lt",
+        "object_contains",
+    ] {
         body.insert(name.into(), json!(args.string(name)?));
     }
-    body.insert("count".into(), json!(args.boolean("count")?.unwrap_or(false)));
+    body.insert(
+        "count".into(),
+        json!(args.boolean("count")?.unwrap_or(false)),
+    );
     body.insert("group_by".into(), json!(group_by));
     body.insert(
         "min_effective_confidence".into(),
-        args.present("min_effective_confidence").cloned().unwrap_or(Value::Null),
+        args.present("min_effective_confidence")
+            .cloned()
+            .unwrap_or(Value::Null),
     );
     body.insert(
         "list_predicates".into(),
@@ -319,11 +356,18 @@ fn run_query(
         })
         .collect();
     if summary {
-        let effective = out["effective_confidences"].as_array().cloned().unwrap_or_default();
+        let effective = out["effective_confidences"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         if effective.len() != particles.len() {
             return Err(format!(
                 "zip() argument 2 is {} than argument 1",
-                if effective.len() < particles.len() { "shorter" } else { "longer" }
+                if effective.len() < particles.len() {
+                    "shorter"
+                } else {
+                    "longer"
+                }
             ));
         }
         let badges = out["contested"].as_array().cloned().unwrap_or_default();
@@ -361,12 +405,8 @@ fn run_query(
 /// The `query` tool's input schema: the reference's parameters, names, types
 /// and defaults (as FastMCP derives them from its signature).
 fn query_schema() -> Map<String, Value> {
-    let optional = |kind: &str, title: &str| {
-        json!({"anyOf": [{"type": kind}, {"type": "null"}], "default": null, "title": title})
-    };
-    let plain = |kind: &str, default: Value, title: &str| {
-        json!({"default": default, "title": title, "type": kind})
-    };
+    let optional = |kind: &str, title: &str| json!({"anyOf": [{"type": kind}, {"type": "null"}], "default": null, "title": title});
+    let plain = |kind: &str, default: Value, title: &str| json!({"default": default, "title": title, "type": kind});
     let properties = json!({
         "question": optional("string", "Question"),
         "tags": {"anyOf": [{"items": {"type": "string"}, "type": "array"}, {"type": "null"}], "default": null, "title": "Tags"},
@@ -529,7 +569,10 @@ mod tests {
         };
         assert!(limiter.admit("query", 1).is_ok());
         let refusal = limiter.admit("query", 1).expect_err("the bucket is empty");
-        assert!(refusal.starts_with("Rate limit reached: query can drive"), "{refusal}");
+        assert!(
+            refusal.starts_with("Rate limit reached: query can drive"),
+            "{refusal}"
+        );
         assert!(limiter.admit("query", 0).is_ok(), "0 disables it");
     }
 

@@ -222,7 +222,11 @@ fn is_html(content: &[u8]) -> bool {
 /// The text the general extractor was shown: the bytes decoded (invalid UTF-8
 /// replaced), Markdown frontmatter dropped for `LOCAL_MARKDOWN`, tool turns
 /// relabelled for the conversational source types.
-fn extractor_view_text(content: &[u8], source_type: Option<&str>, settings: &PassageSettings) -> String {
+fn extractor_view_text(
+    content: &[u8],
+    source_type: Option<&str>,
+    settings: &PassageSettings,
+) -> String {
     let mut text = String::from_utf8_lossy(content).into_owned();
     if source_type == Some("LOCAL_MARKDOWN") {
         text = strip_frontmatter(&text);
@@ -249,8 +253,13 @@ fn strip_frontmatter(text: &str) -> String {
     let mut cursor = 0;
     let mut close = None;
     while cursor < haystack.len() {
-        let newline = haystack[cursor..].iter().position(|&c| c == '\n').map(|p| p + cursor);
-        let line: String = haystack[cursor..newline.unwrap_or(haystack.len())].iter().collect();
+        let newline = haystack[cursor..]
+            .iter()
+            .position(|&c| c == '\n')
+            .map(|p| p + cursor);
+        let line: String = haystack[cursor..newline.unwrap_or(haystack.len())]
+            .iter()
+            .collect();
         if line.trim_end_matches(pytext::is_space) == "---" {
             close = Some(cursor);
             break;
@@ -266,7 +275,10 @@ fn strip_frontmatter(text: &str) -> String {
     let mut body_start = after_open + close + 3;
     if body_start < chars.len() && chars[body_start] == '\n' {
         body_start += 1;
-    } else if body_start + 1 < chars.len() && chars[body_start] == '\r' && chars[body_start + 1] == '\n' {
+    } else if body_start + 1 < chars.len()
+        && chars[body_start] == '\r'
+        && chars[body_start + 1] == '\n'
+    {
         body_start += 2;
     }
     chars[body_start..].iter().collect()
@@ -317,7 +329,10 @@ fn mark_tool_turns(text: &str) -> String {
         }
         let (indent, rest) = indent_of(line);
         match tool_turn_body(rest) {
-            Some(body) => out.push(format!("{indent}{TOOL_TURN_LABEL}: {}", pytext::strip(body))),
+            Some(body) => out.push(format!(
+                "{indent}{TOOL_TURN_LABEL}: {}",
+                pytext::strip(body)
+            )),
             None => out.push(line.to_owned()),
         }
     }
@@ -381,13 +396,14 @@ fn paragraph_chunks(text: &[char], size: usize) -> Vec<String> {
             break;
         }
         let window_end = start + size;
-        let (end, advance) = match rfind(&['\n', '\n'], start, window_end).filter(|&cut| cut > start) {
-            Some(cut) => (cut, cut + 2 - start),
-            None => match rfind(&['\n'], start, window_end).filter(|&nl| nl > start) {
-                Some(nl) => (nl, nl + 1 - start),
-                None => (window_end, size),
-            },
-        };
+        let (end, advance) =
+            match rfind(&['\n', '\n'], start, window_end).filter(|&cut| cut > start) {
+                Some(cut) => (cut, cut + 2 - start),
+                None => match rfind(&['\n'], start, window_end).filter(|&nl| nl > start) {
+                    Some(nl) => (nl, nl + 1 - start),
+                    None => (window_end, size),
+                },
+            };
         push(start, end);
         start += advance;
     }
@@ -396,11 +412,13 @@ fn paragraph_chunks(text: &[char], size: usize) -> Vec<String> {
 
 fn find_chunk(text: &str, chunk_hash: &str, size: usize) -> Option<String> {
     let normalised: Vec<char> = normalise_for_hashing(text).chars().collect();
-    paragraph_chunks(&normalised, size.max(1)).into_iter().find(|chunk| {
-        let digest = Sha256::digest(chunk.as_bytes());
-        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-        hex == chunk_hash
-    })
+    paragraph_chunks(&normalised, size.max(1))
+        .into_iter()
+        .find(|chunk| {
+            let digest = Sha256::digest(chunk.as_bytes());
+            let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+            hex == chunk_hash
+        })
 }
 
 const STOPWORDS: &[&str] = &[

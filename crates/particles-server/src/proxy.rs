@@ -115,7 +115,10 @@ impl Upstream {
             .map(|t| t.0.clone())
             .unwrap_or_else(|| parts.uri.to_string());
         let Some(uri) = self.target(&raw) else {
-            return detail(StatusCode::BAD_REQUEST, "the request target cannot be forwarded");
+            return detail(
+                StatusCode::BAD_REQUEST,
+                "the request target cannot be forwarded",
+            );
         };
         strip_hop_by_hop(&mut parts.headers);
         let tripped = Arc::new(AtomicBool::new(false));
@@ -158,7 +161,10 @@ impl Upstream {
             .map(|t| t.0.clone())
             .unwrap_or_else(|| parts.uri.to_string());
         let Some(uri) = self.target(&raw) else {
-            return detail(StatusCode::BAD_REQUEST, "the request target cannot be forwarded");
+            return detail(
+                StatusCode::BAD_REQUEST,
+                "the request target cannot be forwarded",
+            );
         };
         let mut headers = parts.headers.clone();
         strip_hop_by_hop(&mut headers);

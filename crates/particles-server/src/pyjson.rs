@@ -237,10 +237,16 @@ mod tests {
     #[test]
     fn errors_land_where_python_puts_them() {
         // Each expectation was read off CPython 3.11's json.loads.
-        assert_eq!(at("{\"a\": 1,}"), Some((8, "Expecting property name enclosed in double quotes")));
+        assert_eq!(
+            at("{\"a\": 1,}"),
+            Some((8, "Expecting property name enclosed in double quotes"))
+        );
         assert_eq!(at("{\"top_k\": }"), Some((10, "Expecting value")));
         assert_eq!(at("{\"a\" 1}"), Some((5, "Expecting ':' delimiter")));
-        assert_eq!(at("{\"a\": 1 \"b\": 2}"), Some((8, "Expecting ',' delimiter")));
+        assert_eq!(
+            at("{\"a\": 1 \"b\": 2}"),
+            Some((8, "Expecting ',' delimiter"))
+        );
         assert_eq!(at("[1, 2"), Some((5, "Expecting ',' delimiter")));
         assert_eq!(at("{} x"), Some((3, "Extra data")));
         assert_eq!(at("   "), Some((3, "Expecting value")));
@@ -251,7 +257,10 @@ mod tests {
         assert_eq!(at("-"), Some((0, "Expecting value")));
         assert_eq!(at("01"), Some((1, "Extra data")));
         assert_eq!(at("[1,]"), Some((3, "Expecting value")));
-        assert_eq!(at("{"), Some((1, "Expecting property name enclosed in double quotes")));
+        assert_eq!(
+            at("{"),
+            Some((1, "Expecting property name enclosed in double quotes"))
+        );
         assert_eq!(at("["), Some((1, "Expecting value")));
         assert_eq!(at("\"\\u12\""), Some((2, "Invalid \\uXXXX escape")));
         assert_eq!(at("\"\\u12g4\""), Some((2, "Invalid \\uXXXX escape")));

@@ -95,10 +95,7 @@ mod tests {
     #[test]
     fn strip_and_splitlines_follow_python() {
         assert_eq!(strip("\u{1c} a \u{a0}"), "a");
-        assert_eq!(
-            splitlines("a\r\nb\rc\u{2028}d\n"),
-            vec!["a", "b", "c", "d"]
-        );
+        assert_eq!(splitlines("a\r\nb\rc\u{2028}d\n"), vec!["a", "b", "c", "d"]);
         assert_eq!(splitlines(""), Vec::<&str>::new());
         assert_eq!(splitlines("a\n\nb"), vec!["a", "", "b"]);
     }

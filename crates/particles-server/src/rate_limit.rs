@@ -100,7 +100,10 @@ mod tests {
             assert!(buckets.allow("a", 3, 0.0));
         }
         assert!(!buckets.allow("a", 3, 0.0), "capacity is the rate");
-        assert!(buckets.allow("b", 3, 0.0), "another client has its own bucket");
+        assert!(
+            buckets.allow("b", 3, 0.0),
+            "another client has its own bucket"
+        );
         assert!(!buckets.allow("a", 3, 10.0), "half a token after 10 s");
         assert!(buckets.allow("a", 3, 20.5), "one token after 20 s");
     }

@@ -57,7 +57,11 @@ impl HttpServer {
             "--listen",
         )
         .map_err(Error::Refused)?;
-        let upstream = options.upstream.as_deref().map(Upstream::parse).transpose()?;
+        let upstream = options
+            .upstream
+            .as_deref()
+            .map(Upstream::parse)
+            .transpose()?;
         let listener = TcpListener::bind(options.listen)
             .await
             .map_err(|source| Error::Bind {

@@ -54,14 +54,19 @@ fn python_with(needs: &str) -> Option<(std::path::PathBuf, String)> {
     let message = format!(
         "SKIPPED: the reference venv or its `{needs}` package is missing; run `cargo xtask reference`"
     );
-    assert!(std::env::var("PARTICLES_REQUIRE_REFERENCE").as_deref() != Ok("1"), "{message}");
+    assert!(
+        std::env::var("PARTICLES_REQUIRE_REFERENCE").as_deref() != Ok("1"),
+        "{message}"
+    );
     eprintln!("{message}");
     None
 }
 
 #[test]
 fn an_mcp_client_lists_our_tool_and_queries() {
-    let Some((python, pythonpath)) = python_with("mcp") else { return };
+    let Some((python, pythonpath)) = python_with("mcp") else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let made = Command::new(&python)
         .arg(workspace_root().join("tests/reference/make_cases.py"))
@@ -69,7 +74,11 @@ fn an_mcp_client_lists_our_tool_and_queries() {
         .arg(dir.path())
         .output()
         .expect("make_cases.py runs");
-    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
     let store = dir.path().join("store-21.db");
     let config = dir.path().join("test.yaml");
     std::fs::write(&config, "network: {egress: none}\n").unwrap();
@@ -90,24 +99,68 @@ fn an_mcp_client_lists_our_tool_and_queries() {
         .env("PYTHONPATH", &pythonpath)
         .output()
         .expect("the MCP client runs");
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let result: Value = serde_json::from_slice(&output.stdout).expect("JSON");
     assert_eq!(result["server"], "particles");
     assert_eq!(result["tools"], serde_json::json!(["query"]));
-    for param in ["question", "tags", "subject_id", "top_k", "summary", "as_of", "on", "group_by", "all_projects", "grounded"] {
-        assert!(result["params"].as_array().unwrap().iter().any(|p| p == param), "{param}");
+    for param in [
+        "question",
+        "tags",
+        "subject_id",
+        "top_k",
+        "summary",
+        "as_of",
+        "on",
+        "group_by",
+        "all_projects",
+        "grounded",
+    ] {
+        assert!(
+            result["params"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p == param),
+            "{param}"
+        );
     }
     assert_eq!(result["full_error"], false);
     let full = &result["full"];
     assert!(full["answer"].is_string());
     let particles = full["particles"].as_array().expect("particles");
     assert!(!particles.is_empty() && particles.len() <= 3);
-    assert!(particles.iter().all(|p| p.get("contested").is_some() && p.get("provenance").is_some()));
-    let slim = result["slim"]["particles"].as_array().expect("slim particles");
-    let keys: Vec<&str> = slim[0].as_object().unwrap().keys().map(String::as_str).collect();
-    assert!(keys.starts_with(&["id", "content", "confidence", "effective_confidence", "subject_ids", "contested"]), "{keys:?}");
+    assert!(particles
+        .iter()
+        .all(|p| p.get("contested").is_some() && p.get("provenance").is_some()));
+    let slim = result["slim"]["particles"]
+        .as_array()
+        .expect("slim particles");
+    let keys: Vec<&str> = slim[0]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert!(
+        keys.starts_with(&[
+            "id",
+            "content",
+            "confidence",
+            "effective_confidence",
+            "subject_ids",
+            "contested"
+        ]),
+        "{keys:?}"
+    );
     assert_eq!(result["bad_error"], true);
-    assert_eq!(result["bad"], "Error executing tool query: 'nobody' is not a valid AudienceHint");
+    assert_eq!(
+        result["bad"],
+        "Error executing tool query: 'nobody' is not a valid AudienceHint"
+    );
 }
 
 #[test]
@@ -116,9 +169,20 @@ fn serve_http_starts_answers_and_stops_on_sigterm() {
     // A store with the reference's schema and no beliefs.
     let store = dir.path().join("empty.db");
     drop(particles_store::create_store(&store).expect("a new store"));
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let mut child = particles_rs_command()
-        .args(["serve", "--http", "--listen", &format!("127.0.0.1:{port}"), "--no-sidecar", "--store"])
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = particles_rs_command()
+        .args([
+            "serve",
+            "--http",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--no-sidecar",
+            "--store",
+        ])
         .arg(&store)
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -134,7 +198,10 @@ fn serve_http_starts_answers_and_stops_on_sigterm() {
             let _ = stream.read_to_string(&mut text);
             break text;
         }
-        assert!(std::time::Instant::now() < deadline, "the engine did not listen");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the engine did not listen"
+        );
         std::thread::sleep(std::time::Duration::from_millis(100));
     };
     assert!(body.starts_with("HTTP/1.1 200"), "{body}");
@@ -144,13 +211,25 @@ fn serve_http_starts_answers_and_stops_on_sigterm() {
         libc::kill(i32::try_from(child.id()).unwrap(), libc::SIGTERM);
     }
     let output = child.wait_with_output().expect("the engine exits");
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let refused = particles_rs_command()
-        .args(["serve", "--http", "--listen", "0.0.0.0:0", "--no-sidecar", "--store"])
+        .args([
+            "serve",
+            "--http",
+            "--listen",
+            "0.0.0.0:0",
+            "--no-sidecar",
+            "--store",
+        ])
         .arg(&store)
         .env_remove("PARTICLES_API_KEY")
         .output()
         .expect("runs");
     assert_eq!(refused.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&refused.stderr).contains("Refusing to start: bearer auth is disabled"));
+    assert!(String::from_utf8_lossy(&refused.stderr)
+        .contains("Refusing to start: bearer auth is disabled"));
 }
