@@ -149,8 +149,9 @@ pub(crate) struct SidecarArgs {
     #[arg(long, value_name = "DIR", env = "PARTICLES_SIDECAR_DIR")]
     pub(crate) sidecar_dir: Option<PathBuf>,
 
-    /// Neither read nor write a sidecar: decode the store's rows on every query.
-    #[arg(long, conflicts_with = "sidecar_dir")]
+    /// Neither read nor write a sidecar: decode the store's rows on every query
+    /// (wins over --sidecar-dir and PARTICLES_SIDECAR_DIR).
+    #[arg(long)]
     pub(crate) no_sidecar: bool,
 }
 

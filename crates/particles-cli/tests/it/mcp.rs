@@ -174,7 +174,7 @@ fn serve_http_starts_answers_and_stops_on_sigterm() {
         .local_addr()
         .unwrap()
         .port();
-    let child = particles_rs_command()
+    let mut child = particles_rs_command()
         .args([
             "serve",
             "--http",
@@ -197,6 +197,14 @@ fn serve_http_starts_answers_and_stops_on_sigterm() {
             let mut text = String::new();
             let _ = stream.read_to_string(&mut text);
             break text;
+        }
+        // An engine that exited will never listen: show why instead of waiting.
+        if child.try_wait().expect("the child's status").is_some() {
+            let output = child.wait_with_output().expect("the engine's stderr");
+            panic!(
+                "the engine exited before listening: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
         }
         assert!(
             std::time::Instant::now() < deadline,
