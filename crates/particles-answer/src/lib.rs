@@ -56,6 +56,7 @@
 //! assert_eq!(reply.answer, "No relevant particles found for this question in the current knowledge base.");
 //! ```
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 #![warn(clippy::unwrap_used)]
 
 mod answer;

@@ -20,9 +20,21 @@
 //! (see [`sidecar`]): a state written to disk by an earlier process, memory-mapped,
 //! then brought up to date by the same protocol. Rebuilds (and, if asked, deltas)
 //! mark the state for [`CandidateCache::persist`], which writes it back.
+//!
+//! Platforms: the crate builds wherever `memmap2` maps files (Unix and Windows; a
+//! `cargo check --target x86_64-pc-windows-gnu` passed, CI does not run it), and
+//! what is Linux- or Unix-only is gated and degrades to plain behaviour elsewhere. Huge pages (`set_huge_pages`) and
+//! the populate-on-open advice exist on Linux only; elsewhere the vectors go to
+//! plain anonymous memory and pages fault in as read. A sidecar is written with
+//! mode 0644 on Unix, with the directory's rules elsewhere. On Windows a sidecar
+//! that another process has mapped may refuse to be replaced: the write then
+//! fails with a note and the next process tries again. Only Linux is tested.
 #![warn(missing_docs)]
 #![warn(clippy::unwrap_used)]
+// The memory maps' `unsafe` (the sidecar's views) must each say why it is sound.
+#![warn(clippy::undocumented_unsafe_blocks)]
 
+mod shared;
 pub mod sidecar;
 
 use std::{
@@ -33,7 +45,10 @@ use std::{
 use particles_candidates::{column::Column, CandidateSet, Selection};
 use particles_store::{CandidateLoader, JournalHead, Result, Store};
 
-pub use sidecar::{sidecar_path, verify as verify_sidecar, SidecarError, VerifyReport};
+pub use shared::{SharedCache, SharedLoader};
+pub use sidecar::{
+    sidecar_path, verify as verify_sidecar, SidecarError, VerifiedSection, VerifyReport,
+};
 
 /// When the cache writes its sidecar (on [`CandidateCache::persist`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -177,7 +192,7 @@ impl CacheState {
 /// [`CandidateLoader`] for `particles_query::run_query_with`.
 #[derive(Default)]
 pub struct CandidateCache {
-    state: Option<CacheState>,
+    state: Option<Arc<CacheState>>,
     last_route: Option<Route>,
     stats: CacheStats,
     sidecar: Option<SidecarConfig>,
@@ -288,12 +303,12 @@ impl CandidateCache {
         };
         match sidecar::open(&config.path, vectors_in) {
             Ok(Some(opened)) => {
-                self.state = Some(CacheState {
+                self.state = Some(Arc::new(CacheState {
                     head: opened.head,
                     set: Arc::new(opened.set),
                     by_id: opened.by_id,
                     order: None,
-                });
+                }));
                 self.stats.sidecar_loads += 1;
             }
             Ok(None) => {}
@@ -336,6 +351,28 @@ impl CandidateCache {
     /// Drops the cached state.
     pub fn clear(&mut self) {
         self.state = None;
+    }
+
+    /// Drops the cached state and deletes its sidecar, after a query found the
+    /// state's bytes damaged (a vector failing its check): the next call rebuilds
+    /// from the store. Leaves a note naming the file.
+    pub fn discard(&mut self) {
+        self.state = None;
+        self.dirty = false;
+        if let Some(config) = &self.sidecar {
+            let path = config.path.display().to_string();
+            match std::fs::remove_file(&config.path) {
+                Ok(()) => self.notes.push(format!(
+                    "the sidecar {path} failed its integrity check while a query read it; deleted it and answered from the store"
+                )),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => self.notes.push(format!(
+                    "the sidecar {path} failed its integrity check and could not be deleted ({e}); answered from the store"
+                )),
+            }
+            // The next call rebuilds; it must not reopen a file that is still there.
+            self.sidecar_tried = true;
+        }
     }
 
     fn uncached(
@@ -382,7 +419,7 @@ impl CandidateCache {
                         changed.iter().map(String::as_str),
                     )?;
                     let set = state.set.replaced(&changed, &added);
-                    self.state = Some(CacheState::new(head, set));
+                    self.state = Some(Arc::new(CacheState::new(head, set)));
                     self.stats.deltas += 1;
                     self.dirty |= self
                         .sidecar
@@ -410,7 +447,7 @@ impl CandidateCache {
             }
             state = ordered;
         }
-        self.state = Some(state);
+        self.state = Some(Arc::new(state));
         self.stats.rebuilds += 1;
         self.dirty = self
             .sidecar
@@ -454,39 +491,50 @@ impl CandidateLoader for CandidateCache {
             .state
             .as_ref()
             .expect("refresh leaves a state when it returns a route");
-        let set = &state.set;
-        let candidate_rows: Vec<usize> = match subject_id {
-            None => match &state.order {
-                None => (0..set.len()).collect(),
-                Some(order) => order.iter().map(|&row| row as usize).collect(),
-            },
-            Some(subject) => {
-                // Links are not journaled: read them live on every call.
-                let mut rows: Vec<usize> = particles_store::subject_particle_ids(store, subject)?
-                    .iter()
-                    .filter_map(|id| state.row_of(id))
-                    .collect();
-                rows.sort_unstable_by(|&a, &b| set.cmp_order_key(a, b));
-                rows.dedup();
-                rows
-            }
-        };
-        let mut skipped_other_model = 0;
-        let mut rows = Vec::with_capacity(candidate_rows.len());
-        for row in candidate_rows {
-            if set.confidence(row) < min_confidence {
-                continue;
-            }
-            if !set.model_current(row) {
-                skipped_other_model += 1;
-                continue;
-            }
-            rows.push(row);
-        }
-        Ok(Selection {
-            set: Arc::clone(set),
-            rows,
-            skipped_other_model,
-        })
+        select_from(state, store, min_confidence, subject_id)
     }
+}
+
+/// The selection a state serves for one call: every row in loader order (or the
+/// subject's linked rows, read live: links are not journaled), less those below
+/// `min_confidence`, less (and counting) those of another embedding model.
+fn select_from(
+    state: &CacheState,
+    store: &Store,
+    min_confidence: f64,
+    subject_id: Option<&str>,
+) -> Result<Selection> {
+    let set = &state.set;
+    let candidate_rows: Vec<usize> = match subject_id {
+        None => match &state.order {
+            None => (0..set.len()).collect(),
+            Some(order) => order.iter().map(|&row| row as usize).collect(),
+        },
+        Some(subject) => {
+            let mut rows: Vec<usize> = particles_store::subject_particle_ids(store, subject)?
+                .iter()
+                .filter_map(|id| state.row_of(id))
+                .collect();
+            rows.sort_unstable_by(|&a, &b| set.cmp_order_key(a, b));
+            rows.dedup();
+            rows
+        }
+    };
+    let mut skipped_other_model = 0;
+    let mut rows = Vec::with_capacity(candidate_rows.len());
+    for row in candidate_rows {
+        if set.confidence(row) < min_confidence {
+            continue;
+        }
+        if !set.model_current(row) {
+            skipped_other_model += 1;
+            continue;
+        }
+        rows.push(row);
+    }
+    Ok(Selection {
+        set: Arc::clone(set),
+        rows,
+        skipped_other_model,
+    })
 }

@@ -22,6 +22,8 @@
 //! ```
 #![warn(missing_docs)]
 #![warn(clippy::unwrap_used)]
+// Column views and the SSE kernel are `unsafe`; each block must say why it is sound.
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 mod claims;
 pub mod column;
@@ -34,13 +36,13 @@ mod traits;
 
 pub use crate::{
     claims::{BytesCheck, BytesPredicate},
-    einsum::{einsum_dot, einsum_dot_portable},
+    einsum::{einsum_dot, einsum_dot_checked, einsum_dot_portable, fold_bits},
     filters::{
         document_meta_flag, has_stance_marker, keys, non_asserted_flag, passes_filters,
         within_recency_window, FilterFlag,
     },
     selection::Selection,
-    set::{CandidateColumns, CandidateSet, ColumnSlices, ColumnsError},
+    set::{row_check, CandidateColumns, CandidateSet, ColumnSlices, ColumnsError},
     traits::{PackedTraits, RowTraits},
 };
 

@@ -31,6 +31,10 @@ pub struct CandidateSet {
     /// Each row's vector norm, `sqrt(einsum_dot(v, v))` in f32: query-independent,
     /// so computed once when the row is added.
     norms: Column<f32>,
+    /// Each row's integrity check: the wrapping sum of its vector's and its norm's
+    /// bits ([`row_check`]). The scan recomputes it from what it reads and refuses
+    /// a row that differs: a damaged sidecar never ranks silently.
+    checks: Column<u32>,
     /// Start of each row's vector in `vectors`; row `i` spans
     /// `offsets[i]..offsets[i + 1]`.
     offsets: Column<u64>,
@@ -56,6 +60,8 @@ pub struct CandidateColumns {
     pub traits: Column<PackedTraits>,
     /// Vector norms.
     pub norms: Column<f32>,
+    /// Row checks ([`row_check`]).
+    pub checks: Column<u32>,
     /// Vector start offsets, one more than rows.
     pub offsets: Column<u64>,
     /// The vectors back to back.
@@ -85,6 +91,8 @@ pub struct ColumnSlices<'a> {
     pub traits: &'a [PackedTraits],
     /// Vector norms.
     pub norms: &'a [f32],
+    /// Row checks.
+    pub checks: &'a [u32],
     /// Vector start offsets, one more than rows.
     pub offsets: &'a [u64],
     /// The vectors back to back.
@@ -163,8 +171,9 @@ impl CandidateSet {
         self.model_current
             .push(u8::from(model == EMBEDDING_MODEL_ID));
         self.traits.push(PackedTraits::pack(&traits));
-        self.norms
-            .push(crate::einsum::einsum_dot(vector, vector).sqrt());
+        let norm = crate::einsum::einsum_dot(vector, vector).sqrt();
+        self.norms.push(norm);
+        self.checks.push(row_check(vector, norm));
         self.vectors.to_mut().extend_from_slice(vector);
         self.offsets.push(self.vectors.len() as u64);
     }
@@ -207,6 +216,12 @@ impl CandidateSet {
     /// The row's vector norm (einsum order, f32 square root).
     pub fn norm(&self, row: usize) -> f32 {
         self.norms[row]
+    }
+
+    /// The row's integrity check, as stored ([`row_check`] of its vector and norm
+    /// when it was added).
+    pub fn check(&self, row: usize) -> u32 {
+        self.checks[row]
     }
 
     /// The row's traits.
@@ -259,6 +274,7 @@ impl CandidateSet {
             + self.model_current.heap_bytes()
             + self.traits.heap_bytes()
             + self.norms.heap_bytes()
+            + self.checks.heap_bytes()
             + self.strings.strings.heap_bytes()
             + self.strings.index.as_ref().map_or(0, |i| i.len() * 64)
             + premises
@@ -274,6 +290,7 @@ impl CandidateSet {
             model_current: &self.model_current,
             traits: &self.traits,
             norms: &self.norms,
+            checks: &self.checks,
             offsets: &self.offsets,
             vectors: &self.vectors,
             strings: self.strings.strings.parts(),
@@ -305,6 +322,7 @@ impl CandidateSet {
             columns.model_current.len(),
             columns.traits.len(),
             columns.norms.len(),
+            columns.checks.len(),
         ]
         .iter()
         .any(|&n| n != rows)
@@ -335,6 +353,7 @@ impl CandidateSet {
             model_current: columns.model_current,
             traits: columns.traits,
             norms: columns.norms,
+            checks: columns.checks,
             offsets: columns.offsets,
             vectors: columns.vectors,
             premises: columns.premises,
@@ -445,6 +464,7 @@ impl CandidateSet {
         self.model_current.push(from.model_current[row]);
         self.traits.push(traits);
         self.norms.push(from.norms[row]);
+        self.checks.push(from.checks[row]);
         self.vectors.to_mut().extend_from_slice(from.vector(row));
         self.offsets.push(self.vectors.len() as u64);
     }
@@ -498,4 +518,11 @@ fn order_key_cmp(a: (f64, i64), b: (f64, i64)) -> std::cmp::Ordering {
     a.0.partial_cmp(&b.0)
         .unwrap_or_else(|| a.0.total_cmp(&b.0))
         .then(a.1.cmp(&b.1))
+}
+
+/// A row's integrity check: the wrapping sum of its vector's words and its norm's
+/// bits. The scan's kernel computes the vector part from the same loads as the dot
+/// product (`einsum_dot_checked`), so checking costs one add per four floats.
+pub fn row_check(vector: &[f32], norm: f32) -> u32 {
+    crate::einsum::fold_bits(vector).wrapping_add(norm.to_bits())
 }

@@ -67,7 +67,7 @@ pub(crate) struct EmbedArgs {
     #[arg(required = true, value_name = "TEXT")]
     texts: Vec<String>,
     /// The encoder's model directory (default: PARTICLES_MODEL_DIR, else the user
-    /// cache); `cargo xtask fetch-model` fills it.
+    /// cache); `particles-rs model fetch` fills it.
     #[arg(long, value_name = "DIR")]
     model_dir: Option<PathBuf>,
 }
@@ -75,19 +75,30 @@ pub(crate) struct EmbedArgs {
 /// Prints, for each text, its vector as a JSON array of floats on one line.
 pub(crate) fn run(args: &EmbedArgs) -> Result<()> {
     use std::io::Write;
-    #[cfg(feature = "encoder")]
-    let encoder =
-        particles_embed::Encoder::load(&particles_embed::model_dir(args.model_dir.as_deref()))?;
+    let vectors = encode_texts(&args.texts, args.model_dir.as_deref())?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    for text in &args.texts {
-        #[cfg(feature = "encoder")]
-        let vector = encoder.encode(text);
-        #[cfg(not(feature = "encoder"))]
-        let vector = encode_question(text, args.model_dir.as_deref())?;
+    for vector in vectors {
         let values: Vec<f64> = vector.iter().map(|v| f64::from(*v)).collect();
         serde_json::to_writer(&mut out, &values)?;
         writeln!(out)?;
     }
     Ok(())
+}
+
+/// Every text's vector, in order: one batch, on every core (a single text stays on
+/// this thread).
+#[cfg(feature = "encoder")]
+fn encode_texts(texts: &[String], model_dir: Option<&Path>) -> Result<Vec<Vec<f32>>> {
+    let encoder = particles_embed::Encoder::load(&particles_embed::model_dir(model_dir))?;
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    Ok(encoder.encode_batch(&texts))
+}
+
+#[cfg(not(feature = "encoder"))]
+fn encode_texts(texts: &[String], model_dir: Option<&Path>) -> Result<Vec<Vec<f32>>> {
+    texts
+        .iter()
+        .map(|text| encode_question(text, model_dir))
+        .collect()
 }

@@ -15,8 +15,12 @@ use particles_model::{
     CalibrationSource, CanonicalForm, Confidence, ExtractorRef, Particle, ParticleType,
     ProvenanceRef, ProvenanceRefType, Status, Timestamp, UncertaintyNature,
 };
+use particles_store::{CorpusEntryRow, OnConflict, RelationRow, SnapshotRow, SubjectRow};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
+
+/// Who the importer's rows say wrote them.
+const IMPORTER: &str = "particles-rs import";
 
 #[derive(Debug, Args)]
 pub(crate) struct ImportArgs {
@@ -90,7 +94,7 @@ struct Source {
     snapshot: String,
     url: String,
     source_type: String,
-    published: Option<String>,
+    published: Option<Timestamp>,
     author: Option<String>,
 }
 
@@ -133,7 +137,7 @@ fn prepare(line: &str, now: Timestamp) -> Result<Prepared, String> {
             .source_type
             .clone()
             .unwrap_or_else(|| "WEB_PAGE".into()),
-        published: published.map(|p| p.to_store_text()),
+        published,
         author: line.author.clone(),
     });
     let provenance = source
@@ -161,7 +165,7 @@ fn prepare(line: &str, now: Timestamp) -> Result<Prepared, String> {
             .uncertainty_nature
             .unwrap_or(UncertaintyNature::Epistemic),
         provenance,
-        asserted_by: "particles-rs import".into(),
+        asserted_by: IMPORTER.into(),
         asserted_at,
         status: Status::Active,
         status_reason: None,
@@ -252,35 +256,56 @@ pub(crate) fn run(args: &ImportArgs) -> Result<()> {
     let mut written = 0;
     let mut known_subjects: HashMap<String, String> = HashMap::new();
     for batch in prepared.chunks(args.batch_size) {
-        let vectors: Vec<Vec<f32>> = batch.iter().map(|p| encoder(&p.particle.content)).collect();
+        let texts: Vec<&str> = batch.iter().map(|p| p.particle.content.as_str()).collect();
+        let vectors = encoder(&texts);
         let tx = writer.transaction()?;
         for (item, vector) in batch.iter().zip(&vectors) {
             for (id, name) in &item.subjects {
                 if known_subjects.insert(id.clone(), name.clone()).is_none() {
-                    tx.execute(
-                        "INSERT OR IGNORE INTO subjects (id, canonical_name, aliases_json, external_ids_json, created_at, asserted_by) \
-                         VALUES (?1, ?2, '[]', '{}', ?3, 'particles-rs import')",
-                        rusqlite::params![id, name, now.to_store_text()],
+                    // `{}` is what the importer has always written here; the
+                    // reference iterates it as no identifiers, as it does `[]`.
+                    tx.insert_subject(
+                        &SubjectRow {
+                            id,
+                            canonical_name: name,
+                            aliases_json: "[]",
+                            external_ids_json: "{}",
+                            created_at: now,
+                            asserted_by: IMPORTER,
+                        },
+                        OnConflict::Ignore,
                     )?;
                 }
             }
             if let Some(source) = &item.source {
-                tx.execute(
-                    "INSERT OR IGNORE INTO corpus_entries (entry_id, uri_r, source_type, mutability, fetch_policy, created_at, deposited_by, tags_json) \
-                     VALUES (?1, ?2, ?3, 'STABLE', 'NEVER', ?4, 'particles-rs import', '[]')",
-                    rusqlite::params![source.entry, source.url, source.source_type, now.to_store_text()],
+                tx.insert_corpus_entry(
+                    &CorpusEntryRow {
+                        entry_id: &source.entry,
+                        uri_r: Some(&source.url),
+                        source_type: &source.source_type,
+                        mutability: "STABLE",
+                        fetch_policy: "NEVER",
+                        created_at: now,
+                        deposited_by: IMPORTER,
+                        tags_json: "[]",
+                    },
+                    OnConflict::Ignore,
                 )?;
-                tx.execute(
-                    "INSERT OR IGNORE INTO snapshots (snapshot_id, entry_id, captured_at, content_hash, warc_record_type, extraction_status, \
-                     content_published_at, author_id, extraction_attempts, resume_whole) VALUES (?1, ?2, ?3, ?4, 'RESPONSE', 'COMPLETE', ?5, ?6, 1, 0)",
-                    rusqlite::params![
-                        source.snapshot,
-                        source.entry,
-                        now.to_store_text(),
-                        format!("{:x}", Sha256::digest(source.snapshot.as_bytes())),
-                        source.published,
-                        source.author
-                    ],
+                let content_hash = format!("{:x}", Sha256::digest(source.snapshot.as_bytes()));
+                tx.insert_snapshot(
+                    &SnapshotRow {
+                        snapshot_id: &source.snapshot,
+                        entry_id: &source.entry,
+                        captured_at: now,
+                        content_hash: &content_hash,
+                        warc_record_type: "RESPONSE",
+                        extraction_status: "COMPLETE",
+                        content_published_at: source.published,
+                        author_id: source.author.as_deref(),
+                        extraction_attempts: 1,
+                        resume_whole: false,
+                    },
+                    OnConflict::Ignore,
                 )?;
             }
             tx.insert(&item.particle, Some(vector))?;
@@ -290,10 +315,16 @@ pub(crate) fn run(args: &ImportArgs) -> Result<()> {
                 } else {
                     (other, &item.particle.id)
                 };
-                tx.execute(
-                    "INSERT OR IGNORE INTO particle_relations (particle_a, particle_b, relation_type, created_by, created_at, confidence) \
-                     VALUES (?1, ?2, 'CO_EVIDENTIAL', 'particles-rs import', ?3, 1.0)",
-                    rusqlite::params![a, b, now.to_store_text()],
+                tx.insert_relation(
+                    &RelationRow {
+                        particle_a: a,
+                        particle_b: b,
+                        relation_type: "CO_EVIDENTIAL",
+                        created_by: IMPORTER,
+                        created_at: now,
+                        confidence: 1.0,
+                    },
+                    OnConflict::Ignore,
                 )?;
             }
             written += 1;
@@ -320,13 +351,14 @@ pub(crate) fn run(args: &ImportArgs) -> Result<()> {
     Ok(())
 }
 
-/// Turns a belief's text into its vector.
-type EncodeFn = dyn Fn(&str) -> Vec<f32>;
+/// Turns a batch of beliefs' texts into their vectors, in order.
+type EncodeFn = dyn Fn(&[&str]) -> Vec<Vec<f32>>;
 
 #[cfg(feature = "encoder")]
 fn load_encoder(model_dir: Option<&Path>) -> Result<Box<EncodeFn>> {
     let encoder = particles_embed::Encoder::load(&particles_embed::model_dir(model_dir))?;
-    Ok(Box::new(move |text| encoder.encode(text)))
+    // One batch on every core: the texts are packed and shared out by the encoder.
+    Ok(Box::new(move |texts| encoder.encode_batch(texts)))
 }
 
 #[cfg(not(feature = "encoder"))]

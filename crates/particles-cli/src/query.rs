@@ -34,7 +34,7 @@ pub(crate) struct QueryArgs {
     question: Option<String>,
 
     /// The encoder's model directory (default: PARTICLES_MODEL_DIR, else the user
-    /// cache; `cargo xtask fetch-model` fills it).
+    /// cache; `particles-rs model fetch` fills it).
     #[arg(long, value_name = "DIR")]
     model_dir: Option<PathBuf>,
 
@@ -113,7 +113,7 @@ pub(crate) struct QueryArgs {
     /// World-time window START..END (either side may be empty; a bare end date
     /// runs to the end of that day): rank beliefs that began or held in it, of
     /// any status.
-    #[arg(long, value_name = "START..END", value_parser = parse_during, conflicts_with = "on")]
+    #[arg(long, value_name = "START..END", value_parser = parse_during)]
     during: Option<TimeWindow>,
 
     /// The world-time point window of one day (00:00 UTC of DATE).
@@ -136,8 +136,30 @@ pub(crate) struct QueryArgs {
     #[arg(long)]
     json: bool,
 
+    /// Print the reference's whole query response as one JSON object (the answer
+    /// text left empty).
+    #[arg(long, conflicts_with = "json")]
+    response_json: bool,
+
+    /// With --response-json: each hit's spread across the local policy and every
+    /// adopted trust lens (include_contestedness).
+    #[arg(long)]
+    contestedness: bool,
+
+    /// With --response-json: each hit's stance positions (include_agreement).
+    #[arg(long)]
+    include_agreement: bool,
+
+    /// Read through a project observer: only beliefs project P sees, once the
+    /// store was rescoped.
+    #[arg(long, value_name = "P")]
+    observer_project: Option<String>,
+
     #[command(flatten)]
     sidecar: SidecarArgs,
+
+    #[command(flatten)]
+    structural: crate::structural_cmd::StructuralArgs,
 }
 
 /// Where the sidecar lives, shared by the verbs that use one.
@@ -366,7 +388,10 @@ impl OpenStores {
     }
 
     /// Runs a validated request with the envelope's vector (checked for length and
-    /// finiteness) or none: a plain query on the one store, or a federation.
+    /// finiteness) or none: a plain query on the one store, or a federation. When a
+    /// cached state's bytes fail their check (a damaged sidecar), the caches are
+    /// discarded (their sidecars deleted, with a note) and the query answered again
+    /// from the stores.
     pub(crate) fn execute(
         &mut self,
         request: &ValidRequest,
@@ -374,10 +399,37 @@ impl OpenStores {
         now: Option<Timestamp>,
         settings: &particles_engine::Settings,
     ) -> Result<Answer> {
+        let now = now.unwrap_or_else(Timestamp::now);
+        match self.execute_once(request, vector, now, settings) {
+            Err(error)
+                if error.chain().any(|cause| {
+                    matches!(
+                        cause.downcast_ref::<particles_query::Error>(),
+                        Some(particles_query::Error::Rank(
+                            particles_rank::Error::DamagedVector { .. }
+                        ))
+                    )
+                }) =>
+            {
+                for cache in self.caches.iter_mut().flatten() {
+                    cache.discard();
+                }
+                self.execute_once(request, vector, now, settings)
+            }
+            other => other,
+        }
+    }
+
+    fn execute_once(
+        &mut self,
+        request: &ValidRequest,
+        vector: Option<&[f32]>,
+        now: Timestamp,
+        settings: &particles_engine::Settings,
+    ) -> Result<Answer> {
         if let Some(vector) = vector {
             check_vector(vector)?;
         }
-        let now = now.unwrap_or_else(Timestamp::now);
         let input = QueryInput {
             settings: &settings.rank,
             prune_margin: settings.truncation.prune_margin(),
@@ -453,6 +505,9 @@ impl QueryArgs {
             object_gt: self.object_gt.clone(),
             object_lt: self.object_lt.clone(),
             object_contains: self.object_contains.clone(),
+            include_agreement: self.include_agreement,
+            include_contestedness: self.contestedness,
+            observer_project: self.observer_project.clone(),
             ..QueryRequest::default()
         }
     }
@@ -477,13 +532,43 @@ impl QueryArgs {
 }
 
 pub(crate) fn run(args: QueryArgs, config: &crate::config_cmd::Configured) -> Result<()> {
-    let request = validate(args.request())?;
-    let envelope = args.envelope(&request)?;
+    let mut raw = args.request();
+    let during_and_on = args.during.is_some() && args.on.is_some();
+    crate::structural_cmd::prepare(&args.structural, during_and_on, &mut raw)?;
+    let request = validate(raw)?;
     let selection = config.stores(&args.stores)?;
+    // The deterministic modes read no vector and no cache.
+    if request.mode() != particles_model::Mode::Semantic {
+        if selection.federated {
+            return Err(UsageError(
+                "the structural modes (listings, aggregates, vocabulary) run on one store; \
+                 pass one --store PATH (federating them is not supported yet)"
+                    .into(),
+            )
+            .into());
+        }
+        return crate::structural_cmd::run(
+            &selection.targets[0].path,
+            &request,
+            args.now,
+            args.json,
+            &args.structural,
+        );
+    }
+    let envelope = args.envelope(&request)?;
     // A one-shot process queries through caches that start from the sidecars: a
     // warm start when a sidecar is current, a delta or a build (written back after
     // the answer is printed) otherwise. Subject calls never build; as-of and window
     // queries use their own loaders.
+    if args.response_json {
+        return crate::response::print_response(
+            &args.sidecar,
+            &request,
+            &envelope,
+            &selection,
+            config,
+        );
+    }
     let mut stores = OpenStores::open(&selection, &args.sidecar, SidecarWrite::OnChange)?;
     let answer = stores.execute(
         &request,

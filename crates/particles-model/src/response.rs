@@ -285,7 +285,7 @@ pub struct Successor {
     pub id: String,
     /// Its content.
     pub content: String,
-    /// When it was asserted (UTC).
+    /// When it was asserted (its stored offset; UTC when naive).
     pub asserted_at: Timestamp,
 }
 
@@ -296,7 +296,7 @@ pub struct AsOfNote {
     pub status: Status,
     /// Its current status reason.
     pub status_reason: Option<StatusReason>,
-    /// When it was retired (after T), UTC.
+    /// When it was retired (after T), in its stored offset (UTC when naive).
     pub retired_at: Timestamp,
     /// The rung that dated it.
     pub basis: RetirementBasis,

@@ -21,14 +21,16 @@ use particles_store::{CandidateLoader, Store};
 /// The store's retirement-dating facts, read once per query.
 pub(crate) struct RetirementIndex {
     pub(crate) successors: HashMap<String, Successor>,
-    events: HashMap<String, i64>,
+    /// The latest retiring event's instant per particle (`ensure_utc`'d).
+    events: HashMap<String, Timestamp>,
     never_believed: HashSet<String>,
 }
 
-fn utc(timestamp: Timestamp) -> Timestamp {
+/// The reference's `ensure_utc`: a naive value is read as UTC; an aware one keeps
+/// its own offset (so a note shows `+02:00` where the store wrote it).
+pub(crate) fn ensure_utc(timestamp: Timestamp) -> Timestamp {
     if timestamp.is_aware() {
-        Timestamp::from_utc_micros(timestamp.utc_micros())
-            .map_or(timestamp, Timestamp::with_utc_offset)
+        timestamp
     } else {
         timestamp.with_utc_offset()
     }
@@ -52,10 +54,12 @@ impl RetirementIndex {
                 );
             }
         }
-        let mut events: HashMap<String, i64> = HashMap::new();
+        let mut events: HashMap<String, Timestamp> = HashMap::new();
         for (id, occurred_at) in particles_store::retirement_events(store)? {
-            let at = occurred_at.utc_micros();
-            let later = events.get(&id).is_none_or(|&current| at > current);
+            let at = ensure_utc(occurred_at);
+            let later = events
+                .get(&id)
+                .is_none_or(|current| at.utc_micros() > current.utc_micros());
             if later {
                 events.insert(id, at);
             }
@@ -67,22 +71,21 @@ impl RetirementIndex {
         })
     }
 
-    /// The note of a particle retired at `retired_at` (UTC microseconds), with its
-    /// successor when one supersedes it.
+    /// The note of a particle retired at `retired_at`, with its successor when one
+    /// supersedes it.
     pub(crate) fn note(
         &self,
         particle: &Particle,
-        retired_at: i64,
+        retired_at: Timestamp,
         basis: RetirementBasis,
     ) -> AsOfNote {
         AsOfNote {
             status: particle.status,
             status_reason: particle.status_reason,
-            retired_at: Timestamp::from_utc_micros(retired_at)
-                .map_or(particle.asserted_at, Timestamp::with_utc_offset),
+            retired_at,
             basis,
             successor: self.successors.get(&particle.id).map(|s| Successor {
-                asserted_at: utc(s.asserted_at),
+                asserted_at: ensure_utc(s.asserted_at),
                 ..s.clone()
             }),
         }
@@ -96,19 +99,19 @@ impl RetirementIndex {
             || particle.status_reason == Some(StatusReason::ConflictPending)
     }
 
-    /// The retirement ladder: `(instant in UTC microseconds, rung)`, or `None` when
-    /// no rung dates it.
+    /// The retirement ladder: `(instant, rung)`, the instant as the rung holds it
+    /// (naive read as UTC, an offset kept), or `None` when no rung dates it.
     pub(crate) fn resolve(
         &self,
         particle: &Particle,
         stored: Option<Timestamp>,
-    ) -> Option<(i64, RetirementBasis)> {
+    ) -> Option<(Timestamp, RetirementBasis)> {
         if let Some(stored) = stored {
-            return Some((stored.utc_micros(), RetirementBasis::Stored));
+            return Some((ensure_utc(stored), RetirementBasis::Stored));
         }
         if let Some(successor) = self.successors.get(&particle.id) {
             return Some((
-                successor.asserted_at.utc_micros(),
+                ensure_utc(successor.asserted_at),
                 RetirementBasis::Successor,
             ));
         }
@@ -117,7 +120,7 @@ impl RetirementIndex {
         }
         match (particle.status_reason, particle.valid_until) {
             (Some(StatusReason::ValidityExpired), Some(until)) => {
-                Some((until.utc_micros(), RetirementBasis::ValidUntil))
+                Some((ensure_utc(until), RetirementBasis::ValidUntil))
             }
             _ => None,
         }
@@ -155,7 +158,7 @@ pub(crate) fn evaluate(
     let Some((retired_at, basis)) = index.resolve(particle, stored) else {
         return Visibility::Undatable;
     };
-    if retired_at <= as_of {
+    if retired_at.utc_micros() <= as_of {
         return Visibility::Hidden;
     }
     Visibility::Visible(Some(index.note(particle, retired_at, basis)))

@@ -89,6 +89,7 @@ struct Shared<'a> {
     policies: Policies,
     query: Option<QueryVector>,
     now: Timestamp,
+    harness_tags: Vec<String>,
 }
 
 /// Runs a semantic query across `members`; the first is the viewer. Each hit
@@ -123,6 +124,7 @@ pub fn run_federated(
             .vector
             .map(|v| QueryVector::new(v.to_vec(), input.norm_kernel)),
         now: Route::clock(request, input.now),
+        harness_tags: crate::default_harness_tags(),
     };
     let mut timings = StageTimings::default();
     let mut work = WorkCounters::default();
@@ -315,6 +317,7 @@ fn gather(
         now: shared.now,
         exhaustive: input.exhaustive,
         prune_margin: input.prune_margin,
+        harness_tags: &shared.harness_tags,
         timings,
         work,
     }
@@ -394,6 +397,7 @@ fn scored_in(store: &Store, gathering: &Gathering, id: &str, shared: &Shared<'_>
             now: shared.now,
             exhaustive: input.exhaustive,
             prune_margin: input.prune_margin,
+            harness_tags: &shared.harness_tags,
             timings: &mut timings,
             work: &mut work,
         }

@@ -22,6 +22,14 @@ pub(crate) struct ClaimCounts {
     pub(crate) not_comparable: usize,
 }
 
+/// What the filters that read the store did.
+#[derive(Default)]
+pub(crate) struct StoreFiltered {
+    survivors: Vec<usize>,
+    claims: Option<ClaimCounts>,
+    observer: Option<particles_model::response::ObserverScopeNote>,
+}
+
 /// A store's scored candidates and what explains them.
 pub(crate) struct Gathered {
     /// Every fully scored candidate, in final order (score descending, loader
@@ -32,6 +40,8 @@ pub(crate) struct Gathered {
     pub(crate) stats: QueryStats,
     /// With claim filters, their counts.
     pub(crate) claims: Option<ClaimCounts>,
+    /// With a project observer, its note.
+    pub(crate) observer: Option<particles_model::response::ObserverScopeNote>,
     /// The scanned survivors (rows of the selection's set), in loader order: what a
     /// federation looks a pruned candidate up in.
     pub(crate) survivors: Vec<usize>,
@@ -52,6 +62,8 @@ pub(crate) struct Gather<'a> {
     /// Candidates are skipped only when their bound is below the k-th score less
     /// this margin, so the truncation warning sees every score it counts.
     pub(crate) prune_margin: f64,
+    /// `observer_scope.harness_tags`.
+    pub(crate) harness_tags: &'a [String],
     pub(crate) timings: &'a mut StageTimings,
     pub(crate) work: &'a mut WorkCounters,
 }
@@ -64,12 +76,34 @@ impl Gather<'_> {
             skipped_other_model: self.selection.skipped_other_model,
             ..QueryStats::default()
         };
-        let (scanned, claims) = self.scan(&mut stats)?;
+        let (scanned, filtered) = self.scan(&mut stats)?;
         let scored = self.collect(&scanned, &mut stats)?;
         Ok(Gathered {
             scored,
             stats,
-            claims,
+            claims: filtered.claims,
+            observer: filtered.observer,
+            survivors: scanned.survivors,
+            similarities: scanned.similarities,
+        })
+    }
+
+    /// Scores what a shared pass ([`crate::scan::scan_lanes`]) scanned for this
+    /// request: the collector part of [`Gather::run`]. Only for requests whose
+    /// filters all run in the scan (no tag or claim filter).
+    pub(crate) fn collect_scanned(mut self, scanned: Scanned) -> Result<Gathered> {
+        let mut stats = QueryStats {
+            candidates: self.selection.rows.len(),
+            skipped_other_model: self.selection.skipped_other_model,
+            filtered_out: self.selection.rows.len() - scanned.survivors.len(),
+            ..QueryStats::default()
+        };
+        let scored = self.collect(&scanned, &mut stats)?;
+        Ok(Gathered {
+            scored,
+            stats,
+            claims: None,
+            observer: None,
             survivors: scanned.survivors,
             similarities: scanned.similarities,
         })
@@ -116,29 +150,31 @@ impl Gather<'_> {
     /// Filters, cosine and bounds in one pass. Without tag or claim filters (which
     /// read the store) the per-row filters run inside the parallel scan; their
     /// time is then reported under `scoring`.
-    fn scan(&mut self, stats: &mut QueryStats) -> Result<(Scanned, Option<ClaimCounts>)> {
+    fn scan(&mut self, stats: &mut QueryStats) -> Result<(Scanned, StoreFiltered)> {
         let set = self.selection.set.as_ref();
         let rows = &self.selection.rows;
         let request = self.request;
         let now = self.now;
         let at_most_one = self.policies.factors_at_most_one();
         let started = Instant::now();
-        let store_filters = !request.tags.is_empty() || request.has_claim_filters();
+        let store_filters = !request.tags.is_empty()
+            || request.has_claim_filters()
+            || request.observer_project.is_some();
         if store_filters {
-            let (survivors, claims) = self.filter_in_store(set, rows)?;
-            stats.filtered_out = rows.len() - survivors.len();
+            let filtered = self.filter_in_store(set, rows)?;
+            stats.filtered_out = rows.len() - filtered.survivors.len();
             self.timings.filters = started.elapsed().as_secs_f64();
             let started = Instant::now();
             let scanned = scan_candidates(
                 set,
-                &survivors,
+                &filtered.survivors,
                 self.query,
                 at_most_one,
                 self.policies,
                 None,
             )?;
             self.timings.scoring += started.elapsed().as_secs_f64();
-            Ok((scanned, claims))
+            Ok((scanned, filtered))
         } else {
             let keep = |row: usize| -> Result<bool> {
                 Ok(particles_candidates::passes_filters(set, row, request)?
@@ -154,18 +190,14 @@ impl Gather<'_> {
             )?;
             stats.filtered_out = rows.len() - scanned.survivors.len();
             self.timings.scoring += started.elapsed().as_secs_f64();
-            Ok((scanned, None))
+            Ok((scanned, StoreFiltered::default()))
         }
     }
 
     /// The filters in the reference's order when some read the store: properties,
-    /// tags, structured claims, the recency window. Returns the survivors and, with
-    /// claim filters, their counts.
-    fn filter_in_store(
-        &self,
-        set: &CandidateSet,
-        rows: &[usize],
-    ) -> Result<(Vec<usize>, Option<ClaimCounts>)> {
+    /// tags, structured claims, the recency window, the project observer. Returns
+    /// the survivors, with claim filters their counts, with an observer its note.
+    fn filter_in_store(&self, set: &CandidateSet, rows: &[usize]) -> Result<StoreFiltered> {
         let request = self.request;
         let mut survivors = Vec::with_capacity(rows.len());
         for &row in rows {
@@ -205,7 +237,27 @@ impl Gather<'_> {
         survivors.retain(|&row| {
             particles_candidates::within_recency_window(set, row, request, self.now)
         });
-        Ok((survivors, claims))
+        // The observer sees every other filter's survivors, before scoring and the
+        // effective min-confidence drop, so a project is never starved by beliefs
+        // it cannot see.
+        let mut observer = None;
+        if let Some(project) = &request.observer_project {
+            let ids: Vec<&str> = survivors.iter().map(|&row| set.id(row)).collect();
+            let filter = crate::observer::observer_filter(
+                self.store,
+                project,
+                request.as_of,
+                &ids,
+                self.harness_tags,
+            )?;
+            survivors.retain(|&row| filter.visible.contains(set.id(row)));
+            observer = Some(filter.note);
+        }
+        Ok(StoreFiltered {
+            survivors,
+            claims,
+            observer,
+        })
     }
 
     /// Scores candidates in bound order, batch by batch, into the collector, until

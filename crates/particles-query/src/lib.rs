@@ -42,19 +42,30 @@
 #![forbid(unsafe_code)]
 
 mod as_of;
+mod batch;
 mod collect;
 mod federate;
 mod gather;
+mod observer;
 mod outcome;
+mod respond;
 mod route;
 mod scan;
+mod structural;
 mod truncation;
 mod window;
 
 pub use crate::{
     as_of::AsOfLoader,
+    batch::{run_query_batch, run_semantic_batch},
     federate::{run_federated, FederationMember},
+    observer::{default_harness_tags, observer_filter, ObserverFilter},
     outcome::{ClaimCoverage, Hit, QueryOutcome, QueryStats, StageTimings, WorkCounters},
+    respond::{
+        run_semantic, semantic_response, ResponseSettings, AGREEMENT_CAVEAT,
+        RANKING_DEGRADED_NO_ENCODER,
+    },
+    structural::{normalise_predicate, run_structural, run_structural_with, StructuralSettings},
     truncation::{python_float_str, truncation_warning, TruncationSettings},
     window::WindowLoader,
 };
@@ -81,8 +92,9 @@ pub enum Error {
     /// A candidate's properties make a filter fail where the reference raises.
     #[error(transparent)]
     Filter(#[from] particles_candidates::Error),
-    /// The request asks for a mode this engine does not run yet (a question-less
-    /// listing, an aggregate, a vocabulary report). Ask with a question.
+    /// [`run_query_with`] was given a structural request (a question-less
+    /// listing, an aggregate, a vocabulary report): those are answered by
+    /// [`run_structural`], which [`run_request`] dispatches to.
     #[error("the {mode} mode is not supported by this engine yet; ask a question instead")]
     UnsupportedMode {
         /// The mode's name.
@@ -93,6 +105,20 @@ pub enum Error {
     /// (`particles-rs sidecar path` names it); the next query rebuilds it.
     #[error("the sidecar's structured claims are damaged: delete the sidecar (`particles-rs sidecar path --store ...`) and query again")]
     DamagedClaims,
+    /// [`run_structural`] was given a request with a question: it ranks
+    /// semantically, through [`run_query_with`] (or [`run_request`]).
+    #[error("a request with a question is answered by the semantic path, not a structural mode")]
+    NotStructural,
+    /// A subject id (the request's `subject_id`, or a `group_by subject` bucket's
+    /// key) is a prefix of several subject ids, where the reference's subject
+    /// lookup refuses to choose (a 500 from its server). Give more of the id.
+    #[error("{message}")]
+    AmbiguousSubject {
+        /// The subject reference as given.
+        reference: String,
+        /// The reference's message, verbatim.
+        message: String,
+    },
     /// A hit's row was not found when its particle was read: a loader returned a
     /// candidate the store does not hold (a stale cache). Retry the query.
     #[error("particle {id} was ranked but is no longer in the store")]
@@ -169,20 +195,13 @@ impl<'a> QueryInput<'a> {
 
 /// The request fields this engine accepts and validates but does not act on yet,
 /// among those `request` sets. `audience` and `grounded` shape only the answer
-/// text, which is not composed here.
+/// text, which is not composed here. (`include_agreement` and
+/// `include_contestedness` act in [`semantic_response`], `observer_project` in the
+/// ranking.)
 pub fn not_applied(request: &ValidRequest) -> Vec<&'static str> {
     let mut fields = Vec::new();
     if request.audience != particles_model::Audience::General {
         fields.push("audience");
-    }
-    if request.include_agreement {
-        fields.push("include_agreement");
-    }
-    if request.include_contestedness {
-        fields.push("include_contestedness");
-    }
-    if request.observer_project.is_some() {
-        fields.push("observer_project");
     }
     if request.grounded.is_some() {
         fields.push("grounded");
@@ -207,6 +226,10 @@ pub fn run_query(store: &Store, input: &QueryInput<'_>) -> Result<QueryOutcome> 
 /// cache, or a downstream crate's), inside one read transaction of `store`: the
 /// ranking and every count the answer reports read the same snapshot.
 ///
+/// A project observer (`observer_project`) reads entries with the reference's
+/// default `observer_scope.harness_tags`; [`run_semantic`] takes them from its
+/// settings.
+///
 /// # Errors
 ///
 /// As [`run_query`], plus whatever the loader fails with.
@@ -215,13 +238,51 @@ pub fn run_query_with(
     loader: &mut dyn CandidateLoader,
     input: &QueryInput<'_>,
 ) -> Result<QueryOutcome> {
-    let mode = input.request.mode();
+    check_semantic(input.request)?;
+    let harness_tags = default_harness_tags();
+    store.read_snapshot(|store| Ok(run_in_snapshot(store, loader, input, &harness_tags)))?
+}
+
+/// What a request produced: a semantic ranking, or a structural mode's whole
+/// response.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RequestOutcome {
+    /// A question, ranked ([`run_query_with`]).
+    Semantic(Box<QueryOutcome>),
+    /// A deterministic mode's response ([`run_structural`]).
+    Structural(Box<particles_model::response::QueryResponse>),
+}
+
+/// Runs any request as the reference's `query` dispatches it: a structural mode
+/// (window listing, predicate listing, vocabulary report, claim listing,
+/// aggregate) through [`run_structural`] (the loader is not used: these modes
+/// need no vectors), anything else through [`run_query_with`] and `loader`.
+///
+/// # Errors
+///
+/// As [`run_query_with`] or [`run_structural`].
+pub fn run_request(
+    store: &Store,
+    loader: &mut dyn CandidateLoader,
+    input: &QueryInput<'_>,
+) -> Result<RequestOutcome> {
+    match input.request.mode() {
+        Mode::Semantic => {
+            run_query_with(store, loader, input).map(|o| RequestOutcome::Semantic(Box::new(o)))
+        }
+        _ => run_structural(store, input).map(|r| RequestOutcome::Structural(Box::new(r))),
+    }
+}
+
+/// Refuses a request whose mode is not the semantic path.
+pub(crate) fn check_semantic(request: &ValidRequest) -> Result<()> {
+    let mode = request.mode();
     if mode != Mode::Semantic {
         return Err(Error::UnsupportedMode {
             mode: mode_name(mode),
         });
     }
-    store.read_snapshot(|store| Ok(run_in_snapshot(store, loader, input)))?
+    Ok(())
 }
 
 pub(crate) fn mode_name(mode: Mode) -> &'static str {
@@ -235,10 +296,11 @@ pub(crate) fn mode_name(mode: Mode) -> &'static str {
     }
 }
 
-fn run_in_snapshot(
+pub(crate) fn run_in_snapshot(
     store: &Store,
     loader: &mut dyn CandidateLoader,
     input: &QueryInput<'_>,
+    harness_tags: &[String],
 ) -> Result<QueryOutcome> {
     let request = input.request;
     let started = Instant::now();
@@ -276,11 +338,39 @@ fn run_in_snapshot(
         now,
         exhaustive: input.exhaustive,
         prune_margin: input.prune_margin,
+        harness_tags,
         timings: &mut timings,
         work: &mut work,
     }
     .run()?;
-    let set = loaded.selection.set.as_ref();
+    finish(
+        store,
+        &loaded.selection,
+        &policies,
+        input,
+        gathered,
+        timings,
+        work,
+        route.into_notes(),
+    )
+}
+
+/// The single-store finish: the cut at `top_k`, the collapse, the hits read by
+/// id, what the route's loader knows of them, and every count the answer
+/// reports, all in the ranking's snapshot.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn finish(
+    store: &Store,
+    selection: &particles_candidates::Selection,
+    policies: &Policies,
+    input: &QueryInput<'_>,
+    gathered: gather::Gathered,
+    mut timings: StageTimings,
+    work: WorkCounters,
+    notes: route::RouteNotes,
+) -> Result<QueryOutcome> {
+    let request = input.request;
+    let set = selection.set.as_ref();
     let top_k = request.top_k as usize;
     let cut = gathered.scored.len().min(top_k);
     let collapse_started = Instant::now();
@@ -318,6 +408,7 @@ fn run_in_snapshot(
             not_normalizable_excluded: counts.not_comparable,
             ..ClaimCoverage::default()
         }),
+        observer_scope: gathered.observer.clone(),
         unknown_tags: Vec::new(),
         subject_linked: None,
         not_applied: not_applied(request),
@@ -326,7 +417,7 @@ fn run_in_snapshot(
         timings,
         work,
     };
-    route.into_notes().annotate(&mut outcome);
+    notes.annotate(&mut outcome);
     // The counts the answer reports come from the ranking's snapshot.
     if let Some(coverage) = outcome.claim_coverage.as_mut() {
         let (active_total, with_claims) = particles_store::claim_coverage_counts(store)?;

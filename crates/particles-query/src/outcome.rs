@@ -6,7 +6,7 @@ use particles_model::{policy::SourceFacts, Particle};
 use particles_rank::Factors;
 use serde::Serialize;
 
-use particles_model::response::{AsOfNote, WindowCoverage, WindowHit};
+use particles_model::response::{AsOfNote, ObserverScopeNote, WindowCoverage, WindowHit};
 
 /// One ranked particle.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -129,6 +129,8 @@ pub struct QueryOutcome {
     pub window_coverage: Option<WindowCoverage>,
     /// With claim filters: how the filtered slice relates to the store.
     pub claim_coverage: Option<ClaimCoverage>,
+    /// With `observer_project`: what the project observer did.
+    pub observer_scope: Option<ObserverScopeNote>,
     /// Requested tags that no taxonomy defines and no particle carries (the
     /// reference keeps them literally, so they match nothing).
     pub unknown_tags: Vec<String>,
@@ -158,6 +160,7 @@ impl QueryOutcome {
             as_of_excluded_undatable: 0,
             window_coverage: None,
             claim_coverage: None,
+            observer_scope: None,
             unknown_tags: Vec::new(),
             subject_linked: None,
             not_applied: crate::not_applied(request),

@@ -1,5 +1,11 @@
 //! The per-row pass over the candidates: the filters, the cosine with the question
 //! and each survivor's score bound, split across cores for large sets.
+//!
+//! Several queries over the same candidates can share one pass ([`scan_lanes`]):
+//! each row's vector is read from memory once and its dot product taken with every
+//! question while it sits in the L1 cache. The memory read dominates a scan, so a
+//! batch of questions costs little more than one; every lane's values are
+//! computed exactly as a lone scan computes them.
 
 use particles_candidates::CandidateSet;
 use particles_rank::{Policies, QueryVector};
@@ -17,6 +23,17 @@ pub(crate) struct Scanned {
     pub(crate) bounds: Vec<f64>,
 }
 
+/// A per-row filter, run in the scan when it needs no store read.
+pub(crate) type Keep<'a> = &'a (dyn Fn(usize) -> Result<bool> + Sync);
+
+/// One query of a shared pass.
+pub(crate) struct Lane<'a> {
+    pub(crate) query: Option<&'a QueryVector>,
+    pub(crate) at_most_one: bool,
+    pub(crate) policies: &'a Policies,
+    pub(crate) keep: Option<Keep<'a>>,
+}
+
 /// One pass over the candidates, split across the available cores for large sets:
 /// `keep` (the per-row filters, when they can run here), then the cosine with the
 /// query and the score bound of each survivor. Every value is computed
@@ -28,68 +45,115 @@ pub(crate) fn scan_candidates(
     query: Option<&QueryVector>,
     at_most_one: bool,
     policies: &Policies,
-    keep: Option<&(dyn Fn(usize) -> Result<bool> + Sync)>,
+    keep: Option<Keep<'_>>,
 ) -> Result<Scanned> {
-    /// One chunk's results, with its first filter error and first similarity
-    /// error kept apart: the reference filters every candidate before it computes
-    /// any similarity, so a filter error anywhere wins over a similarity error.
-    struct Part {
-        scanned: Scanned,
-        filter_error: Option<Error>,
-        similarity_error: Option<Error>,
+    let lane = Lane {
+        query,
+        at_most_one,
+        policies,
+        keep,
+    };
+    scan_lanes(set, rows, std::slice::from_ref(&lane))
+        .pop()
+        .unwrap_or_else(|| Ok(empty(rows.len(), query.is_some())))
+}
+
+fn empty(capacity: usize, with_similarities: bool) -> Scanned {
+    Scanned {
+        survivors: Vec::with_capacity(capacity),
+        similarities: with_similarities.then(|| Vec::with_capacity(capacity)),
+        bounds: Vec::with_capacity(capacity),
     }
-    let scan = |rows: &[usize]| -> Part {
-        let mut part = Part {
-            scanned: Scanned {
-                survivors: Vec::with_capacity(rows.len()),
-                similarities: query.map(|_| Vec::with_capacity(rows.len())),
-                bounds: Vec::with_capacity(rows.len()),
-            },
-            filter_error: None,
-            similarity_error: None,
-        };
+}
+
+/// One lane's results over a chunk of rows, with its first filter error and first
+/// similarity error kept apart: the reference filters every candidate before it
+/// computes any similarity, so a filter error anywhere wins over a similarity
+/// error.
+struct Part {
+    scanned: Scanned,
+    filter_error: Option<Error>,
+    similarity_error: Option<Error>,
+}
+
+/// The shared pass: every lane over the same rows, each row's vector read once.
+/// Returns each lane's result, in lane order.
+pub(crate) fn scan_lanes(
+    set: &CandidateSet,
+    rows: &[usize],
+    lanes: &[Lane<'_>],
+) -> Vec<Result<Scanned>> {
+    let scan = |rows: &[usize]| -> Vec<Part> {
+        let mut parts: Vec<Part> = lanes
+            .iter()
+            .map(|lane| Part {
+                scanned: empty(rows.len(), lane.query.is_some()),
+                filter_error: None,
+                similarity_error: None,
+            })
+            .collect();
         for &row in rows {
-            if let Some(keep) = keep {
-                match keep(row) {
-                    Ok(true) => {}
-                    Ok(false) => continue,
-                    Err(e) => {
-                        part.filter_error = Some(e);
-                        break;
-                    }
-                }
-            }
-            if part.similarity_error.is_some() {
-                // Only the filters still matter: they may fail further on.
-                continue;
-            }
-            let similarity = match query.map(|query| particles_rank::similarity(set, row, query)) {
-                None => None,
-                Some(Ok(value)) => Some(value),
-                Some(Err(e)) => {
-                    part.similarity_error = Some(e.into());
+            // The row's integrity is checked by the first lane that reads its
+            // vector; the others read the same bytes, already vouched for.
+            let mut verified = false;
+            for (lane, part) in lanes.iter().zip(parts.iter_mut()) {
+                if part.filter_error.is_some() {
                     continue;
                 }
-            };
-            let out = &mut part.scanned;
-            out.survivors.push(row);
-            if let (Some(all), Some(value)) = (out.similarities.as_mut(), similarity) {
-                all.push(value);
+                if let Some(keep) = lane.keep {
+                    match keep(row) {
+                        Ok(true) => {}
+                        Ok(false) => continue,
+                        Err(e) => {
+                            part.filter_error = Some(e);
+                            continue;
+                        }
+                    }
+                }
+                if part.similarity_error.is_some() {
+                    // Only the filters still matter: they may fail further on.
+                    continue;
+                }
+                let similarity = match lane.query {
+                    None => None,
+                    Some(query) => {
+                        let value = if verified {
+                            particles_rank::similarity_of_verified(set, row, query)
+                        } else {
+                            particles_rank::similarity(set, row, query)
+                        };
+                        match value {
+                            Ok(value) => {
+                                verified = true;
+                                Some(value)
+                            }
+                            Err(e) => {
+                                part.similarity_error = Some(e.into());
+                                continue;
+                            }
+                        }
+                    }
+                };
+                let out = &mut part.scanned;
+                out.survivors.push(row);
+                if let (Some(all), Some(value)) = (out.similarities.as_mut(), similarity) {
+                    all.push(value);
+                }
+                out.bounds.push(particles_rank::score_bound(
+                    set,
+                    row,
+                    similarity,
+                    lane.at_most_one,
+                    lane.policies,
+                ));
             }
-            out.bounds.push(particles_rank::score_bound(
-                set,
-                row,
-                similarity,
-                at_most_one,
-                policies,
-            ));
         }
-        part
+        parts
     };
     let threads = std::thread::available_parallelism()
         .map_or(1, usize::from)
         .min(8);
-    let parts: Vec<Part> = if threads < 2 || rows.len() < PARALLEL_SCAN_MIN {
+    let chunks: Vec<Vec<Part>> = if threads < 2 || rows.len() < PARALLEL_SCAN_MIN {
         vec![scan(rows)]
     } else {
         let chunk = rows.len().div_ceil(threads);
@@ -108,7 +172,22 @@ pub(crate) fn scan_candidates(
                 .collect()
         })
     };
-    let mut parts = parts;
+    // Regroup by lane: each lane's parts in row order.
+    let mut by_lane: Vec<Vec<Part>> = lanes.iter().map(|_| Vec::new()).collect();
+    for chunk in chunks {
+        for (lane, part) in chunk.into_iter().enumerate() {
+            by_lane[lane].push(part);
+        }
+    }
+    by_lane
+        .into_iter()
+        .zip(lanes)
+        .map(|(parts, lane)| join(parts, rows.len(), lane.query.is_some()))
+        .collect()
+}
+
+/// One lane's parts joined in row order, or the error of its first failing row.
+fn join(mut parts: Vec<Part>, capacity: usize, with_similarities: bool) -> Result<Scanned> {
     if let Some(at) = parts.iter().position(|p| p.filter_error.is_some()) {
         if let Some(error) = parts.swap_remove(at).filter_error {
             return Err(error);
@@ -124,11 +203,7 @@ pub(crate) fn scan_candidates(
             return Ok(part.scanned);
         }
     }
-    let mut out = Scanned {
-        survivors: Vec::with_capacity(rows.len()),
-        similarities: query.map(|_| Vec::with_capacity(rows.len())),
-        bounds: Vec::with_capacity(rows.len()),
-    };
+    let mut out = empty(capacity, with_similarities);
     for part in parts {
         let part = part.scanned;
         out.survivors.extend(part.survivors);
@@ -138,4 +213,115 @@ pub(crate) fn scan_candidates(
         out.bounds.extend(part.bounds);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use particles_model::parse_particle_json;
+    use particles_rank::{NormKernel, RankSettings};
+
+    use super::*;
+
+    /// A set large enough for the scan to split across threads.
+    fn big_set(rows: usize) -> CandidateSet {
+        let mut set = CandidateSet::new();
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        for row in 0..rows {
+            let json = format!(
+                r#"{{"id": "p{row}", "content": "belief {row}", "confidence": {{"value": {}}},
+                    "uncertainty_nature": "{}", "asserted_by": "test",
+                    "asserted_at": "2025-01-01T00:00:00"}}"#,
+                (row % 97) as f64 / 97.0,
+                if row % 3 == 0 {
+                    "ALEATORY"
+                } else {
+                    "EPISTEMIC"
+                }
+            );
+            let particle = parse_particle_json(&json).unwrap().into_inner();
+            let vector: Vec<f32> = (0..16)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+                })
+                .collect();
+            set.push(row as i64 + 1, &particle, &vector, None);
+        }
+        set
+    }
+
+    #[test]
+    fn shared_lanes_equal_lone_scans_across_threads() {
+        let set = big_set(PARALLEL_SCAN_MIN * 2 + 123);
+        let rows: Vec<usize> = (0..set.len()).collect();
+        let policies = Policies::compile(&Default::default(), &RankSettings::default()).unwrap();
+        let queries: Vec<QueryVector> = (0..3)
+            .map(|q| {
+                let values: Vec<f32> = (0..16)
+                    .map(|i| ((i * 7 + q * 3) % 11) as f32 - 5.0)
+                    .collect();
+                QueryVector::new(values, NormKernel::SkylakeX)
+            })
+            .collect();
+        let aleatory_only =
+            |row: usize| -> Result<bool> { Ok(set.id(row).len() % 2 == 0 || row % 3 == 0) };
+        let lanes: Vec<Lane<'_>> = vec![
+            Lane {
+                query: Some(&queries[0]),
+                at_most_one: true,
+                policies: &policies,
+                keep: None,
+            },
+            Lane {
+                query: Some(&queries[1]),
+                at_most_one: true,
+                policies: &policies,
+                keep: Some(&aleatory_only),
+            },
+            Lane {
+                query: None,
+                at_most_one: false,
+                policies: &policies,
+                keep: None,
+            },
+            Lane {
+                query: Some(&queries[2]),
+                at_most_one: false,
+                policies: &policies,
+                keep: Some(&aleatory_only),
+            },
+        ];
+        let shared = scan_lanes(&set, &rows, &lanes);
+        for (lane, shared) in lanes.iter().zip(shared) {
+            let alone = scan_candidates(
+                &set,
+                &rows,
+                lane.query,
+                lane.at_most_one,
+                lane.policies,
+                lane.keep,
+            )
+            .unwrap();
+            let shared = shared.unwrap();
+            assert_eq!(shared.survivors, alone.survivors);
+            assert_eq!(shared.bounds, alone.bounds);
+            assert_eq!(shared.similarities, alone.similarities);
+            // And one thread's sequential pass agrees with the split one.
+            let sequential: Vec<usize> = rows
+                .iter()
+                .copied()
+                .filter(|&row| lane.keep.is_none_or(|keep| keep(row).unwrap()))
+                .collect();
+            assert_eq!(shared.survivors, sequential);
+            if let Some(query) = lane.query {
+                let direct: Vec<f64> = sequential
+                    .iter()
+                    .map(|&row| particles_rank::similarity(&set, row, query).unwrap())
+                    .collect();
+                assert_eq!(shared.similarities, Some(direct));
+            }
+        }
+    }
 }

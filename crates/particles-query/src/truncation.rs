@@ -105,7 +105,7 @@ pub fn python_float_str(value: f64) -> String {
     let negative = mantissa.starts_with('-');
     let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
     let sign = if negative { "-" } else { "" };
-    if (-5..16).contains(&exponent) {
+    if (-4..16).contains(&exponent) {
         // Positional, as Python's repr does between 1e-4 and 1e16.
         let point = exponent + 1;
         let text = if point <= 0 {

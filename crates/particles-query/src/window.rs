@@ -261,14 +261,106 @@ impl WindowView {
     }
 }
 
+/// What a window read collected beside its candidates (the reference's
+/// `WindowGather` and the as-of outcome of `gather_window_candidates`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct WindowGathered {
+    /// Positions of the admitted candidates in the loaded rows, in load order,
+    /// without the retired originals a restatement stands in for.
+    pub(crate) admitted: Vec<usize>,
+    /// The readings of the admitted candidates, by id.
+    pub(crate) hits: HashMap<String, WindowHit>,
+    /// The coverage counts (`undated` store-wide).
+    pub(crate) coverage: WindowCoverage,
+    /// With `as_of`: notes of candidates retired since T, by id.
+    pub(crate) as_of_notes: HashMap<String, AsOfNote>,
+    /// With `as_of`: retired candidates left out as undatable.
+    pub(crate) as_of_excluded_undatable: usize,
+}
+
+/// Window-filters loaded candidates, `(particle, stored retired_at)` in load
+/// order, as the reference's `gather_window_candidates`: with `as_of`, the as-of
+/// visibility first; then the window verdict (counting the unkinded), then the
+/// stand-in rule.
+pub(crate) fn gather_window<'p>(
+    store: &Store,
+    window: TimeWindow,
+    as_of: Option<Timestamp>,
+    rows: impl ExactSizeIterator<Item = (&'p Particle, Option<Timestamp>)>,
+) -> particles_store::Result<WindowGathered> {
+    let view = WindowView::load(store, window)?;
+    let mut gathered = WindowGathered {
+        coverage: WindowCoverage {
+            candidates: rows.len() as u64,
+            undated: particles_store::count_active_undated(store)?,
+            ..WindowCoverage::default()
+        },
+        ..WindowGathered::default()
+    };
+    let mut order = Vec::new();
+    for (position, (particle, retired_at)) in rows.enumerate() {
+        if let Some(as_of) = as_of {
+            match evaluate_as_of(&view.index, particle, retired_at, as_of.utc_micros()) {
+                Visibility::Hidden => continue,
+                Visibility::Undatable => {
+                    gathered.as_of_excluded_undatable += 1;
+                    continue;
+                }
+                Visibility::Visible(note) => {
+                    if let Some(note) = note {
+                        gathered.as_of_notes.insert(particle.id.clone(), note);
+                    }
+                }
+            }
+        }
+        let (verdict, unkinded) = view.evaluate(particle, retired_at);
+        if unkinded {
+            gathered.coverage.unkinded += 1;
+        }
+        let Verdict::Hit(hit) = verdict else { continue };
+        gathered.coverage.admitted += 1;
+        if hit.retired.is_some() {
+            gathered.coverage.retired_admitted += 1;
+        }
+        order.push((position, particle.id.clone()));
+        gathered.hits.insert(particle.id.clone(), hit);
+    }
+    // The stand-in rule: a restatement stands in for the retired original it
+    // supersedes when both are admitted.
+    let mut dropped = std::collections::HashSet::new();
+    for (_, id) in &order {
+        let Some(hit) = gathered.hits.get(id) else {
+            continue;
+        };
+        if hit.retired.is_none() {
+            continue;
+        }
+        let Some(successor) = view.index.successors.get(id) else {
+            continue;
+        };
+        if let Some(successor_hit) = gathered.hits.get_mut(&successor.id) {
+            successor_hit.restates = Some(id.clone());
+            dropped.insert(id.clone());
+        }
+    }
+    for id in &dropped {
+        gathered.hits.remove(id);
+    }
+    gathered.coverage.restated += dropped.len() as u64;
+    gathered.coverage.retired_admitted -= dropped.len() as u64;
+    gathered.admitted = order
+        .into_iter()
+        .filter(|(_, id)| !dropped.contains(id))
+        .map(|(position, _)| position)
+        .collect();
+    Ok(gathered)
+}
+
 /// The window loader, with an optional as-of instant composed inside it.
 pub struct WindowLoader {
     window: TimeWindow,
     as_of: Option<Timestamp>,
-    hits: HashMap<String, WindowHit>,
-    coverage: WindowCoverage,
-    as_of_notes: HashMap<String, AsOfNote>,
-    as_of_excluded_undatable: usize,
+    gathered: WindowGathered,
 }
 
 impl WindowLoader {
@@ -277,31 +369,28 @@ impl WindowLoader {
         WindowLoader {
             window,
             as_of,
-            hits: HashMap::new(),
-            coverage: WindowCoverage::default(),
-            as_of_notes: HashMap::new(),
-            as_of_excluded_undatable: 0,
+            gathered: WindowGathered::default(),
         }
     }
 
     /// The readings of the admitted candidates, by id.
     pub fn hits(&self) -> &HashMap<String, WindowHit> {
-        &self.hits
+        &self.gathered.hits
     }
 
     /// The coverage of the last load.
     pub fn coverage(&self) -> WindowCoverage {
-        self.coverage
+        self.gathered.coverage
     }
 
     /// With `as_of`: notes of hits retired now, by id.
     pub fn as_of_notes(&self) -> &HashMap<String, AsOfNote> {
-        &self.as_of_notes
+        &self.gathered.as_of_notes
     }
 
     /// With `as_of`: retired candidates left out as undatable.
     pub fn as_of_excluded_undatable(&self) -> usize {
-        self.as_of_excluded_undatable
+        self.gathered.as_of_excluded_undatable
     }
 }
 
@@ -312,80 +401,16 @@ impl CandidateLoader for WindowLoader {
         min_confidence: f64,
         subject_id: Option<&str>,
     ) -> particles_store::Result<Selection> {
-        let view = WindowView::load(store, self.window)?;
         let (rows, skipped) = particles_store::load_window(store, min_confidence, subject_id)?;
-        self.hits.clear();
-        self.as_of_notes.clear();
-        self.as_of_excluded_undatable = 0;
-        let mut coverage = WindowCoverage {
-            candidates: rows.len() as u64,
-            undated: particles_store::count_active_undated(store)?,
-            ..WindowCoverage::default()
-        };
-        let mut order = Vec::new();
-        let mut admitted = Vec::new();
-        for row in rows {
-            if let Some(as_of) = self.as_of {
-                match evaluate_as_of(
-                    &view.index,
-                    &row.particle,
-                    row.retired_at,
-                    as_of.utc_micros(),
-                ) {
-                    Visibility::Hidden => continue,
-                    Visibility::Undatable => {
-                        self.as_of_excluded_undatable += 1;
-                        continue;
-                    }
-                    Visibility::Visible(note) => {
-                        if let Some(note) = note {
-                            self.as_of_notes.insert(row.particle.id.clone(), note);
-                        }
-                    }
-                }
-            }
-            let (verdict, unkinded) = view.evaluate(&row.particle, row.retired_at);
-            if unkinded {
-                coverage.unkinded += 1;
-            }
-            let Verdict::Hit(hit) = verdict else { continue };
-            coverage.admitted += 1;
-            if hit.retired.is_some() {
-                coverage.retired_admitted += 1;
-            }
-            order.push(row.particle.id.clone());
-            self.hits.insert(row.particle.id.clone(), hit);
-            admitted.push(row);
-        }
-        // The stand-in rule: a restatement stands in for the retired original it
-        // supersedes when both are admitted.
-        let mut dropped = std::collections::HashSet::new();
-        for id in &order {
-            let Some(hit) = self.hits.get(id) else {
-                continue;
-            };
-            if hit.retired.is_none() {
-                continue;
-            }
-            let Some(successor) = view.index.successors.get(id) else {
-                continue;
-            };
-            if let Some(successor_hit) = self.hits.get_mut(&successor.id) {
-                successor_hit.restates = Some(id.clone());
-                dropped.insert(id.clone());
-            }
-        }
-        for id in &dropped {
-            self.hits.remove(id);
-        }
-        coverage.restated += dropped.len() as u64;
-        coverage.retired_admitted -= dropped.len() as u64;
-        self.coverage = coverage;
+        self.gathered = gather_window(
+            store,
+            self.window,
+            self.as_of,
+            rows.iter().map(|row| (&row.particle, row.retired_at)),
+        )?;
         let mut set = CandidateSet::new();
-        for row in admitted
-            .iter()
-            .filter(|r| !dropped.contains(&r.particle.id))
-        {
+        for &position in &self.gathered.admitted {
+            let row = &rows[position];
             set.push(row.rowid, &row.particle, &row.vector, None);
         }
         Ok(Selection::all(set, skipped))

@@ -32,6 +32,14 @@ pub enum Error {
         /// The candidate's.
         found: usize,
     },
+    /// A candidate's vector or norm no longer matches the check recorded when its
+    /// row was added: the bytes changed underneath (a damaged sidecar). The caller
+    /// drops the cached state and answers again from the store.
+    #[error("particle {id}: its stored vector fails its integrity check (a damaged sidecar)")]
+    DamagedVector {
+        /// The particle id.
+        id: String,
+    },
     /// A configured content-age decay rule's half-life makes the reference's decay
     /// raise (zero divides by zero; a negative one overflows the power). Fix
     /// `content_age_decay.sources` in the configuration.

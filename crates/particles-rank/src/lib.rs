@@ -44,7 +44,10 @@ pub use crate::{
     collapse::{co_evidential_closure, collapse_co_evidential, merge_co_evidential},
     error::{Error, Result},
     netloc::{netloc, NetlocError},
-    policy::{infer_domain, recency_factor, DecayPolicy, Policies, TrustPolicy},
+    policy::{
+        infer_domain, member_policies, recency_factor, DecayPolicy, MemberPolicy, Policies,
+        TrustPolicy,
+    },
     pyregex::PyRegex,
     score::{effective_confidence, py_max, py_min, rank_score},
     settings::{ConformanceCap, DecayRule, RankSettings, UncalibratedCap},
@@ -129,8 +132,35 @@ pub fn factors(
 ///
 /// # Errors
 ///
-/// [`Error::DimensionMismatch`] when the vector's dimension differs from the query's.
+/// [`Error::DimensionMismatch`] when the vector's dimension differs from the query's;
+/// [`Error::DamagedVector`] when the vector or its norm no longer matches the row's
+/// check (bytes damaged since the set was built: a sidecar on a bad disk).
 pub fn similarity(set: &CandidateSet, row: usize, query: &QueryVector) -> Result<f64> {
+    let vector = set.vector(row);
+    if vector.len() != query.len() {
+        return Err(Error::DimensionMismatch {
+            id: set.id(row).to_owned(),
+            expected: query.len(),
+            found: vector.len(),
+        });
+    }
+    let norm = set.norm(row);
+    let (dot, fold) = particles_candidates::einsum_dot_checked(vector, query.values());
+    if fold.wrapping_add(norm.to_bits()) != set.check(row) {
+        return Err(Error::DamagedVector {
+            id: set.id(row).to_owned(),
+        });
+    }
+    Ok(query.cosine_from_dot(dot, norm))
+}
+
+/// The similarity of candidate `row` whose vector a previous read in this pass
+/// already checked ([`similarity`] did): the same value, without the check.
+///
+/// # Errors
+///
+/// [`Error::DimensionMismatch`] when the vector's dimension differs from the query's.
+pub fn similarity_of_verified(set: &CandidateSet, row: usize, query: &QueryVector) -> Result<f64> {
     let vector = set.vector(row);
     if vector.len() != query.len() {
         return Err(Error::DimensionMismatch {

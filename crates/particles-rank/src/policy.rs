@@ -310,6 +310,66 @@ impl Policies {
     }
 }
 
+/// One member of the viewer's contestedness policy set: the store's local policy
+/// alone (`local`), or one adopted lens alone. Unlike [`Policies`], nothing is
+/// composed across members, because composition would hide the spread being
+/// measured.
+#[derive(Debug, Clone)]
+pub struct MemberPolicy {
+    /// `local`, or the lens's name.
+    pub name: String,
+    /// The member's standalone source-trust policy.
+    pub trust: TrustPolicy,
+    /// Its extractor weights: the registered weights as stored (no lens minimum,
+    /// no conformance cap) for `local`, the lens's own overrides for a lens.
+    weights: HashMap<String, f64>,
+}
+
+impl MemberPolicy {
+    /// The member's weight for an extractor (`None`: `general-extractor`), 1.0 when
+    /// it names none.
+    pub fn extractor_weight(&self, extractor: Option<&str>) -> f64 {
+        let key = extractor.unwrap_or(DEFAULT_EXTRACTOR);
+        self.weights.get(key).copied().unwrap_or(1.0)
+    }
+}
+
+/// The viewer's policy set: the local policy first, then each adopted lens in the
+/// order of `rows.lenses` (the caller puts them in adoption order).
+///
+/// # Errors
+///
+/// [`Error::InvalidLens`] as [`Policies::compile`].
+pub fn member_policies(rows: &PolicyRows, settings: &RankSettings) -> Result<Vec<MemberPolicy>> {
+    let local_rows = PolicyRows {
+        lenses: Vec::new(),
+        ..rows.clone()
+    };
+    let mut local_trust = compose_trust(&local_rows, &[]);
+    local_trust.source_type_domains = settings.source_type_domains.clone();
+    let mut members = vec![MemberPolicy {
+        name: "local".to_owned(),
+        trust: local_trust,
+        weights: rows
+            .extractors
+            .iter()
+            .map(|r| (r.extractor_id.clone(), r.trust_weight))
+            .collect(),
+    }];
+    for lens in &rows.lenses {
+        let parsed = ParsedLens::parse(lens)?;
+        let weights = parsed.extractor_weights.iter().cloned().collect();
+        let mut trust = compose_trust(&PolicyRows::default(), std::slice::from_ref(&parsed));
+        trust.source_type_domains = settings.source_type_domains.clone();
+        members.push(MemberPolicy {
+            name: lens.name.clone(),
+            trust,
+            weights,
+        });
+    }
+    Ok(members)
+}
+
 /// One adopted lens reduced to the rules ranking uses, after the pre-check (rows
 /// missing their kind's fields are ignored) and validation (bad values abort).
 struct ParsedLens {

@@ -160,7 +160,11 @@ impl QueryVector {
     /// [`QueryVector::cosine`] with the candidate's norm given (it does not depend
     /// on the question, so a candidate set computes it once per row).
     pub fn cosine_with_norm(&self, candidate: &[f32], candidate_norm: f32) -> f64 {
-        let dot = einsum_dot(candidate, &self.values);
+        self.cosine_from_dot(einsum_dot(candidate, &self.values), candidate_norm)
+    }
+
+    /// The cosine from a dot product already computed in einsum order.
+    pub fn cosine_from_dot(&self, dot: f32, candidate_norm: f32) -> f64 {
         let denominator = candidate_norm * self.norm + 1e-10f32;
         let raw = dot / denominator;
         // NumPy's clip keeps NaN and -0.0, as `clamp` does.

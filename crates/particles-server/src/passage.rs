@@ -17,7 +17,7 @@ use std::{
 };
 
 use particles_model::{Particle, ProvenanceRefType};
-use particles_store::{SnapshotResolution, SnapshotRow, Store};
+use particles_store::{SnapshotRecord, SnapshotResolution, Store};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
@@ -118,7 +118,7 @@ pub(crate) fn hydrate(
     };
     let entry = particles_store::corpus_entry(store, &reference.corpus_entry_id)?;
     let mut notes: Vec<&str> = Vec::new();
-    let snapshot: Option<SnapshotRow> = match &reference.snapshot_id {
+    let snapshot: Option<SnapshotRecord> = match &reference.snapshot_id {
         Some(snapshot_id) if !snapshot_id.is_empty() => {
             particles_store::snapshot_by_id(store, snapshot_id)?
         }

@@ -8,9 +8,10 @@ use crate::{
     Store,
 };
 
-/// The columns of a `corpus_entries` row that a source passage reports.
+/// The columns of a `corpus_entries` row that a source passage reports (read
+/// back; [`crate::CorpusEntryRow`] is the row a writer inserts).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CorpusEntryRow {
+pub struct CorpusEntryRecord {
     /// The entry id.
     pub entry_id: String,
     /// The entry's URI, when it has one.
@@ -21,9 +22,10 @@ pub struct CorpusEntryRow {
     pub mutability: String,
 }
 
-/// The columns of a `snapshots` row that locate its stored content.
+/// The columns of a `snapshots` row that locate its stored content (read back;
+/// [`crate::SnapshotRow`] is the row a writer inserts).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SnapshotRow {
+pub struct SnapshotRecord {
     /// The snapshot id.
     pub snapshot_id: String,
     /// The entry it belongs to.
@@ -36,7 +38,7 @@ pub struct SnapshotRow {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SnapshotResolution {
     /// One snapshot.
-    Found(SnapshotRow),
+    Found(SnapshotRecord),
     /// Nothing matches.
     Missing,
     /// The prefix matches several snapshots (`kind` = `"snapshot"`) or, in the
@@ -51,8 +53,8 @@ pub enum SnapshotResolution {
 
 const SNAPSHOT_COLUMNS: &str = "snapshot_id, entry_id, content_hash";
 
-fn snapshot_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SnapshotRow> {
-    Ok(SnapshotRow {
+fn snapshot_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SnapshotRecord> {
+    Ok(SnapshotRecord {
         snapshot_id: row.get(0)?,
         entry_id: row.get(1)?,
         content_hash: row.get(2)?,
@@ -64,14 +66,14 @@ fn snapshot_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SnapshotRow> {
 /// # Errors
 ///
 /// [`crate::Error::Query`] when SQLite fails.
-pub fn corpus_entry(store: &Store, entry_id: &str) -> Result<Option<CorpusEntryRow>> {
+pub fn corpus_entry(store: &Store, entry_id: &str) -> Result<Option<CorpusEntryRecord>> {
     store
         .connection()
         .query_row(
             "SELECT entry_id, uri_r, source_type, mutability FROM corpus_entries WHERE entry_id = ?1",
             [entry_id],
             |row| {
-                Ok(CorpusEntryRow {
+                Ok(CorpusEntryRecord {
                     entry_id: row.get(0)?,
                     uri_r: row.get(1)?,
                     source_type: row.get(2)?,
@@ -88,7 +90,7 @@ pub fn corpus_entry(store: &Store, entry_id: &str) -> Result<Option<CorpusEntryR
 /// # Errors
 ///
 /// [`crate::Error::Query`] when SQLite fails.
-pub fn snapshot_by_id(store: &Store, snapshot_id: &str) -> Result<Option<SnapshotRow>> {
+pub fn snapshot_by_id(store: &Store, snapshot_id: &str) -> Result<Option<SnapshotRecord>> {
     store
         .connection()
         .query_row(

@@ -8,6 +8,7 @@ use particles_model::{Particle, Timestamp};
 use rusqlite::params;
 
 use crate::{
+    chunked::{for_each_in_chunks, SqlClock},
     embedding::decode_embedding,
     error::{query_error, Error, Result},
     policy::collect_with,
@@ -168,19 +169,18 @@ pub fn valid_from_by_ids<'a>(
 ) -> Result<HashMap<String, ValidFrom>> {
     let ids: Vec<&str> = ids.into_iter().collect();
     let mut out = HashMap::new();
-    for chunk in ids.chunks(crate::ID_CHUNK) {
-        let sql = format!(
-            "SELECT id, valid_from, properties_json FROM particles WHERE id IN ({})",
-            crate::loader::placeholders(chunk.len())
-        );
-        let rows: Vec<(String, Option<String>, Option<String>)> = collect_with(
-            store,
-            "successor starts",
-            &sql,
-            rusqlite::params_from_iter(chunk.iter()),
-            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
-        )?;
-        for (id, valid_from, properties) in rows {
+    for_each_in_chunks(
+        store,
+        "successor starts",
+        &ids,
+        |list| {
+            format!("SELECT id, valid_from, properties_json FROM particles WHERE id IN ({list})")
+        },
+        SqlClock::Untimed,
+        |row| {
+            let id: String = row.get(0).map_err(query_error("successor starts"))?;
+            let valid_from: Option<String> = row.get(1).map_err(query_error("successor starts"))?;
+            let properties: Option<String> = row.get(2).map_err(query_error("successor starts"))?;
             let valid_from = match valid_from {
                 None => None,
                 Some(text) => Some(Timestamp::parse(&text).map_err(|e| Error::InvalidValue {
@@ -201,8 +201,9 @@ pub fn valid_from_by_ids<'a>(
                     other => Some(other.to_string()),
                 });
             out.insert(id, (valid_from, basis));
-        }
-    }
+            Ok(())
+        },
+    )?;
     Ok(out)
 }
 

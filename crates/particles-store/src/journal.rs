@@ -12,7 +12,7 @@ use rusqlite::{Connection, OptionalExtension};
 
 use crate::{
     error::{query_error, Result},
-    Store,
+    Store, Writer,
 };
 
 /// The four triggers whose presence means "the journal is installed".
@@ -178,7 +178,12 @@ impl InstallReport {
 /// # Errors
 ///
 /// [`crate::Error::Query`] when SQLite fails; the transaction is rolled back.
-pub fn install_journal(connection: &mut Connection) -> Result<InstallReport> {
+pub fn install_journal(writer: &mut Writer) -> Result<InstallReport> {
+    install_journal_on(writer.connection_mut())
+}
+
+/// [`install_journal`] on a bare connection (a store being created).
+pub(crate) fn install_journal_on(connection: &mut Connection) -> Result<InstallReport> {
     let transaction = connection
         .transaction()
         .map_err(query_error("begin journal install"))?;

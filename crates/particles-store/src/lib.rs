@@ -6,7 +6,12 @@
 //! `(confidence_value, rowid)`, the order every tie in the final ranking falls back
 //! on. The remaining functions read what scoring needs once per query: the policy
 //! rows, each candidate's source facts, premise statuses and co-evidential edges,
-//! every `IN (...)` lookup cut into chunks of [`ID_CHUNK`] ids.
+//! every `IN (...)` lookup cut into chunks of [`ID_CHUNK`] ids by one helper.
+//!
+//! This crate owns every SQL statement on a store: other crates read and write
+//! through typed functions ([`Writer`] and [`WriteTransaction`] for writes, the
+//! row structs of the tables beside `particles` such as [`SubjectRow`]), never
+//! through a connection.
 //!
 //! ```no_run
 //! use particles_store::{load_active, Store};
@@ -17,8 +22,11 @@
 //! # Ok::<(), particles_store::Error>(())
 //! ```
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 #![warn(clippy::unwrap_used)]
 
+mod chunked;
+mod claims;
 mod contested;
 mod corpus;
 mod embedding;
@@ -27,19 +35,26 @@ mod guard;
 mod history;
 mod journal;
 mod loader;
+mod observer;
 mod policy;
 mod profile;
 mod pyjson;
+mod response;
 mod row;
+mod scans;
 mod sources;
 mod store;
+mod tables;
+mod vocabulary;
 mod writer;
 
 pub use crate::{
+    chunked::ID_CHUNK,
+    claims::{load_active_claims, load_claims_as_of, load_window_scope, ScopeRow},
     contested::inconsistency_backrefs,
     corpus::{
-        corpus_entry, resolve_snapshot, snapshot_by_id, CorpusEntryRow, SnapshotResolution,
-        SnapshotRow,
+        corpus_entry, resolve_snapshot, snapshot_by_id, CorpusEntryRecord, SnapshotRecord,
+        SnapshotResolution,
     },
     embedding::{decode_embedding, EmbeddingError},
     error::{Error, Result},
@@ -54,15 +69,34 @@ pub use crate::{
     },
     loader::{
         count_active, load_active, load_cacheable, load_cacheable_by_ids, particles_by_ids,
-        CandidateLoader, Loaded, UncachedLoader, ID_CHUNK,
+        CandidateLoader, Loaded, UncachedLoader,
     },
     policy::load_policy_rows,
     profile::LoadCounters,
     pyjson::{dumps as python_json_dumps, dumps_vector as python_json_vector},
+    scans::{
+        active_embedding_json_length, embedding_texts, particle_ids_in_rowid_order, sqlite_version,
+    },
     sources::{
         claim_coverage_counts, co_evidential_edges, expand_tags, particle_ids_for_tags,
         premise_statuses, source_facts, subject_is_known, subject_particle_ids, tag_is_known,
     },
     store::{create_store, Store},
+    tables::{CorpusEntryRow, OnConflict, RelationRow, SnapshotRow, SubjectRow},
+    vocabulary::{
+        adopted_vocabularies, count_events_by_type, subject_classes, subject_headers, ExternalLink,
+        SubjectHeader, VocabularyDocument, VocabularyTerm,
+    },
     writer::{content_hash, WriteTransaction, Writer},
+};
+pub use crate::{
+    observer::{
+        any_widening, co_evidential_neighbours, entry_currency, observer_scope_rescoped,
+        stored_provenance, widened_ids, EntryCurrency, StoredRef, WideningTarget,
+    },
+    response::{
+        active_claim_count, adopted_lens_names, coverage_gap_entries, entry_source_facts,
+        find_subject, incoming_relations, inconsistency_records, operator_pinned_ids,
+        outgoing_relations, SubjectMatch, SubjectRecord,
+    },
 };

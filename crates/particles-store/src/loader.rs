@@ -5,15 +5,12 @@ use particles_model::Particle;
 use rusqlite::params;
 
 use crate::{
+    chunked::{for_each_in_chunks, SqlClock},
     embedding::decode_embedding,
     error::{query_error, Error, Result},
     row::{ParticleRow, PARTICLE_COLUMNS},
     Store,
 };
-
-/// The most ids one `IN (...)` list carries. Small enough for any SQLite build's
-/// variable limit, whatever the store size.
-pub const ID_CHUNK: usize = 500;
 
 /// A source of query candidates: the uncached loader, a cache, the as-of and
 /// window loaders, or a loader of a downstream crate. Whatever it is, it must
@@ -184,28 +181,52 @@ pub(crate) fn read_candidates<P: rusqlite::Params>(
     let mut rows = crate::profile::sql(|| statement.query(params)).map_err(query_error(name))?;
     let mut skipped = 0;
     while let Some(row) = crate::profile::sql(|| rows.next()).map_err(query_error(name))? {
-        let row = ParticleRow::new(row)?;
-        if filter == RowFilter::CurrentModelOnly && !row.has_current_model()? {
+        if push_candidate(row, filter, set)? == Pushed::SkippedForModel {
             skipped += 1;
-            continue;
         }
-        let Some(text) = row.embedding_json()? else {
-            continue;
-        };
-        crate::profile::decoded(text.len());
-        let vector = decode_embedding(text).map_err(|e| Error::BadEmbedding {
-            id: row.id().to_owned(),
-            reason: e.0,
-        })?;
-        let particle = crate::profile::hydrate(|| row.to_particle())?;
-        set.push(
-            row.rowid(),
-            &particle,
-            &vector,
-            Some(row.embedding_model_id()?),
-        );
     }
     Ok(skipped)
+}
+
+/// What [`push_candidate`] did with a row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pushed {
+    /// Decoded, hydrated and appended.
+    Added,
+    /// Of another embedding model (with [`RowFilter::CurrentModelOnly`]): counted
+    /// by the caller, never decoded.
+    SkippedForModel,
+    /// No embedding: not a candidate.
+    NoEmbedding,
+}
+
+/// Appends one row of `PARTICLE_COLUMNS` to `set`: decoded, hydrated (so a
+/// malformed row fails here, as it does in the reference) and reduced to columns.
+fn push_candidate(
+    row: &rusqlite::Row<'_>,
+    filter: RowFilter,
+    set: &mut CandidateSet,
+) -> Result<Pushed> {
+    let row = ParticleRow::new(row)?;
+    if filter == RowFilter::CurrentModelOnly && !row.has_current_model()? {
+        return Ok(Pushed::SkippedForModel);
+    }
+    let Some(text) = row.embedding_json()? else {
+        return Ok(Pushed::NoEmbedding);
+    };
+    crate::profile::decoded(text.len());
+    let vector = decode_embedding(text).map_err(|e| Error::BadEmbedding {
+        id: row.id().to_owned(),
+        reason: e.0,
+    })?;
+    let particle = crate::profile::hydrate(|| row.to_particle())?;
+    set.push(
+        row.rowid(),
+        &particle,
+        &vector,
+        Some(row.embedding_model_id()?),
+    );
+    Ok(Pushed::Added)
 }
 
 /// Rows handed from the SQLite thread to a decoder and back: hydrated particles,
@@ -462,7 +483,7 @@ pub fn load_cacheable(
 }
 
 /// The rows among `ids` that are cacheable now (ACTIVE with an embedding, any
-/// model), in id order, in chunks of [`ID_CHUNK`]: a cache's delta.
+/// model), in id order, in chunks of [`crate::ID_CHUNK`]: a cache's delta.
 ///
 /// # Errors
 ///
@@ -475,26 +496,25 @@ pub fn load_cacheable_by_ids<'a>(
     sorted.sort_unstable();
     sorted.dedup();
     let mut set = CandidateSet::new();
-    for chunk in sorted.chunks(ID_CHUNK) {
-        let sql = format!(
-            "SELECT {PARTICLE_COLUMNS} FROM particles WHERE id IN ({}) AND status = 'ACTIVE' AND embedding_json IS NOT NULL",
-            placeholders(chunk.len())
-        );
-        read_candidates(
-            store,
-            "cache delta",
-            &sql,
-            rusqlite::params_from_iter(chunk.iter()),
-            RowFilter::AnyModel,
-            &mut set,
-        )?;
-    }
+    for_each_in_chunks(
+        store,
+        "cache delta",
+        &sorted,
+        |list| {
+            format!(
+                "SELECT {PARTICLE_COLUMNS} FROM particles WHERE id IN ({list}) \
+                 AND status = 'ACTIVE' AND embedding_json IS NOT NULL"
+            )
+        },
+        SqlClock::Loader,
+        |row| push_candidate(row, RowFilter::AnyModel, &mut set).map(|_| ()),
+    )?;
     Ok(set)
 }
 
 /// Fetches particles by id, any status, fully hydrated, in chunks of
-/// [`ID_CHUNK`]. Ids are deduplicated keeping first-seen order; missing ids are
-/// absent from the result.
+/// [`crate::ID_CHUNK`]. Ids are deduplicated keeping first-seen order; missing
+/// ids are absent from the result.
 ///
 /// # Errors
 ///
@@ -503,28 +523,16 @@ pub fn particles_by_ids(store: &Store, ids: &[&str]) -> Result<Vec<Particle>> {
     let mut seen = std::collections::HashSet::new();
     let unique: Vec<&str> = ids.iter().copied().filter(|id| seen.insert(*id)).collect();
     let mut out = Vec::with_capacity(unique.len());
-    for chunk in unique.chunks(ID_CHUNK) {
-        let sql = format!(
-            "SELECT {PARTICLE_COLUMNS} FROM particles WHERE id IN ({})",
-            placeholders(chunk.len())
-        );
-        let mut statement = store
-            .connection()
-            .prepare(&sql)
-            .map_err(query_error("particles by id"))?;
-        let mut rows = statement
-            .query(rusqlite::params_from_iter(chunk.iter()))
-            .map_err(query_error("particles by id"))?;
-        while let Some(row) = rows.next().map_err(query_error("particles by id"))? {
+    for_each_in_chunks(
+        store,
+        "particles by id",
+        &unique,
+        |list| format!("SELECT {PARTICLE_COLUMNS} FROM particles WHERE id IN ({list})"),
+        SqlClock::Untimed,
+        |row| {
             out.push(ParticleRow::new(row)?.to_particle()?);
-        }
-    }
+            Ok(())
+        },
+    )?;
     Ok(out)
-}
-
-/// `?,?,...,?` with `n` placeholders.
-pub(crate) fn placeholders(n: usize) -> String {
-    let mut text = "?,".repeat(n);
-    text.pop();
-    text
 }

@@ -1,13 +1,14 @@
 //! Source facts, premise statuses and co-evidential edges: the lookups a query
-//! makes after the candidates are chosen, each in chunks of [`ID_CHUNK`] ids.
+//! makes after the candidates are chosen, each in chunks of [`crate::ID_CHUNK`] ids.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use particles_model::{policy::SourceFacts, Status, Timestamp};
 
 use crate::{
-    error::{Error, Result},
-    loader::{particles_by_ids, placeholders, ID_CHUNK},
+    chunked::{for_each_in_chunks, SqlClock},
+    error::{query_error, Error, Result},
+    loader::particles_by_ids,
     policy::collect_with,
     Store,
 };
@@ -41,20 +42,22 @@ pub fn source_facts<'a>(
     let mut snapshots: HashMap<String, (Option<Timestamp>, Option<String>)> = HashMap::new();
     if !snapshot_ids.is_empty() && store.has_table("snapshots")? {
         let ids: Vec<&str> = snapshot_ids.into_iter().collect();
-        for chunk in ids.chunks(ID_CHUNK) {
-            let sql = format!(
-                "SELECT snapshot_id, content_published_at, author_id FROM snapshots \
-                 WHERE snapshot_id IN ({})",
-                placeholders(chunk.len())
-            );
-            let rows: Vec<(String, Option<String>, Option<String>)> = collect_with(
-                store,
-                "snapshot source facts",
-                &sql,
-                rusqlite::params_from_iter(chunk.iter()),
-                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
-            )?;
-            for (snapshot_id, published, author) in rows {
+        let name = "snapshot source facts";
+        for_each_in_chunks(
+            store,
+            name,
+            &ids,
+            |list| {
+                format!(
+                    "SELECT snapshot_id, content_published_at, author_id FROM snapshots \
+                     WHERE snapshot_id IN ({list})"
+                )
+            },
+            SqlClock::Untimed,
+            |row| {
+                let snapshot_id: String = row.get(0).map_err(query_error(name))?;
+                let published: Option<String> = row.get(1).map_err(query_error(name))?;
+                let author: Option<String> = row.get(2).map_err(query_error(name))?;
                 let published = match published {
                     None => None,
                     Some(text) => {
@@ -67,29 +70,34 @@ pub fn source_facts<'a>(
                     }
                 };
                 snapshots.insert(snapshot_id, (published, author));
-            }
-        }
+                Ok(())
+            },
+        )?;
     }
 
     let mut entries: HashMap<String, (String, Option<String>)> = HashMap::new();
     if !entry_ids.is_empty() && store.has_table("corpus_entries")? {
         let ids: Vec<&str> = entry_ids.into_iter().collect();
-        for chunk in ids.chunks(ID_CHUNK) {
-            let sql = format!(
-                "SELECT entry_id, source_type, uri_r FROM corpus_entries WHERE entry_id IN ({})",
-                placeholders(chunk.len())
-            );
-            let rows: Vec<(String, String, Option<String>)> = collect_with(
-                store,
-                "corpus entry source facts",
-                &sql,
-                rusqlite::params_from_iter(chunk.iter()),
-                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
-            )?;
-            for (entry_id, source_type, uri) in rows {
+        let name = "corpus entry source facts";
+        for_each_in_chunks(
+            store,
+            name,
+            &ids,
+            |list| {
+                format!(
+                    "SELECT entry_id, source_type, uri_r FROM corpus_entries \
+                     WHERE entry_id IN ({list})"
+                )
+            },
+            SqlClock::Untimed,
+            |row| {
+                let entry_id: String = row.get(0).map_err(query_error(name))?;
+                let source_type: String = row.get(1).map_err(query_error(name))?;
+                let uri: Option<String> = row.get(2).map_err(query_error(name))?;
                 entries.insert(entry_id, (source_type, uri));
-            }
-        }
+                Ok(())
+            },
+        )?;
     }
 
     Ok(refs
@@ -222,44 +230,46 @@ pub fn expand_tags(
     let mut frontier: Vec<String> = expanded.iter().cloned().collect();
     while !frontier.is_empty() {
         let mut next = Vec::new();
-        for chunk in frontier.chunks(ID_CHUNK) {
-            let sql = format!(
-                "SELECT tag FROM tag_nodes WHERE parent IN ({})",
-                placeholders(chunk.len())
-            );
-            let tags: Vec<String> = collect_with(
-                store,
-                "tag children",
-                &sql,
-                rusqlite::params_from_iter(chunk.iter()),
-                |row| row.get(0),
-            )?;
-            next.extend(tags.into_iter().filter(|t| expanded.insert(t.clone())));
-        }
+        let name = "tag children";
+        for_each_in_chunks(
+            store,
+            name,
+            &frontier,
+            |list| format!("SELECT tag FROM tag_nodes WHERE parent IN ({list})"),
+            SqlClock::Untimed,
+            |row| {
+                let tag: String = row.get(0).map_err(query_error(name))?;
+                if expanded.insert(tag.clone()) {
+                    next.push(tag);
+                }
+                Ok(())
+            },
+        )?;
         frontier = next;
     }
     if include_ancestors {
         let mut frontier: Vec<String> = requested.to_vec();
         while !frontier.is_empty() {
             let mut next = Vec::new();
-            for chunk in frontier.chunks(ID_CHUNK) {
-                let sql = format!(
-                    "SELECT parent FROM tag_nodes WHERE tag IN ({}) AND parent IS NOT NULL",
-                    placeholders(chunk.len())
-                );
-                let parents: Vec<String> = collect_with(
-                    store,
-                    "tag parents",
-                    &sql,
-                    rusqlite::params_from_iter(chunk.iter()),
-                    |row| row.get(0),
-                )?;
-                next.extend(
-                    parents
-                        .into_iter()
-                        .filter(|p| !p.is_empty() && expanded.insert(p.clone())),
-                );
-            }
+            let name = "tag parents";
+            for_each_in_chunks(
+                store,
+                name,
+                &frontier,
+                |list| {
+                    format!(
+                        "SELECT parent FROM tag_nodes WHERE tag IN ({list}) AND parent IS NOT NULL"
+                    )
+                },
+                SqlClock::Untimed,
+                |row| {
+                    let parent: String = row.get(0).map_err(query_error(name))?;
+                    if !parent.is_empty() && expanded.insert(parent.clone()) {
+                        next.push(parent);
+                    }
+                    Ok(())
+                },
+            )?;
             frontier = next;
         }
     }
@@ -277,20 +287,18 @@ pub fn particle_ids_for_tags(store: &Store, tags: &BTreeSet<String>) -> Result<H
         return Ok(ids);
     }
     let tags: Vec<&String> = tags.iter().collect();
-    for chunk in tags.chunks(ID_CHUNK) {
-        let sql = format!(
-            "SELECT particle_id FROM particle_tag_edges WHERE tag IN ({})",
-            placeholders(chunk.len())
-        );
-        let found: Vec<String> = collect_with(
-            store,
-            "tagged particles",
-            &sql,
-            rusqlite::params_from_iter(chunk.iter()),
-            |row| row.get(0),
-        )?;
-        ids.extend(found);
-    }
+    let name = "tagged particles";
+    for_each_in_chunks(
+        store,
+        name,
+        &tags,
+        |list| format!("SELECT particle_id FROM particle_tag_edges WHERE tag IN ({list})"),
+        SqlClock::Untimed,
+        |row| {
+            ids.insert(row.get(0).map_err(query_error(name))?);
+            Ok(())
+        },
+    )?;
     Ok(ids)
 }
 

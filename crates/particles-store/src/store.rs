@@ -46,6 +46,12 @@ impl Store {
         };
         let connection = Connection::open_with_flags(path, flags).map_err(open_error)?;
         connection.busy_timeout(BUSY_TIMEOUT).map_err(open_error)?;
+        // Belt and braces: the read-only flag makes SQLite refuse every write on
+        // this connection; `query_only` refuses them too, even through a statement
+        // that would otherwise only need a read lock first (ATTACH, a pragma).
+        connection
+            .pragma_update(None, "query_only", true)
+            .map_err(open_error)?;
         let store = Store {
             connection,
             path: path.to_owned(),
@@ -92,9 +98,16 @@ impl Store {
         &self.path
     }
 
-    /// The underlying connection, for crates that layer on the store.
-    pub fn connection(&self) -> &Connection {
+    /// The underlying connection. Crate-private: every statement on a store is
+    /// this crate's, so other crates read through typed functions.
+    pub(crate) fn connection(&self) -> &Connection {
         &self.connection
+    }
+
+    /// Gives the connection back (the inverse of [`Store::from_connection`]), e.g.
+    /// to a test that shapes the file through its own SQL between queries.
+    pub fn into_connection(self) -> Connection {
+        self.connection
     }
 
     /// Whether a table exists.
@@ -184,7 +197,7 @@ pub fn create_store(path: &Path) -> Result<crate::Writer> {
     let created = connection
         .execute_batch(&format!("BEGIN; {SCHEMA} COMMIT;"))
         .map_err(query_error("create schema"))
-        .and_then(|()| crate::install_journal(&mut connection).map(|_| ()));
+        .and_then(|()| crate::journal::install_journal_on(&mut connection).map(|_| ()));
     if let Err(error) = created {
         drop(connection);
         // Nothing of value is in a half-created file; leave no debris behind.
@@ -192,4 +205,29 @@ pub fn create_store(path: &Path) -> Result<crate::Writer> {
         return Err(error);
     }
     crate::Writer::from_connection(connection, path.to_owned())
+}
+
+#[cfg(test)]
+mod read_only_tests {
+    use super::*;
+
+    #[test]
+    fn a_read_path_cannot_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store.db");
+        drop(create_store(&path).unwrap());
+        let before = std::fs::read(&path).unwrap();
+        let store = Store::open_read_only(&path).unwrap();
+        for statement in [
+            "INSERT INTO particle_subjects (particle_id, subject_id) VALUES ('p', 's')",
+            "CREATE TABLE intruder (x)",
+            "PRAGMA user_version = 7",
+            "DELETE FROM particles",
+        ] {
+            let refused = store.connection().execute_batch(statement);
+            assert!(refused.is_err(), "{statement} was not refused");
+        }
+        drop(store);
+        assert_eq!(std::fs::read(&path).unwrap(), before, "the file changed");
+    }
 }

@@ -1,10 +1,13 @@
 //! Writing particles: insert, update, change status, rename, delete, in a
-//! transaction that commits or rolls back as a whole.
+//! transaction that commits or rolls back as a whole; and the rows beside them
+//! that importers and generators write (subjects, corpus entries, snapshots,
+//! relations: [`crate::tables`]).
 //!
 //! Rows are encoded as the reference's `ParticleRow.from_model` encodes them (the same
 //! columns, JSON text byte for byte, the content hash), with the subject, tag and
 //! provenance edge rows its `insert_particle` writes. The writer never touches the
-//! change journal: the store's triggers record every write.
+//! change journal: the store's triggers record every write. No SQL text crosses
+//! this API: every statement is the writer's own.
 
 use std::path::{Path, PathBuf};
 
@@ -18,6 +21,7 @@ use unicode_normalization::UnicodeNormalization;
 use crate::{
     error::{query_error, Error, Result},
     pyjson,
+    tables::{CorpusEntryRow, OnConflict, RelationRow, SnapshotRow, SubjectRow},
 };
 
 /// A store opened for writing. Only commands that say they write open one.
@@ -84,9 +88,24 @@ impl Writer {
         &self.path
     }
 
-    /// The connection (for installing the journal, tests).
-    pub fn connection_mut(&mut self) -> &mut Connection {
+    /// The connection, for the journal's installer.
+    pub(crate) fn connection_mut(&mut self) -> &mut Connection {
         &mut self.connection
+    }
+
+    /// Turns off the rollback journal and the syncs to disk on this connection
+    /// (`journal_mode=OFF`, `synchronous=OFF`), for building a throwaway store
+    /// fast: a crash, or a rolled-back transaction, may leave the file corrupt.
+    /// Only for a file nobody reads before it is complete (the benchmark
+    /// generator builds into a temporary name and renames it when done).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Query`] when SQLite refuses the pragmas (inside a transaction).
+    pub fn disable_durability(&mut self) -> Result<()> {
+        self.connection
+            .execute_batch("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;")
+            .map_err(query_error("disable durability"))
     }
 
     /// Starts a write transaction (`BEGIN IMMEDIATE`, so it holds the write lock
@@ -345,7 +364,7 @@ impl WriteTransaction<'_> {
         let sql = format!(
             "INSERT INTO particles ({}) VALUES ({})",
             WRITE_COLUMNS.join(", "),
-            crate::loader::placeholders(WRITE_COLUMNS.len())
+            crate::chunked::placeholders(WRITE_COLUMNS.len())
         );
         self.transaction
             .prepare_cached(&sql)
@@ -479,28 +498,139 @@ impl WriteTransaction<'_> {
         Ok(changed > 0)
     }
 
-    /// Runs one parameterised statement in the transaction (cached), for the rows of
-    /// other tables a writer of synthetic or imported stores fills.
+    /// Stamps a particle's `retired_at` (when it left ACTIVE), leaving its status
+    /// as it is: for writers that insert particles born non-ACTIVE and date their
+    /// retirement themselves. Returns whether a row matched.
     ///
     /// # Errors
     ///
     /// [`Error::Query`].
-    pub fn execute<P: rusqlite::Params>(&self, sql: &str, params: P) -> Result<usize> {
-        self.transaction
-            .prepare_cached(sql)
-            .and_then(|mut statement| statement.execute(params))
-            .map_err(query_error("write statement"))
+    pub fn set_retired_at(&self, id: &str, at: Timestamp) -> Result<bool> {
+        let changed = self
+            .transaction
+            .prepare_cached("UPDATE particles SET retired_at = ?2 WHERE id = ?1")
+            .and_then(|mut statement| statement.execute(params![id, at.to_store_text()]))
+            .map_err(query_error("set retired_at"))?;
+        Ok(changed > 0)
     }
 
-    /// Runs raw SQL in the transaction (tests use it to shape stores).
+    /// Inserts a row of `subjects`. Returns whether a row was written (`false`
+    /// only when [`OnConflict::Ignore`] met an existing id).
     ///
     /// # Errors
     ///
-    /// [`Error::Query`].
-    pub fn execute_batch(&self, sql: &str) -> Result<()> {
-        self.transaction
-            .execute_batch(sql)
-            .map_err(query_error("raw statement"))
+    /// [`Error::Query`], e.g. an existing id with [`OnConflict::Abort`].
+    pub fn insert_subject(&self, row: &SubjectRow<'_>, on_conflict: OnConflict) -> Result<bool> {
+        self.insert_row(
+            on_conflict,
+            "subjects (id, canonical_name, aliases_json, external_ids_json, created_at, asserted_by) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![
+                row.id,
+                row.canonical_name,
+                row.aliases_json,
+                row.external_ids_json,
+                row.created_at.to_store_text(),
+                row.asserted_by
+            ],
+            "insert subject",
+        )
+    }
+
+    /// Inserts a row of `corpus_entries`. Returns whether a row was written.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Query`], e.g. an existing id with [`OnConflict::Abort`].
+    pub fn insert_corpus_entry(
+        &self,
+        row: &CorpusEntryRow<'_>,
+        on_conflict: OnConflict,
+    ) -> Result<bool> {
+        self.insert_row(
+            on_conflict,
+            "corpus_entries (entry_id, uri_r, source_type, mutability, fetch_policy, created_at, \
+             deposited_by, tags_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![
+                row.entry_id,
+                row.uri_r,
+                row.source_type,
+                row.mutability,
+                row.fetch_policy,
+                row.created_at.to_store_text(),
+                row.deposited_by,
+                row.tags_json
+            ],
+            "insert corpus entry",
+        )
+    }
+
+    /// Inserts a row of `snapshots`. Returns whether a row was written.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Query`], e.g. an existing id with [`OnConflict::Abort`].
+    pub fn insert_snapshot(&self, row: &SnapshotRow<'_>, on_conflict: OnConflict) -> Result<bool> {
+        self.insert_row(
+            on_conflict,
+            "snapshots (snapshot_id, entry_id, captured_at, content_hash, warc_record_type, \
+             extraction_status, content_published_at, author_id, extraction_attempts, resume_whole) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            params![
+                row.snapshot_id,
+                row.entry_id,
+                row.captured_at.to_store_text(),
+                row.content_hash,
+                row.warc_record_type,
+                row.extraction_status,
+                row.content_published_at.map(|t| t.to_store_text()),
+                row.author_id,
+                row.extraction_attempts,
+                row.resume_whole
+            ],
+            "insert snapshot",
+        )
+    }
+
+    /// Inserts a row of `particle_relations`. Returns whether a row was written.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Query`], e.g. an existing `(particle_a, particle_b,
+    /// relation_type)` with [`OnConflict::Abort`].
+    pub fn insert_relation(&self, row: &RelationRow<'_>, on_conflict: OnConflict) -> Result<bool> {
+        self.insert_row(
+            on_conflict,
+            "particle_relations (particle_a, particle_b, relation_type, created_by, created_at, \
+             confidence) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![
+                row.particle_a,
+                row.particle_b,
+                row.relation_type,
+                row.created_by,
+                row.created_at.to_store_text(),
+                row.confidence
+            ],
+            "insert relation",
+        )
+    }
+
+    /// Runs `{verb} INTO {into}` (cached: importers and generators insert many
+    /// rows of one table in a row).
+    fn insert_row(
+        &self,
+        on_conflict: OnConflict,
+        into: &str,
+        params: &[&dyn rusqlite::ToSql],
+        name: &'static str,
+    ) -> Result<bool> {
+        let sql = format!("{} INTO {into}", on_conflict.verb());
+        let written = self
+            .transaction
+            .prepare_cached(&sql)
+            .and_then(|mut statement| statement.execute(params))
+            .map_err(query_error(name))?;
+        Ok(written > 0)
     }
 
     /// Commits every write.
@@ -574,6 +704,15 @@ impl WriteTransaction<'_> {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+impl WriteTransaction<'_> {
+    /// The SQLite transaction, for this crate's tests that compare typed writes
+    /// with the raw statements they replaced.
+    pub(crate) fn raw(&self) -> &Transaction<'_> {
+        &self.transaction
     }
 }
 

@@ -6,32 +6,10 @@ use std::{
     process::{Command, Stdio},
 };
 
-/// The workspace root (two levels above this crate).
-pub fn workspace_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The reference venv's Python: `PARTICLES_REFERENCE_PYTHON`, else
-/// `.reference/venv/bin/python` in the workspace. `None` (with a note on stderr)
-/// when it is absent, unless `PARTICLES_REQUIRE_REFERENCE=1`, which makes that a
-/// failure.
+/// The reference venv's Python, or `None` (skip) when it is absent; see
+/// `particles_testkit::reference_python`.
 pub fn reference_python() -> Option<PathBuf> {
-    let path = std::env::var_os("PARTICLES_REFERENCE_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join(".reference/venv/bin/python"));
-    if path.exists() {
-        return Some(path);
-    }
-    let note = format!(
-        "the reference (linkedparticles 1.214.1) is not installed: {} is missing; run \
-         `cargo xtask reference` to install it",
-        path.display()
-    );
-    if std::env::var("PARTICLES_REQUIRE_REFERENCE").as_deref() == Ok("1") {
-        panic!("{note} (PARTICLES_REQUIRE_REFERENCE=1)");
-    }
-    eprintln!("skipping the comparison with the reference: {note}");
-    None
+    particles_testkit::reference_python()
 }
 
 /// Runs `tests/reference/<script>` under the reference's Python with `input` on

@@ -15,10 +15,10 @@ use particles_candidates::Selection;
 use particles_model::{QueryRequest, Timestamp};
 use particles_query::{run_query_with, QueryInput};
 use particles_rank::NormKernel;
-use particles_store::{CandidateLoader, Store, UncachedLoader, Writer};
+use particles_store::{CandidateLoader, Store, UncachedLoader, WriteTransaction, Writer};
 use proptest::prelude::*;
 
-use crate::support::{particle, unit_vector, working_copy};
+use crate::support::{particle, raw_sql, raw_strings, unit_vector, working_copy};
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -95,61 +95,60 @@ fn request() -> impl Strategy<Value = Request> {
 }
 
 fn all_ids(store: &Store) -> Vec<String> {
-    let mut statement = store
-        .connection()
-        .prepare("SELECT id FROM particles ORDER BY rowid")
-        .unwrap();
-    statement
-        .query_map([], |row| row.get(0))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap()
+    raw_strings(store.path(), "SELECT id FROM particles ORDER BY rowid")
 }
 
+/// Applies a batch of writes. The writer's typed calls write particles; the
+/// changes it has no call for (a foreign writer's raw updates) go through the
+/// test's own connection. Each op commits on its own, so the two connections
+/// never wait on each other's write lock; the loaders read only after the batch.
 fn apply(writer: &mut Writer, store: &Store, ops: &[Op], subjects: &[String], serial: &mut usize) {
-    let tx = writer.transaction().unwrap();
     let ids = all_ids(store);
     let pick = |target: usize| ids[target % ids.len()].clone();
     let now = Timestamp::parse("2026-01-01T00:00:00").unwrap();
+    let mut typed = |write: &dyn Fn(&WriteTransaction<'_>)| {
+        let tx = writer.transaction().unwrap();
+        write(&tx);
+        tx.commit().unwrap();
+    };
+    let raw = |sql: String| raw_sql(store.path(), &sql);
     for op in ops {
         *serial += 1;
         match op {
             Op::Insert { confidence, vector, subject } => {
                 let subject: Vec<&str> = subject.iter().map(|s| subjects[*s].as_str()).collect();
-                tx.insert(&particle(&format!("gen-{serial}"), *confidence, &subject), Some(&unit_vector(*vector)))
-                    .unwrap();
+                let id = format!("gen-{serial}");
+                typed(&|tx| tx.insert(&particle(&id, *confidence, &subject), Some(&unit_vector(*vector))).unwrap());
             }
-            Op::SetConfidence { target, confidence } => tx
-                .execute_batch(&format!("UPDATE particles SET confidence_value = {confidence} WHERE id = '{}'", pick(*target)))
-                .unwrap(),
-            Op::Retract { target } => {
+            Op::SetConfidence { target, confidence } => {
+                raw(format!("UPDATE particles SET confidence_value = {confidence} WHERE id = '{}'", pick(*target)))
+            }
+            Op::Retract { target } => typed(&|tx| {
                 tx.retract(&pick(*target), now).unwrap();
-            }
-            Op::Delete { target } => {
+            }),
+            Op::Delete { target } => typed(&|tx| {
                 tx.delete(&pick(*target)).unwrap();
-            }
+            }),
             Op::Rename { target } => {
-                tx.rename(&pick(*target), &format!("renamed-{serial}")).unwrap();
+                let new_id = format!("renamed-{serial}");
+                typed(&|tx| {
+                    tx.rename(&pick(*target), &new_id).unwrap();
+                })
             }
-            Op::OtherModel { target } => tx
-                .execute_batch(&format!("UPDATE particles SET embedding_model_id = 'other-model' WHERE id = '{}'", pick(*target)))
-                .unwrap(),
-            Op::Link { target, subject } => tx
-                .execute_batch(&format!(
-                    "INSERT OR IGNORE INTO particle_subjects (particle_id, subject_id) VALUES ('{}', '{}')",
-                    pick(*target),
-                    subjects[*subject]
-                ))
-                .unwrap(),
-            Op::Reactivate { target } => tx
-                .execute_batch(&format!(
-                    "UPDATE particles SET status = 'ACTIVE', status_reason = NULL WHERE id = '{}' AND status != 'ACTIVE'",
-                    pick(*target)
-                ))
-                .unwrap(),
+            Op::OtherModel { target } => {
+                raw(format!("UPDATE particles SET embedding_model_id = 'other-model' WHERE id = '{}'", pick(*target)))
+            }
+            Op::Link { target, subject } => raw(format!(
+                "INSERT OR IGNORE INTO particle_subjects (particle_id, subject_id) VALUES ('{}', '{}')",
+                pick(*target),
+                subjects[*subject]
+            )),
+            Op::Reactivate { target } => raw(format!(
+                "UPDATE particles SET status = 'ACTIVE', status_reason = NULL WHERE id = '{}' AND status != 'ACTIVE'",
+                pick(*target)
+            )),
         }
     }
-    tx.commit().unwrap();
 }
 
 fn selected_ids(selection: &Selection) -> Vec<String> {
@@ -235,11 +234,11 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let path = working_copy(dir.path(), "coins-a.db");
         let store = Store::open_read_only(&path).unwrap();
-        let subjects: Vec<String> = {
-            let mut statement = store.connection().prepare("SELECT DISTINCT subject_id FROM particle_subjects ORDER BY subject_id").unwrap();
-            let found: Vec<String> = statement.query_map([], |row| row.get(0)).unwrap().collect::<Result<_, _>>().unwrap();
-            found.into_iter().chain(["unknown-subject".to_owned()]).take(3).collect()
-        };
+        let subjects: Vec<String> = raw_strings(&path, "SELECT DISTINCT subject_id FROM particle_subjects ORDER BY subject_id")
+            .into_iter()
+            .chain(["unknown-subject".to_owned()])
+            .take(3)
+            .collect();
         prop_assume!(subjects.len() == 3);
         let mut writer = Writer::open(&path).unwrap();
         let mut warm = CandidateCache::new();

@@ -2,5 +2,6 @@
 
 mod equivalence;
 mod freshness;
+mod shared;
 mod sidecar;
 mod support;

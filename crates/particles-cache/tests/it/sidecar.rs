@@ -89,14 +89,9 @@ fn a_subject_call_in_a_fresh_process_does_not_open_the_sidecar() {
     let (_dir, store, sidecar) = setup();
     one_shot(&store, &sidecar, "build");
     let handle = Store::open_read_only(&store).unwrap();
-    let subject: String = handle
-        .connection()
-        .query_row(
-            "SELECT subject_id FROM particle_subjects LIMIT 1",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let subject =
+        crate::support::raw_strings(&store, "SELECT subject_id FROM particle_subjects LIMIT 1")
+            .remove(0);
     let mut cache = cache_at(&sidecar, SidecarWrite::OnChange);
     // The helper's first request is unfiltered; ask with a subject only.
     let selection =
@@ -111,6 +106,8 @@ fn a_damaged_or_foreign_sidecar_is_rebuilt_not_trusted() {
     let (dir, store, sidecar) = setup();
     one_shot(&store, &sidecar, "build");
     let good = std::fs::read(&sidecar).unwrap();
+    let ids = section(&sidecar, "ids.bytes");
+    let traits = section(&sidecar, "traits");
 
     type Tamper = Box<dyn Fn(&mut Vec<u8>)>;
     let damage: Vec<(&str, Tamper)> = vec![
@@ -122,19 +119,20 @@ fn a_damaged_or_foreign_sidecar_is_rebuilt_not_trusted() {
         ("magic", Box::new(|b: &mut Vec<u8>| b[0] = b'X')),
         (
             "ids section",
-            Box::new(|b: &mut Vec<u8>| {
-                let at = section(b, "ids.bytes").start + 3;
-                b[at] ^= 0x01;
-            }),
+            Box::new(move |b: &mut Vec<u8>| b[ids.start + 3] ^= 0x01),
         ),
         (
             "traits section",
-            Box::new(|b: &mut Vec<u8>| {
-                let at = section(b, "traits").start + 9;
-                b[at] ^= 0x80;
-            }),
+            Box::new(move |b: &mut Vec<u8>| b[traits.start + 9] ^= 0x80),
         ),
         ("empty", Box::new(|b: &mut Vec<u8>| b.clear())),
+        // Written by a build of the first format, which began "PRSCAR01".
+        (
+            "older format",
+            Box::new(|b: &mut Vec<u8>| b[6..8].copy_from_slice(b"01")),
+        ),
+        // Copied from a machine of the other byte order.
+        ("byte order", Box::new(|b: &mut Vec<u8>| b[8..12].reverse())),
     ];
     for (what, tamper) in damage {
         let mut bytes = good.clone();
@@ -159,26 +157,23 @@ fn a_damaged_or_foreign_sidecar_is_rebuilt_not_trusted() {
     assert_eq!(route, Route::Rebuild);
 }
 
-/// The byte range of a named section, from the sidecar's header.
-fn section(bytes: &[u8], name: &str) -> std::ops::Range<usize> {
-    let len = u64::from_le_bytes(bytes[8..16].try_into().unwrap()) as usize;
-    let header: serde_json::Value = serde_json::from_slice(&bytes[24..24 + len]).unwrap();
-    let entry = header["sections"]
-        .as_array()
+/// The byte range of a named section of a sound sidecar, as `verify` reports it.
+fn section(sidecar: &Path, name: &str) -> std::ops::Range<usize> {
+    particles_cache::verify_sidecar(sidecar)
         .unwrap()
-        .iter()
-        .find(|s| s["name"] == name)
-        .unwrap();
-    let start = entry["offset"].as_u64().unwrap() as usize;
-    start..start + entry["len"].as_u64().unwrap() as usize
+        .sections
+        .into_iter()
+        .find(|s| s.name == name)
+        .unwrap()
+        .range
 }
 
 #[test]
 fn damaged_claims_are_caught_when_a_claim_filter_reads_them() {
     let (_dir, store_path, sidecar) = setup();
     one_shot(&store_path, &sidecar, "build");
+    let claims = section(&sidecar, "claims");
     let mut bytes = std::fs::read(&sidecar).unwrap();
-    let claims = section(&bytes, "claims");
     assert!(claims.len() > 2, "the fixture has structured claims");
     bytes[claims.start + claims.len() / 2] ^= 0x04;
     std::fs::write(&sidecar, &bytes).unwrap();

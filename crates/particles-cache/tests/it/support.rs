@@ -20,6 +20,30 @@ pub fn workspace_root() -> PathBuf {
         .to_owned()
 }
 
+/// Runs raw SQL on a store through the test's own connection (the store crate
+/// keeps its connections to itself): what another writer might do to the file.
+pub fn raw_sql(path: &Path, sql: &str) {
+    let connection = rusqlite::Connection::open(path).unwrap();
+    connection
+        .busy_timeout(std::time::Duration::from_secs(30))
+        .unwrap();
+    connection.execute_batch(sql).unwrap();
+}
+
+/// The first column of every row `sql` selects, read through the test's own
+/// read-only connection.
+pub fn raw_strings(path: &Path, sql: &str) -> Vec<String> {
+    let connection =
+        rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .unwrap();
+    let mut statement = connection.prepare(sql).unwrap();
+    statement
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
 /// A private copy of a fixture store.
 pub fn working_copy(dir: &Path, fixture: &str) -> PathBuf {
     let path = dir.join(fixture);

@@ -36,30 +36,12 @@ async def main():
 asyncio.run(main())
 "#;
 
-/// The reference's Python with the `mcp` package, or `None` after saying why.
+/// The reference's Python with the `mcp` package and the PYTHONPATH it was
+/// checked with, or `None` after saying why.
 fn python_with(needs: &str) -> Option<(std::path::PathBuf, String)> {
-    let python = std::env::var_os("PARTICLES_REFERENCE_PYTHON")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join(".reference/venv/bin/python"));
     let pythonpath = std::env::var("PARTICLES_REFERENCE_EXTRA_PATH").unwrap_or_default();
-    let ok = python.exists()
-        && Command::new(&python)
-            .args(["-c", &format!("import particles, {needs}")])
-            .env("PYTHONPATH", &pythonpath)
-            .output()
-            .is_ok_and(|o| o.status.success());
-    if ok {
-        return Some((python, pythonpath));
-    }
-    let message = format!(
-        "SKIPPED: the reference venv or its `{needs}` package is missing; run `cargo xtask reference`"
-    );
-    assert!(
-        std::env::var("PARTICLES_REQUIRE_REFERENCE").as_deref() != Ok("1"),
-        "{message}"
-    );
-    eprintln!("{message}");
-    None
+    let python = particles_testkit::reference_python_with(&[needs], &pythonpath)?;
+    Some((python, pythonpath))
 }
 
 #[test]
@@ -214,10 +196,12 @@ fn serve_http_starts_answers_and_stops_on_sigterm() {
     };
     assert!(body.starts_with("HTTP/1.1 200"), "{body}");
     assert!(body.contains(r#""version":"particles-rs "#), "{body}");
-    // SAFETY: kill(2) on our own child's pid.
-    unsafe {
-        libc::kill(i32::try_from(child.id()).unwrap(), libc::SIGTERM);
-    }
+    // SIGTERM through kill(1): the crate forbids unsafe code, even in tests.
+    let sent = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill(1) runs");
+    assert!(sent.success());
     let output = child.wait_with_output().expect("the engine exits");
     assert!(
         output.status.success(),

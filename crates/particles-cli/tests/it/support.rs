@@ -22,20 +22,6 @@ pub fn sidecar_dir() -> &'static Path {
         .path()
 }
 
-/// The encoder's model directory as the user's environment names it (the test
-/// processes get an isolated `HOME`, so it is passed explicitly).
-pub fn model_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("PARTICLES_MODEL_DIR") {
-        return PathBuf::from(dir);
-    }
-    std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))
-        .unwrap_or_else(|| PathBuf::from(".cache"))
-        .join("particles-rs")
-        .join("all-MiniLM-L6-v2")
-}
-
 /// An empty home directory, so a developer's own `~/.particles/config.yaml` can
 /// never leak into a test.
 pub fn isolated_home() -> &'static Path {
@@ -49,7 +35,7 @@ pub fn isolated_home() -> &'static Path {
 pub fn particles_rs_command() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_particles-rs"));
     command
-        .env("PARTICLES_MODEL_DIR", model_dir())
+        .env("PARTICLES_MODEL_DIR", particles_testkit::model_dir())
         .env("PARTICLES_SIDECAR_DIR", sidecar_dir())
         .env("HOME", isolated_home())
         .env_remove("PARTICLES_CONFIG")
@@ -66,22 +52,11 @@ pub fn particles_rs(args: &[&str]) -> Output {
         .expect("the particles-rs binary runs")
 }
 
-/// The reference venv's Python: `PARTICLES_REFERENCE_PYTHON`, else
-/// `.reference/venv/bin/python` in the workspace. Panics with the install command
-/// when neither exists: these tests are the point of the project and must not
-/// silently pass without the oracle.
+/// The reference venv's Python; call only after the test checked
+/// `particles_testkit::reference_python()` (which skips or fails when absent).
 pub fn reference_python() -> PathBuf {
-    if let Some(path) = std::env::var_os("PARTICLES_REFERENCE_PYTHON") {
-        return PathBuf::from(path);
-    }
-    let path = workspace_root().join(".reference/venv/bin/python");
-    assert!(
-        path.exists(),
-        "the reference (linkedparticles 1.214.1) is not installed at {}; run `cargo xtask reference` \
-         (or .ci/run) first, or set PARTICLES_REFERENCE_PYTHON",
-        path.display()
-    );
-    path
+    particles_testkit::reference_python()
+        .expect("the test checked particles_testkit::reference_python() first")
 }
 
 /// The sha256 of a file, to prove a store was not written.

@@ -25,29 +25,10 @@ fn knob(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .expect("the crate sits at crates/particles-config")
-        .to_owned()
-}
-
-/// The reference's interpreter, or `None` (with a note) when it is not installed.
+/// The reference's interpreter, or `None` (skip) when it is not installed; see
+/// `particles_testkit::reference_python`.
 pub fn reference_python() -> Option<PathBuf> {
-    let python = workspace_root().join(".reference/venv/bin/python");
-    if python.exists() {
-        return Some(python);
-    }
-    let message = format!(
-        "the reference is not installed at {}; run `cargo xtask reference` to install it",
-        python.display()
-    );
-    if std::env::var("PARTICLES_REQUIRE_REFERENCE").is_ok_and(|v| v == "1") {
-        panic!("{message} (PARTICLES_REQUIRE_REFERENCE=1)");
-    }
-    eprintln!("skipping the reference comparison: {message}");
-    None
+    particles_testkit::reference_python()
 }
 
 struct Case {

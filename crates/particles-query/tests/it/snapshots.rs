@@ -74,9 +74,10 @@ fn top(k: u32) -> QueryRequest {
 
 #[test]
 fn coins_a_by_question_vector() {
+    // A vector near the store's embeddings, so the similarities mean something.
     insta::assert_snapshot!(ranking(
         "coins-a.db",
-        Some("coins-a.question.json"),
+        Some("coins-a.centroid.json"),
         top(15)
     ));
 }
@@ -104,4 +105,138 @@ fn coins_b_with_every_default_filter_off() {
         ..top(20)
     };
     insta::assert_snapshot!(ranking("coins-b.db", Some("coins-b.near.json"), request));
+}
+
+/// coins-a with what the query surface filters on added: a taxonomy with tags,
+/// world-time validity (events and states, some closed) and typed claims.
+fn rich_fixture(dir: &std::path::Path) -> PathBuf {
+    let path = dir.join("coins-rich.db");
+    std::fs::copy(fixture("coins-a.db"), &path).unwrap();
+    let connection = rusqlite::Connection::open(&path).unwrap();
+    connection
+        .execute_batch(
+            r#"
+            INSERT INTO tag_nodes (taxonomy_id, tag, parent, aliases_json) VALUES
+                ('coins', 'metal', NULL, '[]'),
+                ('coins', 'gold', 'metal', '[]'),
+                ('coins', 'silver', 'metal', '[]');
+            INSERT INTO particle_tag_edges (particle_id, tag)
+                SELECT id, CASE WHEN rowid % 3 = 0 THEN 'gold' WHEN rowid % 3 = 1 THEN 'silver' ELSE 'metal' END
+                FROM particles WHERE rowid % 2 = 0;
+            UPDATE particles SET valid_from = printf('20%02d-0%d-15 00:00:00.000000', 10 + rowid % 12, 1 + rowid % 9),
+                                 valid_kind = CASE WHEN rowid % 4 = 0 THEN 'EVENT' ELSE 'STATE' END
+                WHERE rowid % 3 != 2;
+            UPDATE particles SET valid_until = printf('20%02d-12-31 00:00:00.000000', 12 + rowid % 12)
+                WHERE valid_kind = 'STATE' AND rowid % 5 = 0;
+            UPDATE particles SET structured_claim_json = printf(
+                    '{"subject": {"kind": "TOKEN", "value": "coin"}, "predicate": {"kind": "TOKEN", "value": "%s"}, "object": {"kind": "LITERAL", "value": "%s", "datatype": "%s"}}',
+                    CASE WHEN rowid % 2 = 0 THEN 'weighs' ELSE 'minted' END,
+                    CASE WHEN rowid % 2 = 0 THEN printf('%d.5', rowid % 9) ELSE printf('19%02d-06-01', rowid % 90) END,
+                    CASE WHEN rowid % 2 = 0 THEN 'xsd:decimal' ELSE 'xsd:date' END),
+                structurizer_id = 'gen', structurizer_version = '1',
+                structured_claim_generated_at = '2024-01-01 00:00:00.000000'
+                WHERE rowid % 4 = 1;
+            "#,
+        )
+        .unwrap();
+    path
+}
+
+/// A ranking of the rich fixture with the as-of and window annotations.
+fn annotated(request: QueryRequest) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let path = rich_fixture(dir.path());
+    let store = Store::open_read_only(&path).unwrap();
+    let now = Timestamp::parse("2026-06-01T00:00:00Z").unwrap();
+    let request = request.validate(now).unwrap();
+    let vector = vector("coins-a.centroid.json");
+    let input = QueryInput {
+        norm_kernel: NormKernel::SkylakeX,
+        ..QueryInput::new(&request, Some(&vector), now)
+    };
+    let outcome = run_query(&store, &input).unwrap();
+    let mut out = String::new();
+    for hit in &outcome.hits {
+        let note = match (&hit.as_of_note, &hit.window_hit) {
+            (Some(note), _) => format!(
+                "retired {} ({}) at {}",
+                note.status,
+                note.basis.as_str(),
+                note.retired_at
+            ),
+            (None, Some(window)) => format!(
+                "{} from {}{}",
+                window.reading.as_str(),
+                window.valid_from,
+                window
+                    .closed_at
+                    .map(|t| format!(" closed {t}"))
+                    .unwrap_or_default()
+            ),
+            (None, None) => String::new(),
+        };
+        writeln!(
+            out,
+            "{:>2}  {}  sim={:.6}  eff={:.6}  {}",
+            hit.rank,
+            &hit.id[..8],
+            hit.similarity,
+            hit.effective_confidence,
+            note
+        )
+        .unwrap();
+    }
+    writeln!(
+        out,
+        "candidates={} filtered_out={} undatable={} window={:?} claims={:?} unknown_tags={:?}",
+        outcome.stats.candidates,
+        outcome.stats.filtered_out,
+        outcome.as_of_excluded_undatable,
+        outcome.window_coverage,
+        outcome.claim_coverage,
+        outcome.unknown_tags
+    )
+    .unwrap();
+    out
+}
+
+#[test]
+fn as_of_a_past_instant() {
+    insta::assert_snapshot!(annotated(QueryRequest {
+        as_of: Some(Timestamp::parse("2025-03-01T00:00:00Z").unwrap()),
+        ..top(12)
+    }));
+}
+
+#[test]
+fn window_of_a_decade() {
+    insta::assert_snapshot!(annotated(QueryRequest {
+        window: Some(particles_model::TimeWindow {
+            start: Some(Timestamp::parse("2012-01-01T00:00:00Z").unwrap()),
+            end: Some(Timestamp::parse("2016-12-31T23:59:59Z").unwrap()),
+        }),
+        ..top(12)
+    }));
+}
+
+#[test]
+fn tag_subtree_and_an_unknown_tag() {
+    insta::assert_snapshot!(annotated(QueryRequest {
+        tags: vec!["metal".to_owned(), "platinum".to_owned()],
+        ..top(12)
+    }));
+}
+
+#[test]
+fn typed_claim_bounds() {
+    insta::assert_snapshot!(annotated(QueryRequest {
+        predicate: Some("WEIGHS".to_owned()),
+        object_gt: Some("2".to_owned()),
+        ..top(12)
+    }));
+    insta::assert_snapshot!(annotated(QueryRequest {
+        predicate: Some("minted".to_owned()),
+        object_lt: Some("1950-01-01".to_owned()),
+        ..top(12)
+    }));
 }

@@ -335,7 +335,9 @@ fn compare(reference: &Reference, sides: &Sides, invocation: &Invocation, tally:
         && remote.stdout.is_empty()
         && remote.stderr == b"Error: 500 from /query: Internal Server Error\n"
     {
-        tally.passed.push(format!("{} (both raise: 500)", invocation.label));
+        tally
+            .passed
+            .push(format!("{} (both raise: 500)", invocation.label));
         return;
     }
     let fields = both_backends(reference, sides, &invocation.request, false);

@@ -15,13 +15,7 @@ use particles_model::{
 };
 use particles_server::{Backend, HttpOptions, HttpServer, KeySource, Limits};
 
-pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .expect("the workspace root")
-        .to_path_buf()
-}
+pub use particles_testkit::workspace_root;
 
 /// A deterministic unit vector for a text: what both engines rank a question
 /// by in these tests (the reference through its encoder seam).
@@ -343,20 +337,37 @@ pub fn fixture_store(dir: &Path) -> PathBuf {
     std::fs::create_dir_all(&blob_dir).expect("the blob directory");
     std::fs::write(blob_dir.join(&hash), BLOB_TEXT).expect("the blob");
     let transaction = writer.transaction().expect("a transaction");
+    let created = Timestamp::parse("2024-01-01T00:00:00").expect("a timestamp");
     transaction
-        .execute(
-            "INSERT INTO corpus_entries (entry_id, uri_r, source_type, mutability, fetch_policy, \
-             created_at, deposited_by, tags_json) VALUES ('entry-1', 'https://example.org/coins', \
-             'WEB_PAGE', 'MUTABLE', 'NEVER', '2024-01-01 00:00:00', 'test', '[]')",
-            [],
+        .insert_corpus_entry(
+            &particles_store::CorpusEntryRow {
+                entry_id: "entry-1",
+                uri_r: Some("https://example.org/coins"),
+                source_type: "WEB_PAGE",
+                mutability: "MUTABLE",
+                fetch_policy: "NEVER",
+                created_at: created,
+                deposited_by: "test",
+                tags_json: "[]",
+            },
+            particles_store::OnConflict::Abort,
         )
         .expect("an entry");
     transaction
-        .execute(
-            "INSERT INTO snapshots (snapshot_id, entry_id, captured_at, content_hash, \
-             warc_record_type, extraction_status) VALUES ('snap-1', 'entry-1', \
-             '2024-01-01 00:00:00', ?1, 'RESPONSE', 'COMPLETE')",
-            [&hash],
+        .insert_snapshot(
+            &particles_store::SnapshotRow {
+                snapshot_id: "snap-1",
+                entry_id: "entry-1",
+                captured_at: created,
+                content_hash: &hash,
+                warc_record_type: "RESPONSE",
+                extraction_status: "COMPLETE",
+                content_published_at: None,
+                author_id: None,
+                extraction_attempts: 0,
+                resume_whole: false,
+            },
+            particles_store::OnConflict::Abort,
         )
         .expect("a snapshot");
     let particles = [
@@ -434,9 +445,6 @@ pub struct Reference {
 
 pub fn reference(needs: &[&str]) -> Option<Reference> {
     let root = workspace_root();
-    let python = std::env::var_os("PARTICLES_REFERENCE_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join(".reference/venv/bin/python"));
     let mut paths = vec![root.join("tests/reference/server").display().to_string()];
     if let Ok(extra) = std::env::var("PARTICLES_REFERENCE_EXTRA_PATH") {
         paths.extend(
@@ -447,29 +455,7 @@ pub fn reference(needs: &[&str]) -> Option<Reference> {
         );
     }
     let pythonpath = paths.join(":");
-    let mut imports = vec!["particles".to_owned()];
-    imports.extend(needs.iter().map(|n| (*n).to_owned()));
-    let ok = python.exists()
-        && std::process::Command::new(&python)
-            .args(["-c", &format!("import {}", imports.join(", "))])
-            .env("PYTHONPATH", &pythonpath)
-            .output()
-            .is_ok_and(|o| o.status.success());
-    if !ok {
-        let message = format!(
-            "SKIPPED: the reference venv ({}) or its packages {:?} are missing; run `cargo xtask \
-             reference` (it installs the server pins too), or set PARTICLES_REFERENCE_EXTRA_PATH \
-             to a directory holding them",
-            python.display(),
-            needs
-        );
-        assert!(
-            std::env::var("PARTICLES_REQUIRE_REFERENCE").as_deref() != Ok("1"),
-            "{message}"
-        );
-        eprintln!("{message}");
-        return None;
-    }
+    let python = particles_testkit::reference_python_with(needs, &pythonpath)?;
     let particles = python.with_file_name("particles");
     Some(Reference {
         python,

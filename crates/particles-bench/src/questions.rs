@@ -7,10 +7,12 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::generator::Rng;
+use crate::{
+    error::{read_json, Error, Result},
+    generator::Rng,
+};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Questions {
@@ -39,17 +41,15 @@ impl Questions {
     /// when the file holds fewer than `count` questions.
     pub(crate) fn load(path: Option<&Path>, seed: u64, count: usize) -> Result<Questions> {
         let questions = match path {
-            Some(path) => serde_json::from_str::<Questions>(
-                &std::fs::read_to_string(path)
-                    .with_context(|| format!("cannot read {}", path.display()))?,
-            )?,
+            Some(path) => read_json::<Questions>(path)?,
             None => Questions::generated(seed, count),
         };
-        anyhow::ensure!(
-            questions.vectors.len() >= count,
-            "the questions file has {} questions; this run needs {count}",
-            questions.vectors.len()
-        );
+        if questions.vectors.len() < count {
+            return Err(Error::TooFewQuestions {
+                have: questions.vectors.len(),
+                need: count,
+            });
+        }
         Ok(questions)
     }
 
@@ -84,11 +84,16 @@ pub(crate) fn export_from_reference(
     );
     let output = std::process::Command::new(python)
         .args(["-c", &script])
-        .output()?;
-    anyhow::ensure!(
-        output.status.success(),
-        "exporting the reference's questions failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+        .output()
+        .map_err(|source| Error::Spawn {
+            program: python.to_owned(),
+            source,
+        })?;
+    if !output.status.success() {
+        return Err(Error::Reference {
+            task: "exporting the reference's questions".into(),
+            detail: String::from_utf8_lossy(&output.stderr).into_owned(),
+        });
+    }
     Ok(())
 }

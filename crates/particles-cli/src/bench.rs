@@ -1,32 +1,13 @@
-//! `particles-rs benchmark query-latency run|report`: the query-latency benchmark,
-//! cell for cell the reference harness's protocol, and side by side with it.
+//! `particles-rs benchmark query-latency run|report`: the flags of the
+//! query-latency benchmark and a dispatch into `particles-bench`, which holds the
+//! benchmark itself. Cells run as child processes of this binary, through the
+//! hidden `cell` verb.
 
-mod cell;
-mod environment;
-pub(crate) mod generator;
-mod questions;
-mod report;
-mod runner;
+use std::path::PathBuf;
 
-use std::{path::PathBuf, sync::OnceLock, time::Instant};
-
-use anyhow::Result;
-use clap::{Args, Subcommand};
-
-static PROCESS_START: OnceLock<Instant> = OnceLock::new();
-
-/// Marks the process start, so a cell reports start-up apart from its queries.
-pub(crate) fn mark_process_start() {
-    PROCESS_START.get_or_init(Instant::now);
-}
-
-/// Seconds from process start to now (the cell's `import_seconds`: for a Rust
-/// binary, loading and argument parsing).
-fn process_start_seconds() -> f64 {
-    PROCESS_START
-        .get()
-        .map_or(0.0, |t| t.elapsed().as_secs_f64())
-}
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand, ValueEnum};
+use particles_bench::{CellCommand, RunOptions, Variant};
 
 #[derive(Debug, Args)]
 pub(crate) struct BenchmarkArgs {
@@ -61,56 +42,65 @@ enum QueryLatencyCommand {
 
 /// The reference harness's flags, with its defaults, plus the side-by-side ones.
 #[derive(Debug, Args)]
-pub(crate) struct RunArgs {
+struct RunArgs {
     /// Where stores, cell specs, results and logs go.
     #[arg(long, default_value = "bench-work")]
-    pub(crate) work_dir: PathBuf,
+    work_dir: PathBuf,
     /// Comma-separated store sizes (ACTIVE beliefs), with k and M suffixes.
     #[arg(long, default_value = "10k,56k,100k,300k,1M")]
-    pub(crate) sizes: String,
+    sizes: String,
     /// The store and question seed.
     #[arg(long, default_value_t = 20261017)]
-    pub(crate) seed: u64,
+    seed: u64,
     /// Fresh-process repetitions per size and variant.
     #[arg(long, default_value_t = 5)]
-    pub(crate) cold_runs: usize,
+    cold_runs: usize,
     /// Timed questions in a warm cell.
     #[arg(long, default_value_t = 50, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
-    pub(crate) warm_questions: usize,
+    warm_questions: usize,
     /// Seconds a warm cell may spend on its questions (0 = no budget).
     #[arg(long, default_value_t = 2400.0)]
-    pub(crate) warm_budget: f64,
+    warm_budget: f64,
     /// Encode each question in the cell (the default; its load is reported apart).
     #[arg(long, overrides_with = "no_encoder")]
-    pub(crate) encoder: bool,
+    encoder: bool,
     /// Use the fixed question vectors instead of encoding (required side by side).
     #[arg(long, overrides_with = "encoder")]
-    pub(crate) no_encoder: bool,
+    no_encoder: bool,
     /// Which variants: unfiltered and/or subject (repeatable).
-    #[arg(long, default_values = ["unfiltered", "subject"], value_parser = ["unfiltered", "subject"])]
-    pub(crate) variant: Vec<String>,
+    #[arg(long, value_enum, default_values = ["unfiltered", "subject"])]
+    variant: Vec<VariantArg>,
     /// Seconds before a cell is killed.
     #[arg(long, default_value_t = 7200.0)]
-    pub(crate) cell_timeout: f64,
+    cell_timeout: f64,
     /// Kill a cell when system swap grows by more than this many GiB.
     #[arg(long, default_value_t = 8.0)]
-    pub(crate) swap_guard_gib: f64,
+    swap_guard_gib: f64,
     /// Run again the cells whose result is a failure.
     #[arg(long)]
-    pub(crate) retry_failed: bool,
+    retry_failed: bool,
     /// Also run the reference's own harness on copies of the same store files,
     /// interleaved per size and variant (stores from the reference generator).
     #[arg(long)]
-    pub(crate) side_by_side: bool,
+    side_by_side: bool,
     /// The reference venv (default: .reference/venv).
     #[arg(long, value_name = "PATH")]
-    pub(crate) reference_venv: Option<PathBuf>,
+    reference_venv: Option<PathBuf>,
 }
 
-impl RunArgs {
-    /// Whether cells encode their questions (the reference's default).
-    pub(crate) fn encoder(&self) -> bool {
-        !self.no_encoder
+/// `--variant`'s values (the reference harness's names).
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum VariantArg {
+    Unfiltered,
+    Subject,
+}
+
+impl From<VariantArg> for Variant {
+    fn from(variant: VariantArg) -> Variant {
+        match variant {
+            VariantArg::Unfiltered => Variant::Unfiltered,
+            VariantArg::Subject => Variant::Subject,
+        }
     }
 }
 
@@ -124,16 +114,42 @@ struct ReportArgs {
     export_dir: PathBuf,
 }
 
+/// The words before the spec path that make this binary run one cell.
+const CELL_VERB: [&str; 3] = ["benchmark", "query-latency", "cell"];
+
 pub(crate) fn run(args: BenchmarkArgs) -> Result<()> {
     match args.command {
         BenchmarkCommand::QueryLatency(args) => match args.command {
-            QueryLatencyCommand::Run(args) => runner::run(&args),
+            QueryLatencyCommand::Run(args) => {
+                let cell_command = CellCommand {
+                    program: std::env::current_exe()
+                        .context("cannot find this binary to start benchmark cells")?,
+                    args: CELL_VERB.map(str::to_owned).to_vec(),
+                };
+                let options = RunOptions {
+                    sizes: args.sizes,
+                    seed: args.seed,
+                    cold_runs: args.cold_runs,
+                    warm_questions: args.warm_questions,
+                    warm_budget: args.warm_budget,
+                    encoder: !args.no_encoder,
+                    variants: args.variant.into_iter().map(Variant::from).collect(),
+                    cell_timeout: args.cell_timeout,
+                    swap_guard_gib: args.swap_guard_gib,
+                    retry_failed: args.retry_failed,
+                    side_by_side: args.side_by_side,
+                    reference_venv: args.reference_venv,
+                    command_line: std::env::args().skip(1).collect(),
+                    ..RunOptions::new(args.work_dir, cell_command)
+                };
+                Ok(particles_bench::run(&options)?)
+            }
             QueryLatencyCommand::Report(args) => {
-                let page = report::run(&args.work_dir, &args.export_dir)?;
+                let page = particles_bench::render_report(&args.work_dir, &args.export_dir)?;
                 println!("{}", page.display());
                 Ok(())
             }
-            QueryLatencyCommand::Cell { spec } => cell::run(&spec),
+            QueryLatencyCommand::Cell { spec } => Ok(particles_bench::run_cell(&spec)?),
         },
     }
 }

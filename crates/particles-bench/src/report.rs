@@ -8,10 +8,13 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use anyhow::{Context, Result};
 use serde_json::Value;
 
-use super::{cell::STAGES, runner::size_label};
+use crate::{
+    cell::STAGES,
+    error::{io_error, read_json, Error, Result},
+    runner::{size_label, EXTRA_CELLS_DIR},
+};
 
 /// One `(size, mode, variant)` row of one engine.
 #[derive(Debug, Clone, Default)]
@@ -49,17 +52,31 @@ fn percentile(values: &[f64], q: f64) -> Option<f64> {
     Some(sorted[low] + (sorted[high] - sorted[low]) * (position - low as f64))
 }
 
-fn load_cells(dir: &Path) -> Result<Vec<Value>> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| format!("no cells in {}", dir.display()))?
+/// The result files in `dir` (every `*.json`).
+fn cell_paths(dir: &Path) -> Result<Vec<PathBuf>> {
+    Ok(std::fs::read_dir(dir)
+        .map_err(io_error("list the cells in", dir))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .collect();
-    paths.sort();
-    paths
-        .iter()
-        .map(|p| Ok(serde_json::from_str(&std::fs::read_to_string(p)?)?))
-        .collect()
+        .collect())
+}
+
+/// Reads result files in file-name order (so a cell's kinds stay together, as
+/// they were when every kind lived in `cells/`).
+fn load_cells(mut paths: Vec<PathBuf>) -> Result<Vec<Value>> {
+    paths.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
+    paths.iter().map(|p| read_json(p)).collect()
+}
+
+/// One engine's results: `cells/` and, for our engine, `cells-extra/` (the kinds
+/// the reference's harness has no mode for), when there is one.
+fn load_engine_cells(engine_dir: &Path) -> Result<Vec<Value>> {
+    let mut paths = cell_paths(&engine_dir.join("cells"))?;
+    let extra = engine_dir.join(EXTRA_CELLS_DIR);
+    if extra.is_dir() {
+        paths.extend(cell_paths(&extra)?);
+    }
+    load_cells(paths)
 }
 
 fn rows_of(cells: &[Value]) -> Vec<Row> {
@@ -532,20 +549,27 @@ fn stages_svg(title: &str, rows: &[&Row]) -> String {
     svg
 }
 
-/// Renders the report of a work directory into `export_dir` (the Markdown page,
-/// the plots, and the cells per size).
-pub(crate) fn run(work_dir: &Path, export_dir: &Path) -> Result<PathBuf> {
-    std::fs::create_dir_all(export_dir)?;
+/// Renders the report of a work directory into `export_dir`: the Markdown page
+/// (`query-latency.md`, whose path is returned), the SVG plots, and every cell of
+/// ours per store size (`query-latency-{size}.json`). Reads `cells/` and
+/// `cells-extra/`, and a side-by-side run's `rust/` and `reference/` directories.
+///
+/// # Errors
+///
+/// [`Error::Io`] when the work directory has no cells or the export directory
+/// cannot be written, [`Error::Json`] on a result file that does not parse.
+pub fn render_report(work_dir: &Path, export_dir: &Path) -> Result<PathBuf> {
+    std::fs::create_dir_all(export_dir).map_err(io_error("create", export_dir))?;
     let side_by_side = work_dir.join("rust/cells").is_dir();
     let ours_dir = if side_by_side {
-        work_dir.join("rust/cells")
+        work_dir.join("rust")
     } else {
-        work_dir.join("cells")
+        work_dir.to_owned()
     };
-    let ours_cells = load_cells(&ours_dir)?;
+    let ours_cells = load_engine_cells(&ours_dir)?;
     let ours = rows_of(&ours_cells);
     let theirs = if side_by_side && work_dir.join("reference/cells").is_dir() {
-        rows_of(&load_cells(&work_dir.join("reference/cells"))?)
+        rows_of(&load_cells(cell_paths(&work_dir.join("reference/cells"))?)?)
     } else {
         Vec::new()
     };
@@ -600,7 +624,10 @@ pub(crate) fn run(work_dir: &Path, export_dir: &Path) -> Result<PathBuf> {
             }
         }
     }
-    std::fs::write(export_dir.join("latency-vs-size.svg"), latency_svg(&series))?;
+    write_file(
+        &export_dir.join("latency-vs-size.svg"),
+        latency_svg(&series),
+    )?;
     let mut plots = vec!["latency-vs-size.svg".to_owned()];
     for (mode, variant) in [("cold", "unfiltered"), ("warm", "unfiltered")] {
         let rows: Vec<&Row> = ours
@@ -609,17 +636,15 @@ pub(crate) fn run(work_dir: &Path, export_dir: &Path) -> Result<PathBuf> {
             .collect();
         if !rows.is_empty() {
             let name = format!("stages-{mode}-{variant}.svg");
-            std::fs::write(
-                export_dir.join(&name),
+            write_file(
+                &export_dir.join(&name),
                 stages_svg(&format!("particles-rs, {mode} {variant}"), &rows),
             )?;
             plots.push(name);
         }
     }
-    let commands: Vec<Vec<String>> = std::fs::read_to_string(work_dir.join("run-commands.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or_default();
+    let commands: Vec<Vec<String>> =
+        read_json(&work_dir.join("run-commands.json")).unwrap_or_default();
     if !commands.is_empty() {
         let _ = writeln!(out, "### Reproduce\n\n```sh\ncargo xtask reference   # the reference venv, for side-by-side runs");
         for command in &commands {
@@ -649,14 +674,20 @@ pub(crate) fn run(work_dir: &Path, export_dir: &Path) -> Result<PathBuf> {
             .push(cell);
     }
     for (size, cells) in by_size {
-        std::fs::write(
-            export_dir.join(format!("query-latency-{}.json", size_label(size))),
-            serde_json::to_string_pretty(&cells)?,
-        )?;
+        let path = export_dir.join(format!("query-latency-{}.json", size_label(size)));
+        let text = serde_json::to_string_pretty(&cells).map_err(|source| Error::Json {
+            path: path.clone(),
+            source,
+        })?;
+        write_file(&path, text)?;
     }
     let page = export_dir.join("query-latency.md");
-    std::fs::write(&page, out)?;
+    write_file(&page, out)?;
     Ok(page)
+}
+
+fn write_file(path: &Path, text: String) -> Result<()> {
+    std::fs::write(path, text).map_err(io_error("write", path))
 }
 
 #[cfg(test)]

@@ -17,14 +17,19 @@ use std::{
     time::Instant,
 };
 
-use anyhow::{Context, Result};
 use particles_model::{
     AssertionModality, CalibrationSource, CanonicalForm, ClaimTerm, Confidence, ExtractorRef,
     Particle, ParticleType, ProvenanceRef, ProvenanceRefType, Status, StatusReason,
     StructuredClaim, TermKind, Timestamp, UncertaintyNature, ValidKind, EMBEDDING_DIM,
 };
+use particles_store::{CorpusEntryRow, OnConflict, RelationRow, SnapshotRow, SubjectRow};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+
+use crate::error::{io_error, write_json, Result};
+
+/// Who the generator's rows say wrote them (the reference generator's name).
+const GENERATOR_NAME: &str = "query-latency-generator";
 
 /// This generator's version; a new shape gets a new file name.
 pub(crate) const GENERATOR_VERSION: &str = "rs1";
@@ -225,12 +230,9 @@ pub(crate) fn build_store(
     let _ = std::fs::remove_file(&building);
     let counts = plan_counts(size);
     let mut rng = Rng::new(seed ^ size.rotate_left(32) ^ 0x5151);
-    let mut writer = particles_store::create_store(&building)
-        .with_context(|| format!("cannot create {}", building.display()))?;
-    writer
-        .connection_mut()
-        .execute_batch("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;")
-        .context("cannot set build pragmas")?;
+    let mut writer = particles_store::create_store(&building)?;
+    // A throwaway file until the rename below: durability would only cost time.
+    writer.disable_durability()?;
 
     let entries: Vec<String> = (0..counts.entries).map(|_| rng.uuid()).collect();
     let snapshots: Vec<String> = (0..counts.snapshots).map(|_| rng.uuid()).collect();
@@ -279,25 +281,46 @@ pub(crate) fn build_store(
         .collect();
     let mut sampled: Vec<Option<usize>> = vec![None; sample_count];
 
-    let created_text = timestamp(EPOCH_MICROS).to_store_text();
+    let created = timestamp(EPOCH_MICROS);
     let tx = writer.transaction()?;
     for (i, entry) in entries.iter().enumerate() {
-        tx.execute(
-            "INSERT INTO corpus_entries (entry_id, uri_r, source_type, mutability, fetch_policy, created_at, deposited_by, tags_json) \
-             VALUES (?1, ?2, ?3, 'STABLE', 'NEVER', ?4, 'query-latency-generator', '[]')",
-            rusqlite::params![entry, format!("file:///synthetic/source-{i}.md"), if i % 4 == 0 { "LOCAL_MARKDOWN" } else { "CONVERSATION" }, created_text],
+        let uri = format!("file:///synthetic/source-{i}.md");
+        tx.insert_corpus_entry(
+            &CorpusEntryRow {
+                entry_id: entry,
+                uri_r: Some(&uri),
+                source_type: if i % 4 == 0 {
+                    "LOCAL_MARKDOWN"
+                } else {
+                    "CONVERSATION"
+                },
+                mutability: "STABLE",
+                fetch_policy: "NEVER",
+                created_at: created,
+                deposited_by: GENERATOR_NAME,
+                tags_json: "[]",
+            },
+            OnConflict::Abort,
         )?;
     }
     for (j, snapshot) in snapshots.iter().enumerate() {
-        let published = (rng.random() < 0.79).then(|| {
-            timestamp(EPOCH_MICROS + (rng.uniform(0.0, SPAN_DAYS) * 86_400e6) as i64)
-                .to_store_text()
-        });
+        let published = (rng.random() < 0.79)
+            .then(|| timestamp(EPOCH_MICROS + (rng.uniform(0.0, SPAN_DAYS) * 86_400e6) as i64));
         let hash = format!("{:x}", Sha256::digest(snapshot.as_bytes()));
-        tx.execute(
-            "INSERT INTO snapshots (snapshot_id, entry_id, captured_at, content_hash, warc_record_type, extraction_status, \
-             content_published_at, extraction_attempts, resume_whole) VALUES (?1, ?2, ?3, ?4, 'RESPONSE', 'COMPLETE', ?5, 1, 0)",
-            rusqlite::params![snapshot, entries[snapshot_entry[j]], created_text, hash, published],
+        tx.insert_snapshot(
+            &SnapshotRow {
+                snapshot_id: snapshot,
+                entry_id: &entries[snapshot_entry[j]],
+                captured_at: created,
+                content_hash: &hash,
+                warc_record_type: "RESPONSE",
+                extraction_status: "COMPLETE",
+                content_published_at: published,
+                author_id: None,
+                extraction_attempts: 1,
+                resume_whole: false,
+            },
+            OnConflict::Abort,
         )?;
     }
     tx.commit()?;
@@ -347,16 +370,13 @@ pub(crate) fn build_store(
             subject_links += particle.subject_ids.len() as u64;
             fingerprint.update(particle.id.as_bytes());
             let retired = particle.status != Status::Active;
-            let id = particle.id.clone();
-            let asserted = particle.asserted_at.to_store_text();
+            let asserted = particle.asserted_at;
             let valid =
                 particles_model::validate(particle, |p| format!("generated particle {}", p.id))?;
             tx.insert(&valid, Some(&vector))?;
             if retired {
-                tx.execute(
-                    "UPDATE particles SET retired_at = ?2 WHERE id = ?1",
-                    rusqlite::params![id, asserted],
-                )?;
+                // Born retired: dated at its assertion, as the reference's generator does.
+                tx.set_retired_at(&valid.id, asserted)?;
             }
         }
         // Co-evidential pairs among this chunk's ACTIVE rows.
@@ -373,10 +393,16 @@ pub(crate) fn build_store(
             }
             let (first, second) = (a.min(b), a.max(b));
             if pairs.insert((first, second)) {
-                tx.execute(
-                    "INSERT INTO particle_relations (particle_a, particle_b, relation_type, created_by, created_at, confidence) \
-                     VALUES (?1, ?2, 'CO_EVIDENTIAL', 'query-latency-generator', ?3, 1.0)",
-                    rusqlite::params![chunk_active_ids[first], chunk_active_ids[second], created_text],
+                tx.insert_relation(
+                    &RelationRow {
+                        particle_a: &chunk_active_ids[first],
+                        particle_b: &chunk_active_ids[second],
+                        relation_type: "CO_EVIDENTIAL",
+                        created_by: GENERATOR_NAME,
+                        created_at: created,
+                        confidence: 1.0,
+                    },
+                    OnConflict::Abort,
                 )?;
                 relations_written += 1;
             }
@@ -390,22 +416,25 @@ pub(crate) fn build_store(
     let mut linked: Vec<usize> = linked_active.iter().copied().collect();
     linked.sort_unstable();
     for index in &linked {
-        tx.execute(
-            "INSERT INTO subjects (id, canonical_name, aliases_json, external_ids_json, created_at, asserted_by) \
-             VALUES (?1, ?2, '[]', '[]', ?3, 'query-latency-generator')",
-            rusqlite::params![subjects[*index], format!("subject {index}"), created_text],
+        let name = format!("subject {index}");
+        tx.insert_subject(
+            &SubjectRow {
+                id: &subjects[*index],
+                canonical_name: &name,
+                aliases_json: "[]",
+                external_ids_json: "[]",
+                created_at: created,
+                asserted_by: GENERATOR_NAME,
+            },
+            OnConflict::Abort,
         )?;
     }
     tx.commit()?;
-    let embedding_bytes: i64 = writer.connection_mut().query_row(
-        "SELECT coalesce(sum(length(embedding_json)), 0) FROM particles WHERE status = 'ACTIVE'",
-        [],
-        |row| row.get(0),
-    )?;
-    let embedding_bytes = embedding_bytes.max(0) as u64;
     drop(writer);
-    std::fs::rename(&building, path)
-        .with_context(|| format!("cannot move the built store to {}", path.display()))?;
+    let embedding_bytes = particles_store::active_embedding_json_length(
+        &particles_store::Store::open_read_only(&building)?,
+    )?;
+    std::fs::rename(&building, path).map_err(io_error("move the built store to", path))?;
     let query_subjects: Vec<(String, u64)> = sampled
         .into_iter()
         .flatten()
@@ -435,10 +464,7 @@ pub(crate) fn build_store(
         fingerprint: format!("{:x}", fingerprint.finalize()),
         query_subjects,
     };
-    std::fs::write(
-        manifest_path(path),
-        serde_json::to_string_pretty(&manifest)?,
-    )?;
+    write_json(&manifest_path(path), &manifest)?;
     Ok(manifest)
 }
 
@@ -449,15 +475,9 @@ pub(crate) fn manifest_path(store: &Path) -> PathBuf {
 
 /// The SHA-256 of every particle id in rowid order: a store's identity.
 pub(crate) fn fingerprint(store: &Path) -> Result<String> {
-    let connection =
-        rusqlite::Connection::open_with_flags(store, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
-    let mut statement = connection.prepare("SELECT id FROM particles ORDER BY rowid")?;
-    let mut rows = statement.query([])?;
+    let store = particles_store::Store::open_read_only(store)?;
     let mut hasher = Sha256::new();
-    while let Some(row) = rows.next()? {
-        let id: String = row.get(0)?;
-        hasher.update(id.as_bytes());
-    }
+    particles_store::particle_ids_in_rowid_order(&store, |id| hasher.update(id.as_bytes()))?;
     Ok(format!("{:x}", hasher.finalize()))
 }
 
@@ -672,15 +692,7 @@ mod tests {
         let manifest = build_store(&a, 7, 600, |_, _| {}).unwrap();
         assert_eq!(manifest.fingerprint, fingerprint(&a).unwrap());
         let store = particles_store::Store::open_read_only(&a).unwrap();
-        let active: i64 = store
-            .connection()
-            .query_row(
-                "SELECT count(*) FROM particles WHERE status = 'ACTIVE'",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
-        assert_eq!(active, 600);
+        assert_eq!(particles_store::count_active(&store).unwrap(), 600);
         assert!(particles_store::journal_installed(&store).unwrap());
         let b = dir.path().join("again.db");
         assert_eq!(

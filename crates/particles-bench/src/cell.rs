@@ -1,14 +1,15 @@
 //! One benchmark cell, run in its own process: the reference harness's cell
 //! protocol (cold: one question in a fresh process; warm: an untimed warm-up, then
 //! timed questions with a budget) over particles-rs, writing a result file in the
-//! reference's `CellResult` schema so its `report` reads our cells too.
+//! reference's `CellResult` schema so its `report` reads our cold and warm cells
+//! too (the runner puts our other kinds in `cells-extra/`).
 
 use std::{
     path::{Path, PathBuf},
+    sync::OnceLock,
     time::Instant,
 };
 
-use anyhow::{Context, Result};
 use particles_cache::{CandidateCache, SidecarConfig, SidecarWrite};
 use particles_model::{QueryRequest, Timestamp};
 use particles_query::{run_query_with, QueryInput, QueryOutcome};
@@ -16,7 +17,27 @@ use particles_store::{CandidateLoader, Store};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::{environment::Environment, questions::Questions};
+use crate::{
+    environment::Environment,
+    error::{read_json, write_json_atomically, Error, Result},
+    questions::Questions,
+};
+
+static PROCESS_START: OnceLock<Instant> = OnceLock::new();
+
+/// Marks the process start, so a cell reports start-up apart from its queries.
+/// The binary that runs cells calls it first thing in `main`.
+pub fn mark_process_start() {
+    PROCESS_START.get_or_init(Instant::now);
+}
+
+/// Seconds from process start to now (the cell's `import_seconds`: for a Rust
+/// binary, loading and argument parsing).
+fn process_start_seconds() -> f64 {
+    PROCESS_START
+        .get()
+        .map_or(0.0, |t| t.elapsed().as_secs_f64())
+}
 
 /// What the orchestrator hands a cell (the reference's `CellSpec` fields).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -109,19 +130,22 @@ fn smaps_rollup_bytes(field: &str) -> Option<u64> {
 }
 
 fn now_iso() -> String {
-    Ok::<_, anyhow::Error>(particles_model::Timestamp::now())
-        .map(|t| t.to_string())
-        .unwrap_or_default()
+    Timestamp::now().to_string()
 }
 
-/// Runs the cell described by the spec file and writes its result atomically.
-pub(crate) fn run(spec_path: &Path) -> Result<()> {
-    let spec: CellSpec = serde_json::from_str(
-        &std::fs::read_to_string(spec_path).context("cannot read the cell spec")?,
-    )?;
+/// Runs the cell described by the spec file (written by [`crate::run`]) and writes
+/// its result atomically to the spec's `result_path`. This is what a cell process
+/// does; the orchestrator records a failure when it exits without a result.
+///
+/// # Errors
+///
+/// Any failure of the cell: an unreadable spec or manifest, a store or query
+/// error, a missing encoder.
+pub fn run_cell(spec_path: &Path) -> Result<()> {
+    let spec: CellSpec = read_json(spec_path)?;
     // What a one-shot `query` pays before its store open: process start and
     // argument parsing (the cell's own bookkeeping below is not counted).
-    let startup_seconds = super::process_start_seconds();
+    let startup_seconds = process_start_seconds();
     let started_at = now_iso();
     let wall = Instant::now();
     let mut environment = Environment::read();
@@ -133,10 +157,7 @@ pub(crate) fn run(spec_path: &Path) -> Result<()> {
         spec.seed,
         spec.question_offset + spec.questions + 1,
     )?;
-    let manifest: Value = serde_json::from_str(
-        &std::fs::read_to_string(super::generator::manifest_path(&spec.store_path))
-            .context("the store has no manifest")?,
-    )?;
+    let manifest: Value = read_json(&crate::generator::manifest_path(&spec.store_path))?;
     let subjects: Vec<String> = manifest["query_subjects"]
         .as_array()
         .map(|a| {
@@ -175,9 +196,7 @@ pub(crate) fn run(spec_path: &Path) -> Result<()> {
             subject_id: subject(index),
             ..QueryRequest::default()
         };
-        let request = request
-            .validate(now)
-            .map_err(|e| anyhow::anyhow!("benchmark request: {e}"))?;
+        let request = request.validate(now)?;
         let started = Instant::now();
         let encoded = encoder.as_ref().map(|encode| encode(questions.text(index)));
         let embed_seconds = started.elapsed().as_secs_f64();
@@ -264,7 +283,7 @@ pub(crate) fn run(spec_path: &Path) -> Result<()> {
         "started_at": started_at,
         "finished_at": now_iso(),
         "wall_seconds": wall.elapsed().as_secs_f64(),
-        "import_seconds": super::process_start_seconds(),
+        "import_seconds": process_start_seconds(),
         "encoder_load_seconds": encoder_load_seconds,
         "warmup_seconds": warmup_seconds,
         "samples": samples,
@@ -283,7 +302,7 @@ pub(crate) fn run(spec_path: &Path) -> Result<()> {
         "floors": floors,
         "sidecar": extra,
     });
-    write_atomically(&spec.result_path, &result)
+    write_json_atomically(&spec.result_path, &result)
 }
 
 /// The single-thread f32 scan floor: the best of 20 plain passes computing one
@@ -311,19 +330,24 @@ fn scan_floor(set: &particles_candidates::CandidateSet, query: &[f32]) -> f64 {
 /// The JSON-parse floor: the time to decode every ACTIVE embedding's JSON on one
 /// core, reading excluded (each row's text is read, then only the decode timed).
 fn json_parse_floor(store: &Store) -> Result<f64> {
-    let mut statement = store.connection().prepare(
-        "SELECT embedding_json FROM particles NOT INDEXED \
-         WHERE status = 'ACTIVE' AND embedding_json IS NOT NULL",
-    )?;
-    let mut rows = statement.query([])?;
     let mut spent = 0.0;
     let mut sink = 0usize;
-    while let Some(row) = rows.next()? {
-        let text = row.get_ref(0)?.as_str()?;
+    let mut failure = None;
+    particles_store::embedding_texts(store, |text| {
+        if failure.is_some() {
+            return;
+        }
         let started = Instant::now();
-        let vector = particles_store::decode_embedding(text).map_err(|e| anyhow::anyhow!(e.0))?;
-        spent += started.elapsed().as_secs_f64();
-        sink += vector.len();
+        match particles_store::decode_embedding(text) {
+            Ok(vector) => {
+                spent += started.elapsed().as_secs_f64();
+                sink += vector.len();
+            }
+            Err(error) => failure = Some(error),
+        }
+    })?;
+    if let Some(error) = failure {
+        return Err(Error::BadEmbedding { reason: error.0 });
     }
     std::hint::black_box(sink);
     Ok(spent)
@@ -349,17 +373,10 @@ fn load_encoder(wanted: bool) -> Result<(Option<Box<EncodeFn>>, Option<f64>)> {
 
 #[cfg(not(feature = "encoder"))]
 fn load_encoder(wanted: bool) -> Result<(Option<Box<EncodeFn>>, Option<f64>)> {
-    anyhow::ensure!(
-        !wanted,
-        "this build has no encoder: run the benchmark with --no-encoder"
-    );
+    if wanted {
+        return Err(Error::Options {
+            reason: "this build has no encoder: run the benchmark with --no-encoder".into(),
+        });
+    }
     Ok((None, None))
-}
-
-/// Writes JSON to a temporary file and renames it into place.
-pub(crate) fn write_atomically(path: &Path, value: &Value) -> Result<()> {
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, serde_json::to_string_pretty(value)?)?;
-    std::fs::rename(&tmp, path)?;
-    Ok(())
 }

@@ -68,7 +68,7 @@ impl Environment {
             package_version: env!("CARGO_PKG_VERSION").to_owned(),
             python: not_python.clone(),
             numpy: not_python.clone(),
-            sqlite: rusqlite::version().to_owned(),
+            sqlite: particles_store::sqlite_version().to_owned(),
             sqlalchemy: not_python.clone(),
             pydantic: not_python,
             platform: format!("{}-{}", std::env::consts::OS, std::env::consts::FAMILY),

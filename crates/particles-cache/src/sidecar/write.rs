@@ -1,0 +1,231 @@
+//! Writing a sidecar: atomically (temp file, fsync, rename, fsync of the
+//! directory), rows in loader order, the header last into the space kept for it.
+
+use std::{
+    fs::File,
+    io::{BufWriter, Seek, SeekFrom, Write},
+    path::Path,
+};
+
+use particles_candidates::{column::StrColumn, CandidateSet, PackedTraits};
+use particles_store::JournalHead;
+
+use super::{
+    format::{Checksum, Checksums, Head, Header, Lengths, SectionKind, SectionTable, HEADER_SPACE},
+    SidecarError,
+};
+
+/// One section's bytes: a slice, or the vectors of a set row by row in a given
+/// order (so an unordered set is written in order without copying it first).
+enum Body<'a> {
+    Bytes(&'a [u8]),
+    Rows(&'a CandidateSet, &'a [u32]),
+}
+
+impl Body<'_> {
+    /// Writes the body, returning its length and checksum.
+    fn write_to(&self, out: &mut impl Write) -> std::io::Result<(usize, Checksum)> {
+        match self {
+            Body::Bytes(bytes) => {
+                out.write_all(bytes)?;
+                Ok((bytes.len(), Checksum::of(bytes)))
+            }
+            Body::Rows(set, order) => {
+                let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+                let mut len = 0;
+                for &row in order.iter() {
+                    let bytes: &[u8] = bytemuck::cast_slice(set.vector(row as usize));
+                    hasher.update(bytes);
+                    out.write_all(bytes)?;
+                    len += bytes.len();
+                }
+                Ok((len, Checksum(hasher.digest())))
+            }
+        }
+    }
+}
+
+/// The per-row columns of `set` in `order`, owned (the vectors stay where they are).
+struct Permuted {
+    norms: Vec<f32>,
+    checks: Vec<u32>,
+    offsets: Vec<u64>,
+    ids: StrColumn,
+    rowids: Vec<i64>,
+    confidence: Vec<f64>,
+    model_current: Vec<u8>,
+    traits: Vec<PackedTraits>,
+    by_id: Vec<u32>,
+}
+
+impl Permuted {
+    fn new(set: &CandidateSet, order: &[u32], by_id: &[u32]) -> Permuted {
+        let c = set.column_slices();
+        let pick = |row: &u32| *row as usize;
+        let mut offsets = Vec::with_capacity(order.len() + 1);
+        offsets.push(0u64);
+        let mut ids = StrColumn::default();
+        for &row in order {
+            let row = row as usize;
+            let last = offsets.last().copied().unwrap_or(0);
+            offsets.push(last + (c.offsets[row + 1] - c.offsets[row]));
+            ids.push(set.id(row));
+        }
+        // The id index names rows; in the file they move to their place in `order`.
+        let mut rank = vec![0u32; order.len()];
+        for (at, &row) in order.iter().enumerate() {
+            rank[row as usize] = at as u32;
+        }
+        Permuted {
+            norms: order.iter().map(|r| c.norms[pick(r)]).collect(),
+            checks: order.iter().map(|r| c.checks[pick(r)]).collect(),
+            offsets,
+            ids,
+            rowids: order.iter().map(|r| c.rowids[pick(r)]).collect(),
+            confidence: order.iter().map(|r| c.confidence[pick(r)]).collect(),
+            model_current: order.iter().map(|r| c.model_current[pick(r)]).collect(),
+            traits: order.iter().map(|r| c.traits[pick(r)]).collect(),
+            by_id: by_id.iter().map(|&row| rank[row as usize]).collect(),
+        }
+    }
+}
+
+/// Writes `set` (exact at `head`) and its id index to `path`, atomically. With
+/// `order`, rows are written in that order (the file is always in loader order).
+///
+/// # Errors
+///
+/// [`SidecarError::Io`] when the directory is not writable or the disk is full,
+/// [`SidecarError::Invalid`] when the set cannot be written faithfully; the
+/// previous sidecar, if any, is then left as it was.
+pub(crate) fn write(
+    path: &Path,
+    store: &Path,
+    head: &JournalHead,
+    set: &CandidateSet,
+    by_id: &[u32],
+    order: Option<&[u32]>,
+) -> Result<(), SidecarError> {
+    let io = |source| SidecarError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let invalid = |reason: String| SidecarError::Invalid {
+        path: path.to_owned(),
+        reason,
+    };
+    let c = set.column_slices();
+    let premises = serde_json::to_vec(c.premises).map_err(|e| io(e.into()))?;
+    let Some(claims) = set.claims_json() else {
+        return Err(invalid(
+            "a structured claim does not survive its JSON round trip; not written".into(),
+        ));
+    };
+    let lengths = Lengths {
+        rows: set.len(),
+        vector_floats: c.vectors.len(),
+        id_bytes: c.ids.0.len(),
+        strings: c.strings.1.len(),
+        string_bytes: c.strings.0.len(),
+        premises_bytes: premises.len(),
+        claims_bytes: claims.len(),
+    };
+    let table = SectionTable::new(&lengths)
+        .ok_or_else(|| invalid("the column lengths overflow; not written".into()))?;
+    let permuted = order.map(|order| Permuted::new(set, order, by_id));
+    let body = |kind: SectionKind| -> Body<'_> {
+        let bytes = |b| Body::Bytes(b);
+        match (&permuted, order) {
+            (Some(p), Some(order)) => match kind {
+                SectionKind::Vectors => Body::Rows(set, order),
+                SectionKind::Norms => bytes(bytemuck::cast_slice(&p.norms)),
+                SectionKind::Checks => bytes(bytemuck::cast_slice(&p.checks)),
+                SectionKind::Offsets => bytes(bytemuck::cast_slice(&p.offsets)),
+                SectionKind::IdBytes => bytes(p.ids.parts().0),
+                SectionKind::IdEnds => bytes(bytemuck::cast_slice(p.ids.parts().1)),
+                SectionKind::Rowids => bytes(bytemuck::cast_slice(&p.rowids)),
+                SectionKind::Confidence => bytes(bytemuck::cast_slice(&p.confidence)),
+                SectionKind::ModelCurrent => bytes(&p.model_current),
+                SectionKind::Traits => bytes(bytemuck::cast_slice(&p.traits)),
+                SectionKind::StringBytes => bytes(c.strings.0),
+                SectionKind::StringEnds => bytes(bytemuck::cast_slice(c.strings.1)),
+                SectionKind::ById => bytes(bytemuck::cast_slice(&p.by_id)),
+                SectionKind::Premises => bytes(&premises),
+                SectionKind::Claims => bytes(&claims),
+            },
+            _ => match kind {
+                SectionKind::Vectors => bytes(bytemuck::cast_slice(c.vectors)),
+                SectionKind::Norms => bytes(bytemuck::cast_slice(c.norms)),
+                SectionKind::Checks => bytes(bytemuck::cast_slice(c.checks)),
+                SectionKind::Offsets => bytes(bytemuck::cast_slice(c.offsets)),
+                SectionKind::IdBytes => bytes(c.ids.0),
+                SectionKind::IdEnds => bytes(bytemuck::cast_slice(c.ids.1)),
+                SectionKind::Rowids => bytes(bytemuck::cast_slice(c.rowids)),
+                SectionKind::Confidence => bytes(bytemuck::cast_slice(c.confidence)),
+                SectionKind::ModelCurrent => bytes(c.model_current),
+                SectionKind::Traits => bytes(bytemuck::cast_slice(c.traits)),
+                SectionKind::StringBytes => bytes(c.strings.0),
+                SectionKind::StringEnds => bytes(bytemuck::cast_slice(c.strings.1)),
+                SectionKind::ById => bytes(bytemuck::cast_slice(by_id)),
+                SectionKind::Premises => bytes(&premises),
+                SectionKind::Claims => bytes(&claims),
+            },
+        }
+    };
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".particles-rs-sidecar-");
+    // Readable by whoever can read the store beside it (tempfile's default is
+    // owner-only, which would make other users rebuild it). Elsewhere the new file
+    // takes the directory's access rules.
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644));
+    let mut temp = builder.tempfile_in(dir).map_err(io)?;
+    // Sections first (their checksums are known once written), then the header
+    // into the space reserved for it.
+    let mut checksums = Checksums::default();
+    {
+        let mut out = BufWriter::with_capacity(1 << 20, temp.as_file_mut());
+        out.write_all(&[0u8; HEADER_SPACE]).map_err(io)?;
+        let mut written = HEADER_SPACE;
+        for (kind, range) in table.iter() {
+            out.write_all(&vec![0u8; range.start - written])
+                .map_err(io)?;
+            let (len, checksum) = body(kind).write_to(&mut out).map_err(io)?;
+            // The table came from the lengths of these very columns; a mismatch is
+            // a bug here, and the file would be refused on open anyway.
+            if len != range.len() {
+                return Err(invalid(format!(
+                    "section {} came out {len} bytes where its table says {}; not written",
+                    kind.name(),
+                    range.len()
+                )));
+            }
+            checksums.set(kind, checksum);
+            written = range.end;
+        }
+        out.flush().map_err(io)?;
+    }
+    let header = Header {
+        head: Head::new(head),
+        store: store.display().to_string(),
+        lengths,
+        checksums,
+    }
+    .encode(path)?;
+    {
+        let file = temp.as_file_mut();
+        file.seek(SeekFrom::Start(0)).map_err(io)?;
+        file.write_all(&header).map_err(io)?;
+    }
+    temp.as_file().sync_all().map_err(io)?;
+    temp.persist(path).map_err(|e| io(e.error))?;
+    // Make the rename durable too; a failure here loses nothing but the file.
+    if let Ok(dir) = File::open(dir) {
+        let _ = dir.sync_all();
+    }
+    Ok(())
+}

@@ -1,0 +1,3 @@
+//! Integration tests of the engine: one module per topic.
+
+mod concurrency;

@@ -1,0 +1,153 @@
+//! Subject coverage gaps (the reference's `operations/query/gaps.py`): what the
+//! store knows about the subject a request named. The corpus-level gaps are one
+//! store read (`particles_store::coverage_gap_entries`).
+
+use particles_model::response::{CoverageGapKind, SubjectCoverageGap};
+use particles_store::{Store, SubjectMatch};
+use unicode_general_category::{get_general_category, GeneralCategory};
+
+use crate::{Error, Result};
+
+/// Below this many ACTIVE CLAIM particles a subject's coverage is low.
+const LOW_COVERAGE_THRESHOLD: u64 = 3;
+
+/// The subject gaps for `subject_id` given `retrieved` rendered hits: none without
+/// a subject; otherwise one of no match, no particles, or low coverage (fewer than
+/// three ACTIVE CLAIM particles, or no hit at all).
+///
+/// The subject resolves as the reference's `get_subject` does (exact id, else a
+/// unique id prefix), unlike the candidate loader, which matches exactly.
+///
+/// # Errors
+///
+/// [`Error::AmbiguousSubject`] for a prefix several subject ids share (the
+/// reference's `ValueError`, a 500 from its server); [`Error::Store`] when the
+/// store cannot be read.
+pub(crate) fn subject_coverage_gaps(
+    store: &Store,
+    subject_id: Option<&str>,
+    retrieved: usize,
+) -> Result<Vec<SubjectCoverageGap>> {
+    let Some(reference) = subject_id else {
+        return Ok(Vec::new());
+    };
+    let subject = match particles_store::find_subject(store, reference)? {
+        SubjectMatch::Found(subject) => subject,
+        SubjectMatch::NotFound => {
+            return Ok(vec![SubjectCoverageGap {
+                subject_id: None,
+                subject_name: None,
+                kind: CoverageGapKind::NoSubjectMatch,
+                particle_count: 0,
+                detail: format!(
+                    "Subject ID {} not found in the registry",
+                    py_repr(reference)
+                ),
+            }])
+        }
+        SubjectMatch::Ambiguous { matches } => {
+            return Err(Error::AmbiguousSubject {
+                reference: reference.to_owned(),
+                message: format!(
+                    "Ambiguous subject prefix {} matches {matches} subjects; use more characters.",
+                    py_repr(reference)
+                ),
+            })
+        }
+    };
+    let count = particles_store::active_claim_count(store, &subject.id)?;
+    let name = subject.canonical_name;
+    let gap = |kind, detail| SubjectCoverageGap {
+        subject_id: Some(subject.id.clone()),
+        subject_name: Some(name.clone()),
+        kind,
+        particle_count: count,
+        detail,
+    };
+    if count == 0 {
+        return Ok(vec![gap(
+            CoverageGapKind::SubjectHasNoParticles,
+            format!("'{name}' exists in the registry but has no ACTIVE CLAIM particles"),
+        )]);
+    }
+    if retrieved == 0 || count < LOW_COVERAGE_THRESHOLD {
+        return Ok(vec![gap(
+            CoverageGapKind::SubjectHasLowCoverage,
+            format!("'{name}' has only {count} ACTIVE CLAIM particle(s); answer may be incomplete"),
+        )]);
+    }
+    Ok(Vec::new())
+}
+
+/// Python's `repr(str)`, which the reference's fixed sentences embed: single
+/// quotes unless the text holds a single quote and no double one; backslash
+/// escapes for the quote, the backslash, `\t\n\r` and what Python does not print.
+pub(crate) fn py_repr(text: &str) -> String {
+    let quote = if text.contains('\'') && !text.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push(quote);
+    for ch in text.chars() {
+        match ch {
+            '\\' => out.push_str("\\\\"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            _ if ch == quote => {
+                out.push('\\');
+                out.push(ch);
+            }
+            _ if printable(ch) => out.push(ch),
+            _ => {
+                let code = ch as u32;
+                let escaped = match code {
+                    0..=0xff => format!("\\x{code:02x}"),
+                    0x100..=0xffff => format!("\\u{code:04x}"),
+                    _ => format!("\\U{code:08x}"),
+                };
+                out.push_str(&escaped);
+            }
+        }
+    }
+    out.push(quote);
+    out
+}
+
+/// `str.isprintable()` for one character: the ASCII space, or anything that is not
+/// a control, format, surrogate, private-use, unassigned or separator character.
+fn printable(ch: char) -> bool {
+    use GeneralCategory::*;
+    ch == ' '
+        || !matches!(
+            get_general_category(ch),
+            Control
+                | Format
+                | Surrogate
+                | PrivateUse
+                | Unassigned
+                | LineSeparator
+                | ParagraphSeparator
+                | SpaceSeparator
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::py_repr;
+
+    #[test]
+    fn repr_picks_quotes_and_escapes_as_python() {
+        assert_eq!(py_repr("abc"), "'abc'");
+        assert_eq!(py_repr("it's"), "\"it's\"");
+        assert_eq!(py_repr("it's \"x\""), "'it\\'s \"x\"'");
+        assert_eq!(py_repr("a\\b\n\t\u{7}"), "'a\\\\b\\n\\t\\x07'");
+        assert_eq!(
+            py_repr("caf\u{e9} \u{a0}\u{200b}"),
+            "'caf\u{e9} \\xa0\\u200b'"
+        );
+        assert_eq!(py_repr("\u{10ffff}"), "'\\U0010ffff'");
+    }
+}

@@ -1,0 +1,181 @@
+//! Lookups by a list of keys: the one place that writes an `IN (...)` list.
+//!
+//! Every lookup by ids, tags or snapshot ids goes through [`for_each_in_chunks`],
+//! which cuts the keys into lists of at most [`ID_CHUNK`], so no statement carries
+//! more variables than any SQLite build allows, whatever the store size. Statements
+//! are prepared through the connection's statement cache: a query makes the same
+//! lookups with the same full-chunk length again and again, and preparing a
+//! statement with 500 variables costs more than running it on a few rows.
+
+use rusqlite::{Row, ToSql};
+
+use crate::{
+    error::{query_error, Result},
+    Store,
+};
+
+/// The most ids one `IN (...)` list carries. Small enough for any SQLite build's
+/// variable limit, whatever the store size.
+pub const ID_CHUNK: usize = 500;
+
+/// Whether a lookup's time inside SQLite counts as loader time
+/// ([`crate::LoadCounters::sql_seconds`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SqlClock {
+    /// A loader's own read (a cache's delta): counted, as the loader's other
+    /// statements are.
+    Loader,
+    /// A lookup around the load (source facts, premises, hits, tags): not counted,
+    /// so a loader that makes one inside its load reports only its own reads.
+    Untimed,
+}
+
+impl SqlClock {
+    fn time<T>(self, f: impl FnOnce() -> T) -> T {
+        match self {
+            SqlClock::Loader => crate::profile::sql(f),
+            SqlClock::Untimed => f(),
+        }
+    }
+}
+
+/// `?,?,...,?` with `n` placeholders.
+pub(crate) fn placeholders(n: usize) -> String {
+    let mut text = "?,".repeat(n);
+    text.pop();
+    text
+}
+
+/// Runs the statement `sql(placeholders)` once per chunk of `keys` (in order, each
+/// chunk at most [`ID_CHUNK`] keys, bound in order to the placeholders) and hands
+/// every row to `row`, chunk after chunk in statement order. No keys, no
+/// statement. `sql` is called at most twice: once for the full chunks' length and
+/// once for the shorter last chunk, whose text is then built once too.
+///
+/// Callers deduplicate and order the keys as their contract says; a key with no
+/// row simply yields nothing.
+///
+/// # Errors
+///
+/// [`crate::Error::Query`] (named `name`) when SQLite fails, or `row`'s error,
+/// which stops the lookup.
+pub(crate) fn for_each_in_chunks<K: ToSql>(
+    store: &Store,
+    name: &'static str,
+    keys: &[K],
+    sql: impl Fn(&str) -> String,
+    clock: SqlClock,
+    mut row: impl FnMut(&Row<'_>) -> Result<()>,
+) -> Result<()> {
+    let mut full_chunk_sql: Option<String> = None;
+    for chunk in keys.chunks(ID_CHUNK) {
+        let last_chunk_sql;
+        let text: &str = if chunk.len() == ID_CHUNK {
+            full_chunk_sql.get_or_insert_with(|| sql(&placeholders(ID_CHUNK)))
+        } else {
+            // Only the last chunk is shorter, so this runs at most once per call.
+            last_chunk_sql = sql(&placeholders(chunk.len()));
+            &last_chunk_sql
+        };
+        let mut statement = clock
+            .time(|| store.connection().prepare_cached(text))
+            .map_err(query_error(name))?;
+        let mut rows = clock
+            .time(|| statement.query(rusqlite::params_from_iter(chunk)))
+            .map_err(query_error(name))?;
+        while let Some(found) = clock.time(|| rows.next()).map_err(query_error(name))? {
+            row(found)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use rusqlite::Connection;
+
+    use super::*;
+
+    /// A store whose `particles` table holds the ids `p0000` .. `p1199`.
+    fn store_with_ids() -> Store {
+        let connection = Connection::open_in_memory().unwrap();
+        connection
+            .execute_batch("CREATE TABLE particles (id TEXT PRIMARY KEY)")
+            .unwrap();
+        for i in 0..1200 {
+            connection
+                .execute(
+                    "INSERT INTO particles (id) VALUES (?1)",
+                    [format!("p{i:04}")],
+                )
+                .unwrap();
+        }
+        Store::from_connection(connection, "memory".into()).unwrap()
+    }
+
+    /// Looks `keys` up; returns each found id with the length of the `IN (...)`
+    /// list that found it, and how many statement texts were built.
+    fn lookup(store: &Store, keys: &[String]) -> (Vec<(String, usize)>, usize) {
+        let built = Cell::new(0);
+        let mut found = Vec::new();
+        for_each_in_chunks(
+            store,
+            "test lookup",
+            keys,
+            |list| {
+                built.set(built.get() + 1);
+                // Each row reports the length of the list that found it.
+                let length = list.matches('?').count();
+                format!("SELECT id, {length} FROM particles WHERE id IN ({list}) ORDER BY id")
+            },
+            SqlClock::Untimed,
+            |row| {
+                found.push((row.get(0).unwrap(), row.get::<_, i64>(1).unwrap() as usize));
+                Ok(())
+            },
+        )
+        .unwrap();
+        (found, built.get())
+    }
+
+    #[test]
+    fn lists_never_pass_the_chunk_and_every_row_comes_back() {
+        let store = store_with_ids();
+        for n in [0, 1, 499, 500, 501, 1001] {
+            let keys: Vec<String> = (0..n).map(|i| format!("p{i:04}")).collect();
+            let (found, built) = lookup(&store, &keys);
+            let ids: Vec<&String> = found.iter().map(|(id, _)| id).collect();
+            assert_eq!(ids, keys.iter().collect::<Vec<_>>(), "n = {n}");
+            assert!(found.iter().all(|(_, list)| *list <= ID_CHUNK), "n = {n}");
+            let full = n / ID_CHUNK;
+            let rest = n % ID_CHUNK;
+            // One text for the full chunks (if any), one for the shorter last one.
+            assert_eq!(
+                built,
+                usize::from(full > 0) + usize::from(rest > 0),
+                "n = {n}"
+            );
+            let lists: std::collections::BTreeSet<usize> =
+                found.iter().map(|(_, list)| *list).collect();
+            let expected: std::collections::BTreeSet<usize> =
+                [(full > 0).then_some(ID_CHUNK), (rest > 0).then_some(rest)]
+                    .into_iter()
+                    .flatten()
+                    .collect();
+            assert_eq!(lists, expected, "n = {n}");
+        }
+    }
+
+    #[test]
+    fn missing_keys_yield_nothing_and_a_repeated_call_agrees() {
+        let store = store_with_ids();
+        let keys: Vec<String> = ["p0003", "absent", "p0001"].map(str::to_owned).to_vec();
+        let (found, _) = lookup(&store, &keys);
+        let ids: Vec<&str> = found.iter().map(|(id, _)| id.as_str()).collect();
+        assert_eq!(ids, ["p0001", "p0003"]);
+        // The same lookup again runs the cached statements; nothing carries over.
+        assert_eq!(lookup(&store, &keys).0, found);
+    }
+}
