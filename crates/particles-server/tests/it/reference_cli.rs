@@ -308,6 +308,17 @@ fn start_server(store: &Path, config: &Path, vectors: HashMap<String, Vec<f32>>)
     TestServer::start(server_setup)
 }
 
+/// The local side's stderr without the warnings the reference logs while it
+/// reads store rows (`particle ID: malformed ...`): in-process they reach the
+/// CLI's stderr, against a remote engine they stay in the engine's log.
+fn in_process_stderr(stderr: &[u8]) -> String {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .filter(|line| !(line.starts_with("particle ") && line.contains(": malformed ")))
+        .map(|line| format!("{line}\n"))
+        .collect()
+}
+
 #[derive(Default)]
 struct Tally {
     passed: Vec<String>,
@@ -319,7 +330,7 @@ fn compare(reference: &Reference, sides: &Sides, invocation: &Invocation, tally:
     let local = run_cli(reference, sides, &invocation.args, false);
     let remote = run_cli(reference, sides, &invocation.args, true);
     let same = local.stdout == remote.stdout
-        && local.stderr == remote.stderr
+        && in_process_stderr(&local.stderr) == String::from_utf8_lossy(&remote.stderr)
         && local.status.code() == remote.status.code();
     if same {
         tally.passed.push(invocation.label.clone());
@@ -341,6 +352,20 @@ fn compare(reference: &Reference, sides: &Sides, invocation: &Invocation, tally:
         return;
     }
     let fields = both_backends(reference, sides, &invocation.request, false);
+    // The reference's client resolves a --subject prefix or name only
+    // in-process; against any remote engine it passes the text through as an
+    // ID (its "graceful degradation"), so an unknown subject stops the local
+    // side only. The engine is held to the same response for that request.
+    let subject_not_resolved = local.status.code() == Some(1)
+        && String::from_utf8_lossy(&local.stderr).starts_with("No subject matches ")
+        && invocation.args.iter().any(|a| a.starts_with("--subject"));
+    if subject_not_resolved && fields["differing"] == json!([]) {
+        tally.passed.push(format!(
+            "{} (the client resolves --subject only in-process; the same response)",
+            invocation.label
+        ));
+        return;
+    }
     let differing: Vec<String> = fields["differing"]
         .as_array()
         .map(|d| {
@@ -457,21 +482,16 @@ fn show_source_and_version_through_our_server() {
         .collect();
     let local = run_cli(&reference, &sides, &args, false);
     let remote = run_cli(&reference, &sides, &args, true);
-    // The fixture's INCONSISTENCY records give two hits contested badges, which
-    // the engine does not compose yet (pending on main): those lines aside,
-    // the output must be the same.
-    let local_text: String = String::from_utf8_lossy(&local.stdout)
-        .lines()
-        .filter(|line| !line.starts_with("⚠ contested ("))
-        .map(|line| format!("{line}\n"))
-        .collect();
+    // The fixture's INCONSISTENCY records give two hits contested badges: the
+    // engine composes them, so the whole output must be the same.
     assert_eq!(
         String::from_utf8_lossy(&remote.stdout),
-        local_text,
+        String::from_utf8_lossy(&local.stdout),
         "stderr local:\n{}\nremote:\n{}",
         String::from_utf8_lossy(&local.stderr),
         String::from_utf8_lossy(&remote.stderr)
     );
+    assert!(String::from_utf8_lossy(&remote.stdout).contains("⚠ contested (inconsistency)"));
     assert!(String::from_utf8_lossy(&remote.stdout).contains("Match:     located"));
     let version = run_cli(&reference, &sides, &["--version".to_owned()], true);
     let printed = String::from_utf8_lossy(&version.stdout);
