@@ -444,6 +444,8 @@ def cli_flags(request: dict) -> list[str]:
              "--min-confidence", str(request["min_confidence"])]
     if request.get("include_contestedness"):
         flags.append("--contestedness")
+    if request["top_k"] in (3, 10):
+        flags.append("--show-source")
     for flag, key in (("--include-document-meta", "include_document_meta"),
                       ("--include-non-asserted", "include_non_asserted")):
         if request.get(key):
@@ -491,6 +493,9 @@ def run_cli(request: dict, out: Path) -> dict:
             app(["query", "the question", *flags], prog_name="particles")
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 1
+        except Exception as exc:  # an uncaught error ends the CLI with a traceback, exit 1
+            print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
+            code = 1
     return {"cli_args": flags, "stdout": stdout.getvalue(), "stderr": stderr.getvalue(),
             "code": code}
 

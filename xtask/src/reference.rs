@@ -4,6 +4,8 @@
 //! linkedparticles packages without their dependencies (which would pull in torch),
 //! then exactly what the query path, the generator and the benchmark import. numpy
 //! is pinned because the reference's cosine bits depend on its inner loop.
+//! Then the reference's HTTP engine and MCP server packages (its thin client and
+//! `engine serve`, which the server tests run), still without torch.
 
 use std::{path::Path, process::Command};
 
@@ -28,10 +30,10 @@ const DEPENDENCIES: &[&str] = &[
     "typer==0.29.2",
 ];
 
-/// The reference's HTTP engine (`particles engine serve`), installed without their
-/// dependencies as `shared/spec/reference-harness.md` pins them (no torch): the
-/// entry-point test serves stores we create through it.
-const SERVER: &[&str] = &[
+/// The reference's HTTP engine (`particles engine serve`), installed without
+/// their dependencies: these pins were checked to start it and answer through it
+/// (shared/spec/reference-harness.md).
+const SERVER_PACKAGES: &[&str] = &[
     "fastapi==0.163.2",
     "starlette==1.10.0",
     "python-multipart==0.0.34",
@@ -39,14 +41,17 @@ const SERVER: &[&str] = &[
     "h11==0.16.0",
     "click==8.5.1",
 ];
+/// The MCP SDK (the reference's `mcp serve` and the tests' MCP client), with its
+/// dependencies; pydantic stays at the pin above.
+const MCP_PACKAGES: &[&str] = &["mcp==1.30.0", "pydantic==2.14.4"];
 
-/// Creates `.reference/venv` and installs the reference unless it already imports,
-/// then the engine's server packages unless they import.
+/// Creates `.reference/venv` and installs the reference unless it already
+/// imports, then the server packages unless they import.
 pub(crate) fn install(root: &Path) -> Result<()> {
     let venv = root.join(".reference/venv");
     let python = venv.join("bin/python");
     if python.exists() && imports_reference(&python) {
-        install_server(&venv)?;
+        install_server_packages(&venv)?;
         eprintln!("reference: {} is ready", venv.display());
         return Ok(());
     }
@@ -74,29 +79,35 @@ pub(crate) fn install(root: &Path) -> Result<()> {
             venv.display()
         );
     }
-    install_server(&venv)
+    install_server_packages(&venv)
 }
 
-/// The engine's server packages, into a venv that already holds the reference
-/// (a venv made before they were pinned gets them too).
-fn install_server(venv: &Path) -> Result<()> {
+/// The server and MCP pins, unless they already import.
+fn install_server_packages(venv: &Path) -> Result<()> {
     let python = venv.join("bin/python");
-    let imports = Command::new(&python)
-        .args(["-c", "import fastapi, starlette, multipart, uvicorn, click"])
+    let ready = Command::new(&python)
+        .args([
+            "-c",
+            "import fastapi, starlette, multipart, uvicorn, click, mcp",
+        ])
         .output()
         .is_ok_and(|output| output.status.success());
-    if imports {
+    if ready {
         return Ok(());
     }
-    eprintln!("reference: installing the engine's server packages");
-    run(Command::new(venv.join("bin/pip"))
+    eprintln!("reference: installing the engine and MCP server packages");
+    let pip = venv.join("bin/pip");
+    run(Command::new(&pip)
         .args([
             "install",
             "--quiet",
             "--disable-pip-version-check",
             "--no-deps",
         ])
-        .args(SERVER))
+        .args(SERVER_PACKAGES))?;
+    run(Command::new(&pip)
+        .args(["install", "--quiet", "--disable-pip-version-check"])
+        .args(MCP_PACKAGES))
 }
 
 fn imports_reference(python: &Path) -> bool {

@@ -16,13 +16,14 @@ mod query_flags;
 mod reference_text;
 mod response;
 mod serve;
+mod server_cmd;
 mod sidecar_cmd;
 mod store_cmd;
 mod structural_cmd;
 
 use std::{io, process::ExitCode};
 
-use clap::{Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// Query a Particles belief store, ranked exactly like the reference engine
 /// (linkedparticles 1.214.1).
@@ -45,9 +46,12 @@ enum Command {
     /// The configuration as this engine reads it (the reference's file, keys and
     /// environment overrides).
     Config(config_cmd::ConfigArgs),
-    /// Answer queries line by line on standard input, keeping the candidate cache
-    /// warm between them.
+    /// Serve queries: over HTTP (`--http`, the reference's API; its tools use
+    /// it through PARTICLES_ENGINE_BASE_URL), or line by line on standard input
+    /// (`--stdio`), keeping the candidate cache warm between them.
     Serve(serve::ServeArgs),
+    /// The MCP server on stdio: the reference's `query` tool.
+    Mcp(server_cmd::McpArgs),
     /// Store maintenance (the only verbs that write a store).
     Store(store_cmd::StoreArgs),
     /// The sidecar: a derived file of decoded vectors beside the store (or in
@@ -81,7 +85,27 @@ fn main() -> ExitCode {
     // First, so a benchmark cell (this binary re-executed) reports its start-up
     // apart from its queries.
     particles_bench::mark_process_start();
-    let cli = Cli::parse();
+    // `benchmark serve-load` lives beside the benchmark module, not in it: the
+    // subcommand is added to `benchmark` here and dispatched before the rest.
+    let command = Cli::command().mut_subcommand("benchmark", |benchmark| {
+        benchmark.subcommand(server_cmd::LoadArgs::augment_args(
+            clap::Command::new("serve-load").about(
+                "Open-loop load on the HTTP engine: Poisson arrivals at each rate, latency \
+                 from the scheduled send, p50/p99/p99.9, errors and peak RSS per rate",
+            ),
+        ))
+    });
+    let matches = command.get_matches();
+    if let Some(("benchmark", benchmark)) = matches.subcommand() {
+        if let Some(("serve-load", load)) = benchmark.subcommand() {
+            let config = matches.get_one::<std::path::PathBuf>("config").cloned();
+            let result = server_cmd::LoadArgs::from_arg_matches(load)
+                .map_err(anyhow::Error::from)
+                .and_then(|args| server_cmd::run_serve_load(&args, config.as_deref()));
+            return finish(result);
+        }
+    }
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|error| error.exit());
     let result =
         match cli.command {
             Command::Query(args) => config_cmd::Configured::load(cli.config.as_deref())
@@ -89,6 +113,8 @@ fn main() -> ExitCode {
             Command::Config(args) => config_cmd::run(&args, cli.config.as_ref()),
             Command::Serve(args) => config_cmd::Configured::load(cli.config.as_deref())
                 .and_then(|c| serve::run(&args, &c)),
+            Command::Mcp(args) => config_cmd::Configured::load(cli.config.as_deref())
+                .and_then(|c| server_cmd::run_mcp(&args, &c)),
             Command::Store(args) => store_cmd::run(args),
             Command::Sidecar(args) => sidecar_cmd::run(args),
             Command::Benchmark(args) => bench::run(args),
@@ -96,6 +122,11 @@ fn main() -> ExitCode {
             Command::Import(args) => import::run(&args),
             Command::Model(args) => model_cmd::run(args),
         };
+    finish(result)
+}
+
+/// The exit code of a verb's result, its error chain printed.
+fn finish(result: anyhow::Result<()>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

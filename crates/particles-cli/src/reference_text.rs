@@ -15,6 +15,7 @@ use particles_model::{
     response::{AnswerFailureCause, AttributionKind, QueryResponse, WindowHit},
     Particle, ParticleType, Timestamp,
 };
+use particles_server::SourcePassage;
 use serde::Serialize;
 
 /// What the caller asked for beyond the answer itself.
@@ -386,9 +387,148 @@ fn write_window_notes(out: &mut impl Write, response: &QueryResponse) -> io::Res
     Ok(())
 }
 
+/// `str.splitlines()`: Python's line boundaries (`\n`, `\r`, `\r\n`, `\v`,
+/// `\f`, U+001C..U+001E, U+0085, U+2028, U+2029), no trailing empty line.
+fn splitlines(text: &str) -> Vec<&str> {
+    let mut lines = Vec::new();
+    let mut start = 0;
+    let mut chars = text.char_indices().peekable();
+    while let Some((at, ch)) = chars.next() {
+        let boundary = matches!(
+            ch,
+            '\n' | '\r'
+                | '\u{b}'
+                | '\u{c}'
+                | '\u{1c}'
+                | '\u{1d}'
+                | '\u{1e}'
+                | '\u{85}'
+                | '\u{2028}'
+                | '\u{2029}'
+        );
+        if !boundary {
+            continue;
+        }
+        lines.push(&text[start..at]);
+        let mut end = at + ch.len_utf8();
+        if ch == '\r' {
+            if let Some(&(next, '\n')) = chars.peek() {
+                chars.next();
+                end = next + 1;
+            }
+        }
+        start = end;
+    }
+    if start < text.len() {
+        lines.push(&text[start..]);
+    }
+    lines
+}
+
+/// How the passage was found, spelled out as the reference's CLI spells it.
+fn match_label(passage: &SourcePassage) -> String {
+    match passage.match_kind {
+        "EXACT" => "exact: the chunk the extractor saw, verified by its recorded hash".to_owned(),
+        "LOCATED" => format!(
+            "located: best term overlap with the belief ({:.0}%); not hash-verified",
+            passage.locate_overlap.unwrap_or(0.0) * 100.0
+        ),
+        "WHOLE" => "whole source: no single passage stood out".to_owned(),
+        _ => "unavailable".to_owned(),
+    }
+}
+
+/// The passage's identifying lines (Source, Entry, Match, the cut, the note).
+fn header_lines(passage: &SourcePassage) -> Vec<String> {
+    let mut lines = Vec::new();
+    let present = |value: &Option<String>| value.as_deref().is_some_and(|v| !v.is_empty());
+    if present(&passage.uri_r) || present(&passage.source_type) {
+        let kind = passage
+            .source_type
+            .as_deref()
+            .filter(|t| !t.is_empty())
+            .map(|t| format!("  ({t})"))
+            .unwrap_or_default();
+        let uri = passage
+            .uri_r
+            .as_deref()
+            .filter(|u| !u.is_empty())
+            .unwrap_or("(no URI)");
+        lines.push(format!("Source:    {uri}{kind}"));
+    }
+    if let Some(entry) = passage.corpus_entry_id.as_deref().filter(|e| !e.is_empty()) {
+        let snapshot = passage
+            .snapshot_id
+            .as_deref()
+            .filter(|s| !s.is_empty())
+            .map(|s| format!("  snapshot {}…", cut(s, 8)))
+            .unwrap_or_default();
+        lines.push(format!("Entry:     {}…{snapshot}", cut(entry, 8)));
+    }
+    lines.push(format!("Match:     {}", match_label(passage)));
+    if passage.truncated {
+        lines.push(format!(
+            "           (passage cut to {} characters; `particles corpus cat {}` shows the full text)",
+            passage.text.chars().count(),
+            cut(passage.snapshot_id.as_deref().unwrap_or(""), 8)
+        ));
+    }
+    if let Some(note) = passage.note.as_deref().filter(|n| !n.is_empty()) {
+        lines.push(format!("Note:      {note}"));
+    }
+    lines
+}
+
+/// `--show-source`: the passage behind each of `hits` (the top of the `total`
+/// hits), or `Match: unavailable` where there is none.
+pub(crate) fn write_sources(
+    out: &mut impl Write,
+    hits: &[Particle],
+    total: usize,
+    passages: &[Option<SourcePassage>],
+) -> io::Result<()> {
+    if hits.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "\nSources behind the top {} of {total} hit(s):",
+        hits.len()
+    )?;
+    for (particle, passage) in hits.iter().zip(passages) {
+        writeln!(
+            out,
+            "\n▸ p-{}  {}",
+            cut(&particle.id, 8),
+            cut(&particle.content, 80)
+        )?;
+        let Some(passage) = passage else {
+            writeln!(out, "  Match:     unavailable")?;
+            continue;
+        };
+        for line in header_lines(passage) {
+            writeln!(out, "  {line}")?;
+        }
+        for line in splitlines(&passage.text) {
+            writeln!(out, "  │ {line}")?;
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn splitlines_is_pythons() {
+        assert_eq!(
+            splitlines("a\r\nb\rc\n\nd\u{2028}e\n"),
+            ["a", "b", "c", "", "d", "e"]
+        );
+        assert_eq!(splitlines(""), Vec::<&str>::new());
+        assert_eq!(splitlines("x\u{85}y\u{c}"), ["x", "y"]);
+    }
 
     #[test]
     fn cuts_count_code_points() {

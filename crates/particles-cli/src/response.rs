@@ -98,8 +98,27 @@ pub(crate) fn print_text(
     let mut err = stderr.lock();
     reference_text::write_semantic(&mut out, &mut err, &response, layout)?;
     if show_source {
-        // Filled in with the source-passage port (particles-server) on merge.
-        anyhow::bail!("--show-source: not wired yet");
+        let limit = usize::try_from(config.loaded.config().source_passage.query_show_limit)
+            .unwrap_or(0)
+            .min(response.particles.len());
+        let hits = &response.particles[..limit];
+        // Passages come from the store the hits were ranked in (a plain query:
+        // --show-source refuses handles, as the reference refuses --store).
+        let engine = std::sync::Arc::new(engine);
+        let backend = particles_server::Backend::new(
+            engine.clone(),
+            &config.loaded,
+            &selection.targets[0].path,
+        );
+        let passages = hits
+            .iter()
+            .map(|hit| backend.passage_for_display(&hit.id))
+            .collect::<Result<Vec<_>, _>>()?;
+        reference_text::write_sources(&mut out, hits, response.particles.len(), &passages)?;
+        out.flush()?;
+        drop((out, err));
+        persist(&engine);
+        return Ok(());
     }
     out.flush()?;
     drop((out, err));

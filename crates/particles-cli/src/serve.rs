@@ -1,4 +1,5 @@
-//! The `serve --stdio` verb: a long-running process that keeps the candidate cache
+//! The `serve` verb. `serve --http` is the HTTP engine (particles-server; see
+//! `server_cmd`). `serve --stdio`: a long-running process that keeps the candidate cache
 //! warm between requests. One JSON request per line in, one JSON answer per line
 //! out. A request is the reference's `QueryRequest` JSON plus the envelope fields
 //! `vector`, `no_embedding` and `now`; without a vector the question is encoded
@@ -22,11 +23,21 @@ use crate::{
 };
 
 #[derive(Debug, Args)]
+#[command(group = clap::ArgGroup::new("transport").required(true).args(["stdio", "http"]))]
 pub(crate) struct ServeArgs {
     /// Serve requests from standard input (one JSON object per line) to standard
     /// output (one JSON object per line).
-    #[arg(long, required = true)]
+    #[arg(long)]
     stdio: bool,
+
+    /// Serve the reference's HTTP API (POST /query, GET /health, the particle
+    /// reads); every other route is forwarded to --upstream. Point the reference's
+    /// tools at it with PARTICLES_ENGINE_BASE_URL=http://ADDR.
+    #[arg(long)]
+    http: bool,
+
+    #[command(flatten)]
+    http_args: crate::server_cmd::HttpArgs,
 
     /// The store, as `query --store` takes it: a handle of the configuration or a
     /// file; repeat it for a federated query on every line. Without it, the
@@ -45,7 +56,15 @@ pub(crate) struct ServeArgs {
 }
 
 pub(crate) fn run(args: &ServeArgs, config: &crate::config_cmd::Configured) -> Result<()> {
-    debug_assert!(args.stdio);
+    if args.http {
+        return crate::server_cmd::run_http(
+            &args.http_args,
+            &args.stores,
+            &args.sidecar,
+            args.model_dir.as_deref(),
+            config,
+        );
+    }
     let selection = config.stores(&args.stores)?;
     // Start from the sidecars; write them after a rebuild (deltas stay in memory).
     let mut stores = OpenStores::open(

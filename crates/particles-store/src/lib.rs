@@ -27,6 +27,8 @@
 
 mod chunked;
 mod claims;
+mod contested;
+mod corpus;
 mod embedding;
 mod error;
 mod guard;
@@ -50,6 +52,11 @@ mod writer;
 pub use crate::{
     chunked::ID_CHUNK,
     claims::{load_active_claims, load_claims_as_of, load_window_scope, ScopeRow},
+    contested::inconsistency_backrefs,
+    corpus::{
+        corpus_entry, resolve_snapshot, snapshot_by_id, CorpusEntryRecord, SnapshotRecord,
+        SnapshotResolution,
+    },
     embedding::{decode_embedding, EmbeddingError},
     error::{Error, Result},
     guard::{check_schema_version, SchemaMismatch},

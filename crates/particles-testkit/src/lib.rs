@@ -60,6 +60,39 @@ pub fn reference_python() -> Option<PathBuf> {
     None
 }
 
+/// The reference venv's Python when it also imports `modules` (with
+/// `pythonpath` as its PYTHONPATH): the server tests need the reference's HTTP
+/// engine and MCP packages, which `cargo xtask reference` installs beside it.
+/// `None` after a note on stderr when the venv or a module is absent.
+///
+/// # Panics
+///
+/// When either is absent and `PARTICLES_REQUIRE_REFERENCE=1`.
+pub fn reference_python_with(modules: &[&str], pythonpath: &str) -> Option<PathBuf> {
+    let python = reference_python()?;
+    let imports = std::iter::once("particles")
+        .chain(modules.iter().copied())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let imported = std::process::Command::new(&python)
+        .args(["-c", &format!("import {imports}")])
+        .env("PYTHONPATH", pythonpath)
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if imported {
+        return Some(python);
+    }
+    missing(
+        REQUIRE_REFERENCE,
+        &format!(
+            "{} cannot import {imports}; `cargo xtask reference` installs the reference with \
+             its server and MCP packages",
+            python.display()
+        ),
+    );
+    None
+}
+
 /// The encoder's model directory as the engine finds it (`PARTICLES_MODEL_DIR`,
 /// else the user cache), whether or not the files are there.
 pub fn model_dir() -> PathBuf {

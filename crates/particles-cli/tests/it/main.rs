@@ -9,6 +9,7 @@ mod entry_points;
 mod federation;
 mod help;
 mod import;
+mod mcp;
 mod model;
 mod reference;
 mod response;

@@ -1,0 +1,375 @@
+//! `serve --http`, `mcp` and `benchmark serve-load`: thin dispatch into
+//! particles-server. The engine is built here as the other verbs build their
+//! stores (configuration, `--store`, the sidecar), with the question encoder
+//! loaded once at start.
+
+use std::{path::PathBuf, sync::Arc};
+
+use anyhow::{Context, Result};
+use clap::Args;
+use particles_engine::{CacheOptions, Encode, Engine};
+
+use crate::config_cmd::Configured;
+
+/// The encoder, loaded once, as the engine's seam; `None` (with a warning) when
+/// this build has none or its model files are missing: queries then rank
+/// degraded, as the reference's do without an encoder.
+fn load_encoder(model_dir: Option<&std::path::Path>) -> Option<Encode> {
+    #[cfg(feature = "encoder")]
+    {
+        let dir = particles_embed::model_dir(model_dir);
+        match particles_embed::Encoder::load(&dir) {
+            Ok(encoder) => {
+                let encoder = Arc::new(encoder);
+                let encode: Encode = Arc::new(move |text: &str| Ok(encoder.encode(text)));
+                Some(encode)
+            }
+            Err(error) => {
+                eprintln!(
+                    "warning: no question encoder ({error}); questions will rank degraded. \
+                     `cargo xtask fetch-model` fetches the model."
+                );
+                None
+            }
+        }
+    }
+    #[cfg(not(feature = "encoder"))]
+    {
+        let _ = model_dir;
+        eprintln!(
+            "warning: this build has no question encoder (built without the `encoder` \
+             feature); questions will rank degraded"
+        );
+        None
+    }
+}
+
+/// The engine over `--store` (or the configured default store) and the file
+/// of its first store.
+pub(crate) fn build_engine(
+    configured: &Configured,
+    stores: &[String],
+    sidecar: &crate::query::SidecarArgs,
+    model_dir: Option<&std::path::Path>,
+) -> Result<(Engine, PathBuf)> {
+    let selection = configured.stores(stores)?;
+    let first = selection
+        .targets
+        .first()
+        .map(|t| t.path.clone())
+        .context("no store to serve")?;
+    let env: std::collections::HashMap<String, String> = configured
+        .env
+        .vars
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let answer = particles_engine::answer_settings(configured.loaded.config(), &env);
+    let options = CacheOptions {
+        no_sidecar: sidecar.no_sidecar,
+        sidecar_dir: sidecar.sidecar_dir.clone(),
+        write: Some(particles_cache::SidecarWrite::OnRebuild),
+        huge_pages: true,
+    };
+    let encoder = load_encoder(model_dir);
+    let engine = Engine::new(
+        configured.settings.clone(),
+        answer,
+        &selection,
+        &options,
+        encoder,
+    )?;
+    Ok((engine, first))
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct HttpArgs {
+    /// The address to listen on. Loopback by default; any other address needs
+    /// PARTICLES_API_KEY set (bearer auth), as the reference's engine does.
+    #[arg(long, value_name = "ADDR", default_value = particles_server::DEFAULT_LISTEN)]
+    pub(crate) listen: std::net::SocketAddr,
+
+    /// The reference's engine (`particles engine serve HOST:PORT`), e.g.
+    /// http://127.0.0.1:8000: every route not answered here is forwarded to it.
+    #[arg(long, value_name = "URL")]
+    pub(crate) upstream: Option<String>,
+
+    /// Queries answered at once; more get a 503 until one finishes.
+    #[arg(long, value_name = "N", default_value_t = 32)]
+    pub(crate) max_inflight: usize,
+}
+
+pub(crate) fn run_http(
+    args: &HttpArgs,
+    stores: &[String],
+    sidecar: &crate::query::SidecarArgs,
+    model_dir: Option<&std::path::Path>,
+    configured: &Configured,
+) -> Result<()> {
+    let (engine, store) = build_engine(configured, stores, sidecar, model_dir)?;
+    let backend = Arc::new(particles_server::Backend::new(
+        Arc::new(engine),
+        &configured.loaded,
+        &store,
+    ));
+    let options = particles_server::HttpOptions {
+        listen: args.listen,
+        upstream: args.upstream.clone(),
+        limits: particles_server::Limits {
+            max_inflight_queries: args.max_inflight,
+            ..Default::default()
+        },
+        key: particles_server::KeySource::Environment,
+    };
+    let key = particles_server::ApiKey::from_value(std::env::var("PARTICLES_API_KEY").ok());
+    particles_server::run_http(backend.clone(), options, |address, upstream| {
+        let auth = match key {
+            particles_server::ApiKey::Dev => "disabled (dev mode, loopback only)",
+            particles_server::ApiKey::Real(_) => "PARTICLES_API_KEY",
+        };
+        eprintln!(
+            "particles-rs engine on http://{address}  (bearer auth: {auth}; forwarding: {})",
+            upstream.unwrap_or("off, other routes get 501")
+        );
+        eprintln!("Store: {}", store.display());
+    })?;
+    for note in backend.engine().persist() {
+        eprintln!("note: {note}");
+    }
+    Ok(())
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct McpArgs {
+    /// The store, as `query --store` takes it (default: the configured store).
+    #[arg(long = "store", value_name = "HANDLE|PATH")]
+    stores: Vec<String>,
+
+    /// Bind this server to the project of its working directory (the only value
+    /// is `cwd`), as the reference's `mcp serve --project-observer cwd` does.
+    #[arg(long, value_name = "cwd", value_parser = ["cwd"])]
+    project_observer: Option<String>,
+
+    /// The encoder's model directory (default: PARTICLES_MODEL_DIR, else the
+    /// user cache).
+    #[arg(long, value_name = "DIR")]
+    model_dir: Option<PathBuf>,
+
+    #[command(flatten)]
+    sidecar: crate::query::SidecarArgs,
+}
+
+pub(crate) fn run_mcp(args: &McpArgs, configured: &Configured) -> Result<()> {
+    let (engine, store) = build_engine(
+        configured,
+        &args.stores,
+        &args.sidecar,
+        args.model_dir.as_deref(),
+    )?;
+    let backend = Arc::new(particles_server::Backend::new(
+        Arc::new(engine),
+        &configured.loaded,
+        &store,
+    ));
+    let options = particles_server::McpOptions {
+        project_observer: args
+            .project_observer
+            .as_ref()
+            .map(|_| configured.env.cwd.clone()),
+    };
+    particles_server::run_mcp_stdio(backend.clone(), options)?;
+    for note in backend.engine().persist() {
+        eprintln!("note: {note}");
+    }
+    Ok(())
+}
+
+/// Questions for `benchmark serve-load` when no file is given (the coin
+/// store's themes; any text works, each is encoded by the server).
+const DEFAULT_QUESTIONS: &[&str] = &[
+    "how are old coins graded?",
+    "what is a proof coin?",
+    "which metals were used for Roman coins?",
+    "how should coins be cleaned?",
+    "what makes a coin rare?",
+    "what is the melt value of a silver dollar?",
+    "who designed the Morgan dollar?",
+    "how are counterfeit coins detected?",
+    "what does uncirculated mean?",
+    "when did the euro coins enter circulation?",
+    "what is a mint mark?",
+    "how much does a gold sovereign weigh?",
+];
+
+#[derive(Debug, Args)]
+pub(crate) struct LoadArgs {
+    /// The engine to load (e.g. the reference's, http://127.0.0.1:8000). Without
+    /// it, `particles-rs serve --http` is started on --store for the run (its
+    /// rate limit off) and stopped after.
+    #[arg(
+        long,
+        value_name = "URL",
+        conflicts_with = "stores",
+        required_unless_present = "stores"
+    )]
+    url: Option<String>,
+
+    /// The store(s) of the engine started for the run.
+    #[arg(long = "store", value_name = "HANDLE|PATH")]
+    stores: Vec<String>,
+
+    /// Offered rates, requests per second (one step each, in order).
+    #[arg(
+        long,
+        value_name = "R,R,...",
+        value_delimiter = ',',
+        default_value = "1,2,4,8"
+    )]
+    rates: Vec<f64>,
+
+    /// Seconds each step sends for.
+    #[arg(long, value_name = "S", default_value_t = 30.0)]
+    step_seconds: f64,
+
+    /// The most requests one step sends.
+    #[arg(long, value_name = "N", default_value_t = 2000)]
+    max_requests: usize,
+
+    /// Seconds open requests may still take after a step's last send; the rest
+    /// count as timed out.
+    #[arg(long, value_name = "S", default_value_t = 60.0)]
+    drain_seconds: f64,
+
+    /// A file of questions, one per line (default: a built-in dozen).
+    #[arg(long, value_name = "FILE")]
+    questions: Option<PathBuf>,
+
+    /// `top_k` of each request.
+    #[arg(long, value_name = "N", default_value_t = 40)]
+    top_k: u32,
+
+    /// The arrival-time seed.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    seed: u64,
+
+    /// Requests sent one at a time first, not measured.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    warmup: usize,
+
+    /// The target engine's process id, for its peak RSS (with --url).
+    #[arg(long, value_name = "PID")]
+    pid: Option<u32>,
+
+    /// `--max-inflight` of the engine started for the run.
+    #[arg(long, value_name = "N", default_value_t = 32)]
+    max_inflight: usize,
+
+    /// Where results.json and results.md are written.
+    #[arg(long, value_name = "DIR", default_value = "bench-work/serve-load")]
+    out: PathBuf,
+}
+
+/// Starts `particles-rs serve --http` on a free loopback port; returns the
+/// child and its URL once it accepts connections.
+fn start_engine(
+    args: &LoadArgs,
+    config: Option<&std::path::Path>,
+) -> Result<(std::process::Child, String)> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let exe = std::env::current_exe().context("cannot find this executable")?;
+    let mut command = std::process::Command::new(exe);
+    if let Some(config) = config {
+        command.arg("--config").arg(config);
+    }
+    command
+        .args(["serve", "--http", "--listen"])
+        .arg(format!("127.0.0.1:{port}"))
+        .args(["--max-inflight", &args.max_inflight.to_string()])
+        .env("PARTICLES_API_RATE_LIMIT_PER_MINUTE", "0")
+        .stdin(std::process::Stdio::null());
+    for store in &args.stores {
+        command.arg("--store").arg(store);
+    }
+    let mut child = command.spawn().context("cannot start the engine")?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    loop {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Ok((child, format!("http://127.0.0.1:{port}")));
+        }
+        if let Some(status) = child.try_wait()? {
+            anyhow::bail!("the engine exited before it listened ({status})");
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            anyhow::bail!("the engine did not listen within 300 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+pub(crate) fn run_serve_load(args: &LoadArgs, config: Option<&std::path::Path>) -> Result<()> {
+    let questions: Vec<String> = match &args.questions {
+        Some(path) => std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(str::to_owned)
+            .collect(),
+        None => DEFAULT_QUESTIONS.iter().map(|q| (*q).to_owned()).collect(),
+    };
+    let (child, url) = match &args.url {
+        Some(url) => (None, url.clone()),
+        None => {
+            let (child, url) = start_engine(args, config)?;
+            (Some(child), url)
+        }
+    };
+    let options = particles_server::load::LoadOptions {
+        url,
+        rates: args.rates.clone(),
+        step: std::time::Duration::from_secs_f64(args.step_seconds),
+        max_requests: args.max_requests,
+        drain: std::time::Duration::from_secs_f64(args.drain_seconds),
+        questions,
+        top_k: args.top_k,
+        token: std::env::var("PARTICLES_ENGINE_TOKEN")
+            .ok()
+            .filter(|t| !t.is_empty()),
+        seed: args.seed,
+        warmup: args.warmup,
+        server_pid: args.pid.or(child.as_ref().map(std::process::Child::id)),
+    };
+    let report = particles_server::load::run(&options, |step| {
+        eprintln!(
+            "rate {}/s: {} sent, {} ok, p50 {:?} s, p99 {:?} s",
+            step.rate, step.sent, step.ok, step.p50, step.p99
+        );
+    });
+    if let Some(mut child) = child {
+        // SIGTERM, not Child::kill's SIGKILL: the engine drains and writes its
+        // sidecar. kill(1) sends it without unsafe code (this crate forbids it);
+        // if kill(1) cannot run, SIGKILL still ends the child rather than
+        // leaving it behind.
+        let terminated = std::process::Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .is_ok_and(|status| status.success());
+        if !terminated {
+            let _ = child.kill();
+        }
+        let _ = child.wait();
+    }
+    let report = report?;
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    let json_path = args.out.join("results.json");
+    std::fs::write(&json_path, serde_json::to_vec_pretty(&report)?)
+        .with_context(|| format!("cannot write {}", json_path.display()))?;
+    let table = particles_server::load::markdown(&report);
+    std::fs::write(args.out.join("results.md"), &table)?;
+    println!("{table}");
+    Ok(())
+}

@@ -1,0 +1,732 @@
+//! The HTTP engine: the reference's routes that particles-rs answers, the
+//! reference's gates and limits in its order, everything else forwarded.
+//!
+//! Order of checks on every request (the reference's middleware, outermost
+//! first): the host bound (503/403), then the body cap (413 on a declared
+//! `Content-Length`). On `POST /query`, as FastAPI does it: the body is read
+//! (413 past the cap, 408 past the body timeout), a JSON body is decoded (422
+//! `json_invalid`), then AuthDep (401/403/503), the rate limit (429, spends a
+//! token), validation (422), and our in-flight cap (503) before the engine runs
+//! on a blocking thread.
+//!
+//! Routing follows Starlette's: on the percent-decoded path, so an encoded `/`
+//! in an id makes a different path (and no route of ours).
+
+use std::{
+    net::{IpAddr, SocketAddr},
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use axum::{
+    body::Body,
+    extract::{Path, Request, State},
+    http::{header, HeaderMap, HeaderValue, Method, StatusCode},
+    response::{IntoResponse, Response},
+    routing::{get, post},
+    Router,
+};
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use particles_model::{QueryRequest, Timestamp};
+use serde_json::{json, Value};
+use tokio::sync::Semaphore;
+
+use crate::{
+    auth::{self, ApiKey, Caller, Refusal},
+    passage::Hydrated,
+    proxy::Upstream,
+    pyjson,
+    rate_limit::{self, Buckets},
+    service::{Backend, VERSION},
+};
+
+/// Limits of our own, beyond the reference's.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Queries answered at once; past it `/query` gets a 503.
+    pub max_inflight_queries: usize,
+    /// Time a client has to send its request line and headers (slowloris).
+    pub header_timeout: Duration,
+    /// Time a client has to send a body we read (slowloris).
+    pub body_timeout: Duration,
+    /// On shutdown, how long in-flight requests may take to finish.
+    pub drain_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_inflight_queries: 32,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            drain_timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+/// The peer of a connection, put on every request.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Peer(pub(crate) Option<IpAddr>);
+
+/// The request target as received, before the path was decoded for routing:
+/// what a forwarded request carries upstream.
+#[derive(Debug, Clone)]
+pub(crate) struct RawTarget(pub(crate) String);
+
+/// Everything a handler needs.
+pub(crate) struct AppState {
+    pub(crate) backend: Arc<Backend>,
+    pub(crate) upstream: Option<Upstream>,
+    pub(crate) limits: Limits,
+    pub(crate) buckets: Buckets,
+    pub(crate) clock: Instant,
+    pub(crate) inflight: Semaphore,
+    /// Where `PARTICLES_API_KEY` comes from: the process environment per
+    /// request (as the reference reads it), or a fixed value in tests.
+    pub(crate) key: KeySource,
+}
+
+/// Where the API key is read.
+#[derive(Debug, Clone)]
+pub enum KeySource {
+    /// `PARTICLES_API_KEY` from the process environment, on every request.
+    Environment,
+    /// A fixed value (`None` = unset).
+    Fixed(Option<String>),
+}
+
+impl KeySource {
+    pub(crate) fn current(&self) -> ApiKey {
+        match self {
+            KeySource::Environment => ApiKey::from_value(std::env::var("PARTICLES_API_KEY").ok()),
+            KeySource::Fixed(value) => ApiKey::from_value(value.clone()),
+        }
+    }
+}
+
+pub(crate) type Shared = Arc<AppState>;
+
+/// A JSON response with `{"detail": ...}`.
+pub(crate) fn detail(status: StatusCode, text: impl Into<String>) -> Response {
+    json_response(status, &json!({ "detail": text.into() }))
+}
+
+pub(crate) fn json_response(status: StatusCode, value: &impl serde::Serialize) -> Response {
+    match serde_json::to_vec(value) {
+        Ok(bytes) => (
+            status,
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )],
+            bytes,
+        )
+            .into_response(),
+        Err(_) => internal_error(),
+    }
+}
+
+/// Starlette's answer to an unhandled exception.
+pub(crate) fn internal_error() -> Response {
+    (
+        StatusCode::INTERNAL_SERVER_ERROR,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; charset=utf-8"),
+        )],
+        "Internal Server Error",
+    )
+        .into_response()
+}
+
+fn refusal_response(refusal: Refusal) -> Response {
+    match refusal {
+        Refusal::Detail(status, text) => detail(status, text),
+        Refusal::Internal => internal_error(),
+    }
+}
+
+/// The router: our routes, each with every other method forwarded, and the
+/// forwarder for every other path.
+pub(crate) fn router(state: Shared) -> Router {
+    Router::new()
+        .route("/query", post(query).fallback(forward))
+        .route("/health", get(health).fallback(forward))
+        .route("/particles/contested", get(contested).fallback(forward))
+        .route("/particles/{id}", get(particle).fallback(forward))
+        .route("/particles/{id}/source", get(source).fallback(forward))
+        .fallback(forward)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            outer_bounds,
+        ))
+        .with_state(state)
+}
+
+/// The reference's two outer middlewares, on every path: the host bound, then
+/// a declared body over the cap.
+async fn outer_bounds(
+    State(state): State<Shared>,
+    request: Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let peer = request.extensions().get::<Peer>().and_then(|p| p.0);
+    let key = state.key.current();
+    let caller = Caller {
+        peer,
+        headers: request.headers(),
+    };
+    if let Err(refusal) = auth::request_bound(&caller, &key, &state.backend.policy) {
+        return refusal_response(refusal);
+    }
+    let cap = state.backend.max_request_body_bytes;
+    if cap > 0 {
+        let declared = request
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        if declared.is_some_and(|n| n > cap as u64) {
+            return too_large();
+        }
+    }
+    next.run(request).await
+}
+
+pub(crate) fn too_large() -> Response {
+    detail(StatusCode::PAYLOAD_TOO_LARGE, "Request body too large")
+}
+
+/// Why a body could not be read.
+enum BodyFailure {
+    TooLarge,
+    TimedOut,
+    Broken,
+}
+
+/// Reads a whole body under the cap and the body timeout.
+async fn read_body(body: Body, cap: i64, timeout: Duration) -> Result<Bytes, BodyFailure> {
+    let collect = async {
+        let mut body = body;
+        let mut buffer = bytes::BytesMut::new();
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|_| BodyFailure::Broken)?;
+            if let Ok(data) = frame.into_data() {
+                buffer.extend_from_slice(&data);
+                if cap > 0 && buffer.len() as u64 > cap as u64 {
+                    return Err(BodyFailure::TooLarge);
+                }
+            }
+        }
+        Ok(buffer.freeze())
+    };
+    tokio::time::timeout(timeout, collect)
+        .await
+        .unwrap_or(Err(BodyFailure::TimedOut))
+}
+
+fn body_failure_response(failure: BodyFailure) -> Response {
+    match failure {
+        // A streamed body past the cap: the reference's middleware raises inside
+        // FastAPI's body read, which turns it into this 400 (observed).
+        BodyFailure::TooLarge => detail(
+            StatusCode::BAD_REQUEST,
+            "There was an error parsing the body",
+        ),
+        BodyFailure::TimedOut => detail(
+            StatusCode::REQUEST_TIMEOUT,
+            "The request body did not arrive in time (particles-rs body timeout)",
+        ),
+        BodyFailure::Broken => detail(
+            StatusCode::BAD_REQUEST,
+            "There was an error parsing the body",
+        ),
+    }
+}
+
+/// The body as FastAPI hands it to validation.
+enum Parsed {
+    /// No body at all.
+    Missing,
+    /// A JSON body, decoded.
+    Json(Value),
+    /// A body without a JSON content type: validated as bytes.
+    Raw(Bytes),
+}
+
+/// `application/json` or `application/*+json`, read as Python's email parser
+/// reads a content type (parameters dropped, case folded, one `/`).
+fn is_json_content_type(value: &str) -> bool {
+    let main = value
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_lowercase();
+    let mut parts = main.split('/');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some("application"), Some(subtype), None) => {
+            subtype == "json" || subtype.ends_with("+json")
+        }
+        _ => false,
+    }
+}
+
+/// The text Python's `json.loads` decodes from bytes: the encoding detected
+/// from a BOM or the pattern of zero bytes (UTF-8, UTF-16, UTF-32), `None`
+/// where Python's decoder raises.
+fn decode_json_bytes(bytes: &[u8]) -> Option<String> {
+    let utf16 = |body: &[u8], big: bool| -> Option<String> {
+        if !body.len().is_multiple_of(2) {
+            return None;
+        }
+        let units: Vec<u16> = body
+            .chunks(2)
+            .map(|p| {
+                if big {
+                    u16::from_be_bytes([p[0], p[1]])
+                } else {
+                    u16::from_le_bytes([p[0], p[1]])
+                }
+            })
+            .collect();
+        String::from_utf16(&units).ok()
+    };
+    let utf32 = |body: &[u8], big: bool| -> Option<String> {
+        if !body.len().is_multiple_of(4) {
+            return None;
+        }
+        body.chunks(4)
+            .map(|q| {
+                let q = [q[0], q[1], q[2], q[3]];
+                char::from_u32(if big {
+                    u32::from_be_bytes(q)
+                } else {
+                    u32::from_le_bytes(q)
+                })
+            })
+            .collect()
+    };
+    if let Some(rest) = bytes.strip_prefix(b"\x00\x00\xfe\xff") {
+        return utf32(rest, true);
+    }
+    if let Some(rest) = bytes.strip_prefix(b"\xff\xfe\x00\x00") {
+        return utf32(rest, false);
+    }
+    if let Some(rest) = bytes.strip_prefix(b"\xfe\xff") {
+        return utf16(rest, true);
+    }
+    if let Some(rest) = bytes.strip_prefix(b"\xff\xfe") {
+        return utf16(rest, false);
+    }
+    if let Some(rest) = bytes.strip_prefix(b"\xef\xbb\xbf") {
+        return std::str::from_utf8(rest).ok().map(str::to_owned);
+    }
+    if bytes.len() >= 4 {
+        if bytes[0] == 0 {
+            return if bytes[1] != 0 {
+                utf16(bytes, true)
+            } else {
+                utf32(bytes, true)
+            };
+        }
+        if bytes[1] == 0 {
+            return if bytes[2] != 0 || bytes[3] != 0 {
+                utf16(bytes, false)
+            } else {
+                utf32(bytes, false)
+            };
+        }
+    } else if bytes.len() == 2 {
+        if bytes[0] == 0 {
+            return utf16(bytes, true);
+        }
+        if bytes[1] == 0 {
+            return utf16(bytes, false);
+        }
+    }
+    std::str::from_utf8(bytes).ok().map(str::to_owned)
+}
+
+/// FastAPI's body step: an empty body is missing; a JSON content type is
+/// decoded (a malformed document is a 422 `json_invalid` with Python's offset
+/// and message, undecodable bytes a 400); anything else stays bytes.
+fn parse_body(headers: &HeaderMap, bytes: Bytes) -> Result<Parsed, Box<Response>> {
+    if bytes.is_empty() {
+        return Ok(Parsed::Missing);
+    }
+    let json_type = headers
+        .get(header::CONTENT_TYPE)
+        .map(|v| crate::pytext::latin1(v.as_bytes()))
+        .is_some_and(|v| !v.is_empty() && is_json_content_type(&v));
+    if !json_type {
+        return Ok(Parsed::Raw(bytes));
+    }
+    let Some(decoded) = decode_json_bytes(&bytes) else {
+        return Err(Box::new(detail(
+            StatusCode::BAD_REQUEST,
+            "There was an error parsing the body",
+        )));
+    };
+    let text = decoded.as_str();
+    match serde_json::from_str::<Value>(text) {
+        Ok(value) => Ok(Parsed::Json(value)),
+        Err(serde_error) => {
+            let (pos, msg) = match pyjson::decode_error(text) {
+                Some(error) => (error.pos, error.msg.to_owned()),
+                // Python accepts what serde_json refuses here (NaN, a lone
+                // surrogate): say so rather than invent an offset.
+                None => (0, serde_error.to_string()),
+            };
+            Err(Box::new(json_response(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                &json!({"detail": [{
+                    "type": "json_invalid",
+                    "loc": ["body", pos],
+                    "msg": "JSON decode error",
+                    "input": {},
+                    "ctx": {"error": msg},
+                }]}),
+            )))
+        }
+    }
+}
+
+fn validation_error(errors: Value) -> Response {
+    json_response(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        &json!({ "detail": errors }),
+    )
+}
+
+async fn query(
+    State(state): State<Shared>,
+    peer: Option<axum::Extension<Peer>>,
+    request: Request,
+) -> Response {
+    let peer = peer.and_then(|p| p.0 .0);
+    let (parts, body) = request.into_parts();
+    let bytes = match read_body(
+        body,
+        state.backend.max_request_body_bytes,
+        state.limits.body_timeout,
+    )
+    .await
+    {
+        Ok(bytes) => bytes,
+        Err(failure) => return body_failure_response(failure),
+    };
+    let original = bytes.clone();
+    let parsed = match parse_body(&parts.headers, bytes) {
+        Ok(parsed) => parsed,
+        Err(response) => return *response,
+    };
+    let key = state.key.current();
+    let caller = Caller {
+        peer,
+        headers: &parts.headers,
+    };
+    if let Err(refusal) = auth::verify_key(&caller, &key, &state.backend.policy) {
+        return refusal_response(refusal);
+    }
+    let rate = state.backend.rate_limit_per_minute;
+    if rate > 0 {
+        if let Some(host) = auth::real_client_host(&caller, &state.backend.policy) {
+            let now = state.clock.elapsed().as_secs_f64();
+            if !state
+                .buckets
+                .allow(&rate_limit::bucket_key(&host), rate, now)
+            {
+                let mut response = detail(StatusCode::TOO_MANY_REQUESTS, rate_limit::RATE_LIMITED);
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("60"));
+                return response;
+            }
+        }
+    }
+    let value = match parsed {
+        Parsed::Missing => {
+            return validation_error(json!([{
+                "type": "missing", "loc": ["body"], "msg": "Field required", "input": null,
+            }]))
+        }
+        Parsed::Raw(bytes) => {
+            // FastAPI's encoder decodes the bytes for the error's input; bytes
+            // that are not UTF-8 make it raise.
+            let Ok(text) = String::from_utf8(bytes.to_vec()) else {
+                return internal_error();
+            };
+            return validation_error(json!([{
+                "type": "model_attributes_type",
+                "loc": ["body"],
+                "msg": "Input should be a valid dictionary or object to extract fields from",
+                "input": text,
+            }]));
+        }
+        Parsed::Json(value) => value,
+    };
+    let request = match QueryRequest::from_json(&value, Timestamp::now()) {
+        Ok(request) => request,
+        Err(errors) => {
+            return validation_error(
+                serde_json::to_value(errors.located_under("body")).unwrap_or(Value::Null),
+            )
+        }
+    };
+    let Ok(_permit) = state.inflight.try_acquire() else {
+        return detail(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "particles-rs is already answering {} queries, its in-flight limit \
+                 (--max-inflight); retry shortly",
+                state.limits.max_inflight_queries
+            ),
+        );
+    };
+    let engine = state.backend.engine.clone();
+    let envelope = state.backend.envelope();
+    let answered = tokio::task::spawn_blocking(move || {
+        let response = engine.query(&request, &envelope);
+        (request, response)
+    })
+    .await;
+    match answered {
+        Ok((_, Ok(response))) => json_response(StatusCode::OK, &response),
+        Ok((
+            _,
+            Err(particles_engine::Error::Query(particles_query::Error::UnsupportedMode { mode })),
+        )) => match &state.upstream {
+            // A mode the engine cannot run yet goes to the reference's engine.
+            Some(upstream) => {
+                upstream
+                    .forward_buffered(Method::POST, &parts, original)
+                    .await
+            }
+            None => detail(
+                StatusCode::NOT_IMPLEMENTED,
+                format!(
+                    "the {mode} mode is not served by particles-rs yet; start it with \
+                     --upstream URL (the reference's engine) to forward it"
+                ),
+            ),
+        },
+        Ok((_, Err(_))) | Err(_) => internal_error(),
+    }
+}
+
+async fn health(State(state): State<Shared>) -> Response {
+    json_response(
+        StatusCode::OK,
+        &json!({
+            "status": "ok",
+            "version": VERSION,
+            "built_at": state.backend.build_date,
+            "daemon": null,
+        }),
+    )
+}
+
+/// The read gate, from the request's parts.
+fn read_gate(
+    state: &AppState,
+    peer: Option<IpAddr>,
+    headers: &HeaderMap,
+) -> Result<(), Box<Response>> {
+    let caller = Caller { peer, headers };
+    auth::verify_read_key(&caller, &state.key.current(), &state.backend.policy)
+        .map_err(|refusal| Box::new(refusal_response(refusal)))
+}
+
+/// Runs a store read on a blocking thread.
+async fn blocking<T: Send + 'static>(
+    state: &Shared,
+    read: impl FnOnce(&Backend) -> crate::Result<T> + Send + 'static,
+) -> Result<T, Response> {
+    let backend = state.backend.clone();
+    match tokio::task::spawn_blocking(move || read(&backend)).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(_)) | Err(_) => Err(internal_error()),
+    }
+}
+
+async fn contested(
+    State(state): State<Shared>,
+    peer: Option<axum::Extension<Peer>>,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(response) = read_gate(&state, peer.and_then(|p| p.0 .0), &headers) {
+        return *response;
+    }
+    match blocking(&state, Backend::contested).await {
+        Ok(pairs) => {
+            let map: serde_json::Map<String, Value> = pairs
+                .into_iter()
+                .map(|(belief, record)| (belief, Value::String(record)))
+                .collect();
+            json_response(StatusCode::OK, &map)
+        }
+        Err(response) => response,
+    }
+}
+
+async fn particle(
+    State(state): State<Shared>,
+    peer: Option<axum::Extension<Peer>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(response) = read_gate(&state, peer.and_then(|p| p.0 .0), &headers) {
+        return *response;
+    }
+    match blocking(&state, move |backend| backend.particle(&id)).await {
+        Ok(Some(particle)) => json_response(StatusCode::OK, &particle),
+        Ok(None) => detail(StatusCode::NOT_FOUND, "Particle not found"),
+        Err(response) => response,
+    }
+}
+
+async fn source(
+    State(state): State<Shared>,
+    peer: Option<axum::Extension<Peer>>,
+    Path(id): Path<String>,
+    request: Request,
+) -> Response {
+    let (parts, _) = request.into_parts();
+    if let Err(response) = read_gate(&state, peer.and_then(|p| p.0 .0), &parts.headers) {
+        return *response;
+    }
+    match blocking(&state, move |backend| backend.source_passage(&id)).await {
+        Ok(Hydrated::Missing) => detail(StatusCode::NOT_FOUND, "Particle not found"),
+        Ok(Hydrated::Passage(passage)) => json_response(StatusCode::OK, &passage),
+        Ok(Hydrated::Unrendered(mut passage)) => match &state.upstream {
+            Some(upstream) => {
+                upstream
+                    .forward_buffered(Method::GET, &parts, Bytes::new())
+                    .await
+            }
+            None => {
+                passage.note = Some(
+                    "The source is HTML or PDF, which particles-rs does not render; start it \
+                     with --upstream URL (the reference's engine) to have it rendered."
+                        .to_owned(),
+                );
+                json_response(StatusCode::OK, &passage)
+            }
+        },
+        Ok(Hydrated::Raised(_)) => internal_error(),
+        Err(response) => response,
+    }
+}
+
+/// Every other path and method: to the reference's engine, or a 501 naming
+/// the path.
+async fn forward(State(state): State<Shared>, request: Request) -> Response {
+    match &state.upstream {
+        Some(upstream) => {
+            upstream
+                .forward(request, state.backend.max_request_body_bytes)
+                .await
+        }
+        None => {
+            let path = request
+                .extensions()
+                .get::<RawTarget>()
+                .map(|t| t.0.split('?').next().unwrap_or_default().to_owned())
+                .unwrap_or_else(|| request.uri().path().to_owned());
+            detail(
+                StatusCode::NOT_IMPLEMENTED,
+                format!(
+                    "{} {path} is not served by particles-rs; start it with --upstream URL \
+                     (the reference's engine) to forward it",
+                    request.method()
+                ),
+            )
+        }
+    }
+}
+
+/// The path uvicorn hands Starlette: percent-decoded as UTF-8 (invalid
+/// sequences replaced, malformed escapes kept).
+pub(crate) fn decoded_path(raw: &str) -> String {
+    percent_encoding::percent_decode_str(raw)
+        .decode_utf8_lossy()
+        .into_owned()
+}
+
+/// Re-encodes a decoded path so the router sees its `/` structure and each
+/// segment decodes back to the decoded text.
+pub(crate) fn routing_path(decoded: &str) -> String {
+    const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::CONTROLS
+        .add(b' ')
+        .add(b'"')
+        .add(b'#')
+        .add(b'%')
+        .add(b'<')
+        .add(b'>')
+        .add(b'?')
+        .add(b'`')
+        .add(b'{')
+        .add(b'}')
+        .add(b'\\')
+        .add(b'^')
+        .add(b'|')
+        .add(b'[')
+        .add(b']');
+    percent_encoding::utf8_percent_encode(decoded, SEGMENT).to_string()
+}
+
+/// Puts the peer and the raw target on the request and rewrites its path to
+/// the decoded one the router matches.
+pub(crate) fn prepare(mut request: Request, peer: SocketAddr) -> Request {
+    let raw = request
+        .uri()
+        .path_and_query()
+        .map(|pq| pq.as_str().to_owned())
+        .unwrap_or_else(|| "/".to_owned());
+    let path = request.uri().path().to_owned();
+    let routed = routing_path(&decoded_path(&path));
+    if routed != path {
+        let query = request
+            .uri()
+            .query()
+            .map(|q| format!("?{q}"))
+            .unwrap_or_default();
+        if let Ok(uri) = format!("{routed}{query}").parse() {
+            *request.uri_mut() = uri;
+        }
+    }
+    request.extensions_mut().insert(RawTarget(raw));
+    request.extensions_mut().insert(Peer(Some(peer.ip())));
+    request
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_types_read_as_python_reads_them() {
+        assert!(is_json_content_type("application/json"));
+        assert!(is_json_content_type("Application/JSON; charset=utf-8"));
+        assert!(is_json_content_type("application/vnd.api+json"));
+        assert!(!is_json_content_type("text/plain"));
+        assert!(!is_json_content_type("application/json/x"));
+        assert!(!is_json_content_type("application/x-www-form-urlencoded"));
+    }
+
+    #[test]
+    fn paths_route_decoded() {
+        assert_eq!(
+            decoded_path("/particles/a%2Fb/source"),
+            "/particles/a/b/source"
+        );
+        assert_eq!(
+            routing_path(&decoded_path("/particles/%2E%2E")),
+            "/particles/.."
+        );
+        assert_eq!(routing_path("/particles/a b%"), "/particles/a%20b%25");
+        assert_eq!(decoded_path("/x%zz%ff"), "/x%zz\u{fffd}");
+    }
+}

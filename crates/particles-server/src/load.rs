@@ -1,0 +1,424 @@
+//! An open-loop load generator for the HTTP engine (`benchmark serve-load`).
+//!
+//! Requests arrive as a Poisson process at each rate in turn, whatever the
+//! server's pace: each request's send time is drawn in advance (exponential
+//! gaps, a seeded RNG), and its latency runs from that scheduled time to the
+//! last byte of the answer, so time spent queueing, in the client or the
+//! server, counts. Every step is bounded in time and in requests; requests
+//! still open when the step's drain time ends count as timed out. Per step the
+//! report gives p50/p99/p99.9, the errors by kind, the achieved throughput and
+//! the server's peak RSS (from `/proc`, the peak reset before each step).
+
+use std::{
+    collections::BTreeMap,
+    time::{Duration, Instant},
+};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::{
+    client::legacy::{connect::HttpConnector, Client},
+    rt::TokioExecutor,
+};
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+
+use crate::{Error, Result};
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct LoadOptions {
+    /// The engine's base URL (`http://127.0.0.1:8931`).
+    pub url: String,
+    /// Arrival rates, requests per second, one step each.
+    pub rates: Vec<f64>,
+    /// How long each step sends for.
+    pub step: Duration,
+    /// The most requests one step sends.
+    pub max_requests: usize,
+    /// After a step's last send, how long open requests may still take.
+    pub drain: Duration,
+    /// The questions, used in turn.
+    pub questions: Vec<String>,
+    /// `top_k` of each request.
+    pub top_k: u32,
+    /// A bearer token, when the engine wants one.
+    pub token: Option<String>,
+    /// The RNG seed of the arrival times.
+    pub seed: u64,
+    /// Requests sent one at a time before the first step, not measured (the
+    /// engine's cache builds on the first).
+    pub warmup: usize,
+    /// The server's process id, for its peak RSS.
+    pub server_pid: Option<u32>,
+}
+
+/// One rate's results.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepResult {
+    /// The offered rate, requests per second.
+    pub rate: f64,
+    /// Requests sent.
+    pub sent: usize,
+    /// Answered 200.
+    pub ok: usize,
+    /// Answered with another status, by status.
+    pub errors_by_status: BTreeMap<u16, usize>,
+    /// No answer: refused or broken connections.
+    pub transport_errors: usize,
+    /// Still open when the step's drain time ended.
+    pub timed_out: usize,
+    /// Completed answers per second of the step's span.
+    pub throughput: f64,
+    /// Latency percentiles of the 200s, seconds from the scheduled send.
+    pub p50: Option<f64>,
+    /// 99th percentile.
+    pub p99: Option<f64>,
+    /// 99.9th percentile.
+    pub p999: Option<f64>,
+    /// The slowest 200.
+    pub max: Option<f64>,
+    /// The server's peak resident set during the step, bytes.
+    pub peak_rss_bytes: Option<u64>,
+    /// Wall time of the step, seconds.
+    pub seconds: f64,
+}
+
+/// A whole run.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoadReport {
+    /// The target.
+    pub url: String,
+    /// The CPU (`model name` of /proc/cpuinfo) and the core count.
+    pub cpu: String,
+    /// Seconds per step, requests cap per step, drain seconds, seed.
+    pub step_seconds: f64,
+    /// The cap on requests per step.
+    pub max_requests: usize,
+    /// Drain seconds per step.
+    pub drain_seconds: f64,
+    /// The arrival seed.
+    pub seed: u64,
+    /// Distinct questions.
+    pub questions: usize,
+    /// One entry per rate.
+    pub steps: Vec<StepResult>,
+}
+
+enum Outcome {
+    Ok(f64),
+    Status(u16),
+    Transport,
+    TimedOut,
+}
+
+type HttpClient = Client<HttpConnector, Full<Bytes>>;
+
+fn request(options: &LoadOptions, question: &str) -> Result<http::Request<Full<Bytes>>> {
+    let body = serde_json::json!({"question": question, "top_k": options.top_k});
+    let mut builder = http::Request::post(format!("{}/query", options.url.trim_end_matches('/')))
+        .header(http::header::CONTENT_TYPE, "application/json");
+    if let Some(token) = &options.token {
+        builder = builder.header(http::header::AUTHORIZATION, format!("Bearer {token}"));
+    }
+    builder
+        .body(Full::new(Bytes::from(body.to_string())))
+        .map_err(|e| Error::Load(format!("cannot build a request to {}: {e}", options.url)))
+}
+
+/// Sends one request and reads its whole answer.
+async fn send(
+    client: &HttpClient,
+    request: http::Request<Full<Bytes>>,
+) -> std::result::Result<u16, ()> {
+    let response = client.request(request).await.map_err(|_| ())?;
+    let status = response.status().as_u16();
+    response.into_body().collect().await.map_err(|_| ())?;
+    Ok(status)
+}
+
+/// The arrival offsets of one step: exponential gaps at `rate`, within
+/// `span`, at most `max` of them.
+fn arrivals(rate: f64, span: Duration, max: usize, rng: &mut rand::rngs::StdRng) -> Vec<Duration> {
+    let mut at = 0.0f64;
+    let mut out = Vec::new();
+    while out.len() < max {
+        let uniform: f64 = rng.random::<f64>();
+        at += -(1.0 - uniform).ln() / rate;
+        if at >= span.as_secs_f64() {
+            break;
+        }
+        out.push(Duration::from_secs_f64(at));
+    }
+    out
+}
+
+/// The `q`-quantile of sorted values (nearest rank).
+fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = (q * sorted.len() as f64).ceil().max(1.0) as usize;
+    sorted.get(rank.min(sorted.len()) - 1).copied()
+}
+
+/// Resets a process's peak RSS (`/proc/PID/clear_refs`, value 5).
+fn reset_peak(pid: u32) {
+    let _ = std::fs::write(format!("/proc/{pid}/clear_refs"), "5");
+}
+
+/// A process's peak RSS (`VmHWM`), bytes.
+fn peak_rss(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// The CPU's model name and this machine's core count.
+pub fn cpu_name() -> String {
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, name)| name.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".to_owned());
+    let cores = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
+    format!("{model} ({cores} cores)")
+}
+
+async fn run_step(
+    client: &HttpClient,
+    options: &LoadOptions,
+    rate: f64,
+    rng: &mut rand::rngs::StdRng,
+    question_offset: &mut usize,
+) -> Result<StepResult> {
+    let schedule = arrivals(rate, options.step, options.max_requests, rng);
+    if let Some(pid) = options.server_pid {
+        reset_peak(pid);
+    }
+    let start = tokio::time::Instant::now();
+    let wall = Instant::now();
+    let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
+    let mut tasks = Vec::with_capacity(schedule.len());
+    for offset in &schedule {
+        let question = &options.questions[*question_offset % options.questions.len()];
+        *question_offset += 1;
+        let request = request(options, question)?;
+        let client = client.clone();
+        let sender = sender.clone();
+        let scheduled = start + *offset;
+        tasks.push(tokio::spawn(async move {
+            tokio::time::sleep_until(scheduled).await;
+            let outcome = match send(&client, request).await {
+                Ok(200) => Outcome::Ok(scheduled.elapsed().as_secs_f64()),
+                Ok(status) => Outcome::Status(status),
+                Err(()) => Outcome::Transport,
+            };
+            let _ = sender.send(outcome);
+        }));
+    }
+    drop(sender);
+    let deadline = start + options.step + options.drain;
+    let mut outcomes = Vec::with_capacity(schedule.len());
+    loop {
+        tokio::select! {
+            next = receiver.recv() => match next {
+                Some(outcome) => outcomes.push(outcome),
+                None => break,
+            },
+            () = tokio::time::sleep_until(deadline) => break,
+        }
+    }
+    for task in tasks {
+        task.abort();
+    }
+    while outcomes.len() < schedule.len() {
+        outcomes.push(Outcome::TimedOut);
+    }
+    let seconds = wall.elapsed().as_secs_f64();
+    let mut latencies = Vec::new();
+    let mut result = StepResult {
+        rate,
+        sent: schedule.len(),
+        ok: 0,
+        errors_by_status: BTreeMap::new(),
+        transport_errors: 0,
+        timed_out: 0,
+        throughput: 0.0,
+        p50: None,
+        p99: None,
+        p999: None,
+        max: None,
+        peak_rss_bytes: options.server_pid.and_then(peak_rss),
+        seconds,
+    };
+    for outcome in outcomes {
+        match outcome {
+            Outcome::Ok(latency) => {
+                result.ok += 1;
+                latencies.push(latency);
+            }
+            Outcome::Status(status) => *result.errors_by_status.entry(status).or_insert(0) += 1,
+            Outcome::Transport => result.transport_errors += 1,
+            Outcome::TimedOut => result.timed_out += 1,
+        }
+    }
+    latencies.sort_by(f64::total_cmp);
+    result.p50 = quantile(&latencies, 0.50);
+    result.p99 = quantile(&latencies, 0.99);
+    result.p999 = quantile(&latencies, 0.999);
+    result.max = latencies.last().copied();
+    result.throughput = result.ok as f64 / seconds.max(f64::MIN_POSITIVE);
+    Ok(result)
+}
+
+/// Runs every step on its own runtime; `progress` hears about each step.
+///
+/// # Errors
+///
+/// [`Error::Load`] when there are no questions or rates, or a warm-up request
+/// fails.
+pub fn run(options: &LoadOptions, mut progress: impl FnMut(&StepResult)) -> Result<LoadReport> {
+    if options.questions.is_empty()
+        || options.rates.iter().any(|r| r.is_nan() || *r <= 0.0)
+        || options.rates.is_empty()
+    {
+        return Err(Error::Load(
+            "serve-load needs at least one question and positive rates".to_owned(),
+        ));
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Load(format!("cannot start the load runtime: {e}")))?;
+    runtime.block_on(async {
+        let client: HttpClient = Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(Duration::from_secs(30))
+            .build(HttpConnector::new());
+        for i in 0..options.warmup {
+            let question = &options.questions[i % options.questions.len()];
+            match send(&client, request(options, question)?).await {
+                Ok(200) => {}
+                Ok(status) => {
+                    return Err(Error::Load(format!(
+                        "warm-up request to {} answered {status}",
+                        options.url
+                    )))
+                }
+                Err(()) => {
+                    return Err(Error::Load(format!(
+                        "warm-up request to {} got no answer",
+                        options.url
+                    )))
+                }
+            }
+        }
+        let mut rng = rand::rngs::StdRng::seed_from_u64(options.seed);
+        let mut offset = 0;
+        let mut steps = Vec::new();
+        for &rate in &options.rates {
+            let step = run_step(&client, options, rate, &mut rng, &mut offset).await?;
+            progress(&step);
+            steps.push(step);
+        }
+        Ok(LoadReport {
+            url: options.url.clone(),
+            cpu: cpu_name(),
+            step_seconds: options.step.as_secs_f64(),
+            max_requests: options.max_requests,
+            drain_seconds: options.drain.as_secs_f64(),
+            seed: options.seed,
+            questions: options.questions.len(),
+            steps,
+        })
+    })
+}
+
+fn seconds(value: Option<f64>) -> String {
+    value.map_or_else(|| "—".to_owned(), |v| format!("{:.3}", v))
+}
+
+/// The report as a Markdown table.
+pub fn markdown(report: &LoadReport) -> String {
+    let mut out = format!(
+        "Target {} on {}; {} s per step (at most {} requests, {} s drain), seed {}, {} questions.\n\n\
+         | rate/s | sent | ok | errors | timed out | throughput/s | p50 s | p99 s | p99.9 s | max s | peak RSS MiB |\n\
+         |---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|\n",
+        report.url,
+        report.cpu,
+        report.step_seconds,
+        report.max_requests,
+        report.drain_seconds,
+        report.seed,
+        report.questions
+    );
+    for step in &report.steps {
+        let mut errors: Vec<String> = step
+            .errors_by_status
+            .iter()
+            .map(|(status, n)| format!("{n}×{status}"))
+            .collect();
+        if step.transport_errors > 0 {
+            errors.push(format!("{}×no answer", step.transport_errors));
+        }
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {:.2} | {} | {} | {} | {} | {} |\n",
+            step.rate,
+            step.sent,
+            step.ok,
+            if errors.is_empty() {
+                "0".to_owned()
+            } else {
+                errors.join(", ")
+            },
+            step.timed_out,
+            step.throughput,
+            seconds(step.p50),
+            seconds(step.p99),
+            seconds(step.p999),
+            seconds(step.max),
+            step.peak_rss_bytes.map_or_else(
+                || "—".to_owned(),
+                |b| format!("{:.0}", b as f64 / 1_048_576.0)
+            ),
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arrivals_are_bounded_and_seeded() {
+        let mut a = rand::rngs::StdRng::seed_from_u64(7);
+        let mut b = rand::rngs::StdRng::seed_from_u64(7);
+        let first = arrivals(50.0, Duration::from_secs(10), 10_000, &mut a);
+        assert_eq!(
+            first,
+            arrivals(50.0, Duration::from_secs(10), 10_000, &mut b)
+        );
+        assert!(first.windows(2).all(|w| w[0] <= w[1]));
+        assert!(first.iter().all(|t| *t < Duration::from_secs(10)));
+        // About 500 arrivals; a Poisson count is within 5 sigma of it.
+        assert!((388..=612).contains(&first.len()), "{}", first.len());
+        let capped = arrivals(50.0, Duration::from_secs(10), 20, &mut a);
+        assert_eq!(capped.len(), 20);
+    }
+
+    #[test]
+    fn quantiles_use_the_nearest_rank() {
+        let values: Vec<f64> = (1..=1000).map(f64::from).collect();
+        assert_eq!(quantile(&values, 0.5), Some(500.0));
+        assert_eq!(quantile(&values, 0.99), Some(990.0));
+        assert_eq!(quantile(&values, 0.999), Some(999.0));
+        assert_eq!(quantile(&[], 0.5), None);
+    }
+}

@@ -1,0 +1,185 @@
+//! The listener: one hyper HTTP/1.1 connection per accepted socket (a header
+//! read timeout against slow clients), the router behind it, and a graceful
+//! stop on SIGTERM or Ctrl-C that lets in-flight requests finish.
+
+use std::{future::Future, net::SocketAddr, sync::Arc, time::Instant};
+
+use axum::body::Body;
+use hyper_util::{
+    rt::{TokioIo, TokioTimer},
+    server::graceful::GracefulShutdown,
+};
+use tokio::{net::TcpListener, sync::Semaphore};
+use tower::ServiceExt;
+
+use crate::{
+    auth,
+    http::{prepare, router, AppState, KeySource, Limits},
+    proxy::Upstream,
+    service::Backend,
+    Error, Result,
+};
+
+/// How the HTTP engine listens and what it forwards.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// The address to listen on.
+    pub listen: SocketAddr,
+    /// The reference's engine, for every route not answered here.
+    pub upstream: Option<String>,
+    /// Our own limits.
+    pub limits: Limits,
+    /// Where `PARTICLES_API_KEY` is read.
+    pub key: KeySource,
+}
+
+/// The default listening address: loopback, port 8931.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8931";
+
+/// A bound HTTP engine, not yet serving.
+pub struct HttpServer {
+    listener: TcpListener,
+    state: Arc<AppState>,
+}
+
+impl HttpServer {
+    /// Checks the fail-closed rule and binds the listener.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Refused`] in dev mode on a non-loopback address,
+    /// [`Error::Upstream`] for a bad `--upstream`, [`Error::Bind`] when the
+    /// address cannot be bound.
+    pub async fn bind(backend: Arc<Backend>, options: HttpOptions) -> Result<HttpServer> {
+        auth::check_startup(
+            &options.key.current(),
+            &options.listen.ip().to_string(),
+            "--listen",
+        )
+        .map_err(Error::Refused)?;
+        let upstream = options
+            .upstream
+            .as_deref()
+            .map(Upstream::parse)
+            .transpose()?;
+        let listener = TcpListener::bind(options.listen)
+            .await
+            .map_err(|source| Error::Bind {
+                address: options.listen,
+                source,
+            })?;
+        let state = Arc::new(AppState {
+            backend,
+            upstream,
+            inflight: Semaphore::new(options.limits.max_inflight_queries.max(1)),
+            limits: options.limits,
+            buckets: Default::default(),
+            clock: Instant::now(),
+            key: options.key,
+        });
+        Ok(HttpServer { listener, state })
+    }
+
+    /// The address actually bound (port 0 picks a free one).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Bind`] if the socket cannot say.
+    pub fn local_addr(&self) -> Result<SocketAddr> {
+        self.listener.local_addr().map_err(|source| Error::Bind {
+            address: SocketAddr::from(([0, 0, 0, 0], 0)),
+            source,
+        })
+    }
+
+    /// The upstream URL, when requests are forwarded.
+    pub fn upstream(&self) -> Option<&str> {
+        self.state.upstream.as_ref().map(Upstream::url)
+    }
+
+    /// Serves until `shutdown` completes, then stops accepting and waits for
+    /// in-flight requests (at most the drain timeout).
+    pub async fn run(self, shutdown: impl Future<Output = ()>) {
+        let HttpServer { listener, state } = self;
+        let drain = state.limits.drain_timeout;
+        let app = router(state.clone());
+        let mut builder = hyper::server::conn::http1::Builder::new();
+        builder
+            .timer(TokioTimer::new())
+            .header_read_timeout(state.limits.header_timeout);
+        let graceful = GracefulShutdown::new();
+        tokio::pin!(shutdown);
+        loop {
+            tokio::select! {
+                accepted = listener.accept() => {
+                    let Ok((stream, peer)) = accepted else {
+                        // Out of descriptors, or a connection reset before
+                        // accept: wait a moment rather than spin.
+                        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                        continue;
+                    };
+                    let _ = stream.set_nodelay(true);
+                    let app = app.clone();
+                    let service = hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
+                        let request = prepare(request.map(Body::new), peer);
+                        app.clone().oneshot(request)
+                    });
+                    let connection = builder.serve_connection(TokioIo::new(stream), service);
+                    let connection = graceful.watch(connection);
+                    tokio::spawn(async move {
+                        let _ = connection.await;
+                    });
+                }
+                () = &mut shutdown => break,
+            }
+        }
+        drop(listener);
+        tokio::select! {
+            () = graceful.shutdown() => {}
+            () = tokio::time::sleep(drain) => {}
+        }
+    }
+}
+
+/// Completes on SIGTERM or Ctrl-C (SIGINT).
+pub async fn shutdown_signal() {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminate => {}
+    }
+}
+
+/// Runs the HTTP engine on its own runtime until SIGTERM or Ctrl-C; `ready` is
+/// called with the bound address and the upstream once it listens.
+///
+/// # Errors
+///
+/// Whatever [`HttpServer::bind`] refuses.
+pub fn run_http(
+    backend: Arc<Backend>,
+    options: HttpOptions,
+    ready: impl FnOnce(SocketAddr, Option<&str>),
+) -> Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("particles-http")
+        .build()
+        .map_err(|source| Error::Io {
+            path: "tokio runtime".into(),
+            source,
+        })?;
+    runtime.block_on(async move {
+        let server = HttpServer::bind(backend, options).await?;
+        ready(server.local_addr()?, server.upstream());
+        server.run(shutdown_signal()).await;
+        Ok(())
+    })
+}

@@ -1,0 +1,15 @@
+//! Integration tests of the HTTP engine and its front ends: one module per topic.
+//!
+//! - `security`: the reference's gates and limits against an in-process server
+//!   on a fixture store (no reference needed).
+//! - `reads`: the particle reads (`/particles/contested`, `/particles/{id}`,
+//!   `/particles/{id}/source`) on the fixture.
+//! - `reference_cli`: the reference's own CLI and MCP tool against our server,
+//!   compared with the same CLI in-process, on stores the reference wrote.
+//! - `proxy`: writes through our server to the reference's engine upstream.
+
+mod proxy;
+mod reads;
+mod reference_cli;
+mod security;
+mod support;
