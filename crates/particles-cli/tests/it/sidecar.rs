@@ -213,7 +213,10 @@ fn damaged_section_is_caught_and_rebuilt(section: &str, offsets: &[usize], mask:
     let range = section_range(&store, section);
     let mut bytes = std::fs::read(&sidecar).unwrap();
     for &offset in offsets {
-        assert!(offset < range.len(), "{offset} is outside {section} ({range:?})");
+        assert!(
+            offset < range.len(),
+            "{offset} is outside {section} ({range:?})"
+        );
         bytes[range.start + offset] ^= mask;
     }
     std::fs::write(&sidecar, bytes).unwrap();
