@@ -354,22 +354,24 @@ impl CandidateCache {
     }
 
     /// Drops the cached state and deletes its sidecar, after a query found the
-    /// state's bytes damaged (a vector failing its check): the next call rebuilds
-    /// from the store. Leaves a note naming the file.
+    /// state's bytes damaged (a vector or norm failing its row check): the next call
+    /// rebuilds from the store, and `persist` writes a whole sidecar again. Always
+    /// leaves a note naming the file: a damaged sidecar is never passed over
+    /// silently, even when another process already removed it.
     pub fn discard(&mut self) {
         self.state = None;
         self.dirty = false;
         if let Some(config) = &self.sidecar {
             let path = config.path.display().to_string();
-            match std::fs::remove_file(&config.path) {
-                Ok(()) => self.notes.push(format!(
-                    "the sidecar {path} failed its integrity check while a query read it; deleted it and answered from the store"
-                )),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => self.notes.push(format!(
-                    "the sidecar {path} failed its integrity check and could not be deleted ({e}); answered from the store"
-                )),
-            }
+            let removed = match std::fs::remove_file(&config.path) {
+                Ok(()) => String::new(),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+                Err(e) => format!(" (it could not be deleted: {e})"),
+            };
+            self.notes.push(format!(
+                "the sidecar {path} failed its integrity check while a query read it{removed}; \
+                 the candidates were rebuilt from the store and the query answered again"
+            ));
             // The next call rebuilds; it must not reopen a file that is still there.
             self.sidecar_tried = true;
         }

@@ -95,6 +95,14 @@ pub(crate) fn scan_lanes(
         for &row in rows {
             // The row's integrity is checked by the first lane that reads its
             // vector; the others read the same bytes, already vouched for.
+            //
+            // Every scan checks, a warm `serve` too, not once per opened state: the
+            // check rides on loads the dot product makes anyway (one integer add
+            // per four floats; its cost is measured in docs/reliability.md), a
+            // query reads only the rows its filters keep, so no single query could
+            // vouch for a whole state, and in `serve` the norms and checks stay
+            // views of the file map, which a program writing the file in place
+            // can change under a state that was checked when it was opened.
             let mut verified = false;
             for (lane, part) in lanes.iter().zip(parts.iter_mut()) {
                 if part.filter_error.is_some() {

@@ -97,8 +97,9 @@ pub(crate) enum Checked {
     /// When the set first reads it (`CandidateSet::claims_intact`): most queries
     /// have no claim filter.
     OnFirstUse,
-    /// Only by `verify`: hashing 1.5 GB of vectors on every open would cost more
-    /// than the query.
+    /// Hashed only by `verify`: hashing 1.5 GB of vectors on every open would cost
+    /// more than the query. Every scan checks the rows it reads against the
+    /// `checks` section instead (which is hashed on open).
     ByVerify,
 }
 

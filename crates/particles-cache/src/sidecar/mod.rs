@@ -20,11 +20,16 @@
 //!   (kind, format version, byte-order marker), the header's checksum, that the
 //!   file is as long as the section table derived from the header says, every
 //!   section's checksum except the vectors', norms' and claims', and the columns'
-//!   consistency (`CandidateSet::from_columns`). The claims' checksum is checked
-//!   when a claim filter first reads them (`CandidateSet::claims_intact`); hashing
-//!   1.5 GB of vectors on every open would cost more than the query, so those are
-//!   checked by [`verify()`] (`particles-rs sidecar verify`), which checks
-//!   everything. A file that fails is named in a note and rebuilt from the store.
+//!   consistency (`CandidateSet::from_columns`). The vectors and norms are checked
+//!   row by row instead: each row's check (the wrapping sum of its vector's and
+//!   norm's bit patterns, in the `checks` section, which opening hashes) is
+//!   recomputed by the scan's dot kernel from the loads it makes anyway, and a
+//!   mismatch is `DamagedVector`, on which the caller discards the state (and the
+//!   file), rebuilds from the store and answers again: hashing 1.5 GB of vectors on
+//!   every open would cost more than the query. The claims' checksum is checked
+//!   when a claim filter first reads them (`CandidateSet::claims_intact`).
+//!   [`verify()`] (`particles-rs sidecar verify`) hashes everything. A file that
+//!   fails is named in a note and rebuilt from the store.
 //! - **Same machine kind.** Numbers are stored in the writer's byte order and
 //!   viewed in place; a file from a machine of the other byte order, or of another
 //!   format version, is refused ([`SidecarError::ByteOrder`],

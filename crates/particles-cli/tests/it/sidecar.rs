@@ -174,8 +174,31 @@ fn sidecar_verify_reports_and_refuses() {
     );
 }
 
-#[test]
-fn a_damaged_vector_is_caught_by_the_scan_and_the_answer_stays_exact() {
+/// The byte range `sidecar verify` reports for `section` of `store`'s sidecar.
+fn section_range(store: &Path, section: &str) -> std::ops::Range<usize> {
+    let output = particles_rs_command()
+        .args(["sidecar", "verify", "--store"])
+        .arg(store)
+        .env_remove("PARTICLES_SIDECAR_DIR")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    // Lines read `  <name> <length> bytes at <start>  ok`.
+    let line = stdout
+        .lines()
+        .find(|line| line.split_whitespace().next() == Some(section))
+        .unwrap_or_else(|| panic!("no {section} section in {stdout}"));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let (len, start): (usize, usize) = (words[1].parse().unwrap(), words[4].parse().unwrap());
+    start..start + len
+}
+
+/// Flips bits inside one section of a good sidecar (as a bad disk might, leaving
+/// the header and every section opening hashes intact), then queries: the answer
+/// must be the store's, with a note naming the file and saying it was rebuilt, and
+/// the file written back must be whole again.
+fn damaged_section_is_caught_and_rebuilt(section: &str, offsets: &[usize], mask: u8) {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("coins-b.db");
     std::fs::copy(
@@ -187,24 +210,46 @@ fn a_damaged_vector_is_caught_by_the_scan_and_the_answer_stays_exact() {
     let (_, route, _) = query(&store, &[]);
     assert_eq!(route.as_str(), Some("rebuild"));
     let sidecar = dir.path().join("coins-b.db.particles-rs.sidecar");
-    // A few flipped bits in the vectors, as a bad disk might do: opening does not
-    // hash the vectors, the scan's check catches them.
+    let range = section_range(&store, section);
     let mut bytes = std::fs::read(&sidecar).unwrap();
-    for offset in [4096 + 5, 4096 + 1537 * 4 + 2, 4096 + 9001] {
-        bytes[offset] ^= 0x10;
+    for &offset in offsets {
+        assert!(
+            offset < range.len(),
+            "{offset} is outside {section} ({range:?})"
+        );
+        bytes[range.start + offset] ^= mask;
     }
     std::fs::write(&sidecar, bytes).unwrap();
-    let (hits, _, stderr) = query(&store, &[]);
+
+    let (hits, route, stderr) = query(&store, &[]);
     assert_eq!(
         hits, expected,
-        "the answer is the store's, not the damaged file's"
+        "{section}: the answer is the store's, not the damaged file's"
     );
-    assert!(stderr.contains("failed its integrity check"), "{stderr}");
-    // The next process builds a good sidecar again and uses it.
-    let (hits, route, _) = query(&store, &[]);
-    assert_eq!(hits, expected);
+    assert_eq!(route.as_str(), Some("rebuild"), "{section}: {stderr}");
     assert!(
-        matches!(route.as_str(), Some("rebuild" | "sidecar")),
-        "{route}"
+        stderr.contains(&*sidecar.to_string_lossy())
+            && stderr.contains("failed its integrity check")
+            && stderr.contains("rebuilt"),
+        "{section}: {stderr}"
     );
+    // The same process wrote a whole sidecar back: it verifies and the next process
+    // answers from it, the same answer.
+    section_range(&store, section);
+    let (hits, route, stderr) = query(&store, &[]);
+    assert_eq!((&hits, route.as_str()), (&expected, Some("sidecar")));
+    assert!(!stderr.contains("note:"), "{stderr}");
+}
+
+#[test]
+fn a_damaged_vector_is_caught_by_the_scan_and_the_answer_stays_exact() {
+    // A few flipped bits across rows (row 0's second float, row 1's, row 5's).
+    damaged_section_is_caught_and_rebuilt("vectors", &[5, 1537 * 4 + 2, 9001], 0x10);
+}
+
+#[test]
+fn a_damaged_norm_is_caught_by_the_scan_and_the_answer_stays_exact() {
+    // An exponent bit of the first three rows' norms: each norm is multiplied or
+    // divided by four, which moves those rows' cosines.
+    damaged_section_is_caught_and_rebuilt("norms", &[3, 7, 11], 0x01);
 }
