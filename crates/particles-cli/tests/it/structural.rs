@@ -88,7 +88,7 @@ fn arguments(request: &Value) -> Vec<String> {
         format!("--min-confidence={}", request["min_confidence"]),
     ];
     if let Some(subject) = request["subject_id"].as_str() {
-        args.push(format!("--subject={subject}"));
+        args.push(format!("--subject-id={subject}"));
     }
     for tag in request["tags"].as_array().into_iter().flatten() {
         args.push(format!("--tag={}", tag.as_str().unwrap_or_default()));
