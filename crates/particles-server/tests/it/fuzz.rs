@@ -486,7 +486,12 @@ fn case(rng: &mut Rng, addrs: [SocketAddr; 2]) -> Case {
     } else {
         rng.pick(METHODS).as_bytes().to_vec()
     };
-    let target = target(rng);
+    // Most POSTs go to /query, so bodies reach its decoder and validation.
+    let target = if method == b"POST" && rng.chance(60) {
+        b"/query".to_vec()
+    } else {
+        target(rng)
+    };
     let version = if rng.chance(85) {
         b"HTTP/1.1".to_vec()
     } else {
@@ -716,10 +721,16 @@ fn allowed_5xx(case: &Case, status: u16, body: &[u8]) -> bool {
         503 => text.contains("in-flight limit"),
         505 => !version_ok,
         500 => {
-            let json = case
-                .header("content-type")
-                .map(|v| String::from_utf8_lossy(v).to_ascii_lowercase())
-                .is_some_and(|v| v.contains("json"));
+            // JSON as the server reads a content type (Python's parser):
+            // `application/json` or `application/*+json`, parameters dropped.
+            let json = case.header("content-type").is_some_and(|v| {
+                let main = String::from_utf8_lossy(v).to_ascii_lowercase();
+                let main = main.split(';').next().unwrap_or_default().trim().to_owned();
+                let parts: Vec<&str> = main.split('/').collect();
+                parts.len() == 2
+                    && parts[0] == "application"
+                    && (parts[1] == "json" || parts[1].ends_with("+json"))
+            });
             let raw_not_utf8 = !json && std::str::from_utf8(&case.body).is_err();
             let bad_origin = case
                 .header("origin")
