@@ -305,7 +305,7 @@ const VALUES: &[&str] = &[
 fn body(rng: &mut Rng) -> Vec<u8> {
     match rng.below(12) {
         0 => br#"{"question": "silver coins", "top_k": 3}"#.to_vec(),
-        1 | 2 | 3 => {
+        1..=3 => {
             // One to four fields, each with any value.
             let n = 1 + rng.below(4);
             let fields: Vec<String> = (0..n)
@@ -576,19 +576,21 @@ fn read_answer(stream: &mut TcpStream, head_only: bool, started: Instant, what: 
             let body_start = end + 4;
             // A HEAD answer carries a length but no body: on a kept-alive
             // connection, waiting for it would be a hang of our own.
-            while !head_only {
-                let have = buffer.len() - body_start;
-                let done = match length {
-                    Some(n) => have >= n,
-                    None if chunked => buffer[body_start..].ends_with(b"0\r\n\r\n"),
-                    None => false,
-                };
-                if done {
-                    break;
-                }
-                match read_some(stream, &mut chunk, started, what) {
-                    Some(0) | None => break,
-                    Some(n) => buffer.extend_from_slice(&chunk[..n]),
+            if !head_only {
+                loop {
+                    let have = buffer.len() - body_start;
+                    let done = match length {
+                        Some(n) => have >= n,
+                        None if chunked => buffer[body_start..].ends_with(b"0\r\n\r\n"),
+                        None => false,
+                    };
+                    if done {
+                        break;
+                    }
+                    match read_some(stream, &mut chunk, started, what) {
+                        Some(0) | None => break,
+                        Some(n) => buffer.extend_from_slice(&chunk[..n]),
+                    }
                 }
             }
             return Answer::Response(status, buffer[body_start..].to_vec());
@@ -695,7 +697,7 @@ fn may_close(case: &Case) -> bool {
         || case.version.is_empty()
         || case.method.is_empty()
         || case.body.len() > 4_000
-        || case.target.iter().any(|b| *b == b'\n')
+        || case.target.contains(&b'\n')
 }
 
 /// The 5xx answers that are documented, each with why:
