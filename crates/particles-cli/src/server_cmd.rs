@@ -267,6 +267,16 @@ pub(crate) struct LoadArgs {
     /// Where results.json and results.md are written.
     #[arg(long, value_name = "DIR", default_value = "bench-work/serve-load")]
     out: PathBuf,
+
+    /// A soak instead of the steps: the first of --rates, sent at fixed
+    /// intervals for this many minutes, the engine's RSS sampled; reports the
+    /// RSS slope (soak.json and soak.md in --out).
+    #[arg(long, value_name = "MINUTES")]
+    soak_minutes: Option<f64>,
+
+    /// Seconds between the soak's RSS samples.
+    #[arg(long, value_name = "S", default_value_t = 5.0)]
+    sample_seconds: f64,
 }
 
 /// Starts `particles-rs serve --http` on a free loopback port; returns the
@@ -342,12 +352,53 @@ pub(crate) fn run_serve_load(args: &LoadArgs, config: Option<&std::path::Path>) 
         warmup: args.warmup,
         server_pid: args.pid.or(child.as_ref().map(std::process::Child::id)),
     };
+    if let Some(minutes) = args.soak_minutes {
+        let soak = particles_server::load::SoakOptions {
+            rate: args.rates.first().copied().unwrap_or(1.0),
+            duration: std::time::Duration::from_secs_f64(minutes.max(0.0) * 60.0),
+            sample: std::time::Duration::from_secs_f64(args.sample_seconds.max(0.1)),
+            load: options,
+        };
+        let report = particles_server::load::soak(&soak, |sample, sent| {
+            eprintln!(
+                "{:>6.0} s: {sent} sent, RSS {:.1} MiB",
+                sample.seconds,
+                sample.rss_bytes as f64 / 1_048_576.0
+            );
+        });
+        stop_engine(child);
+        let report = report?;
+        std::fs::create_dir_all(&args.out)
+            .with_context(|| format!("cannot create {}", args.out.display()))?;
+        let json_path = args.out.join("soak.json");
+        std::fs::write(&json_path, serde_json::to_vec_pretty(&report)?)
+            .with_context(|| format!("cannot write {}", json_path.display()))?;
+        let table = particles_server::load::soak_markdown(&report);
+        std::fs::write(args.out.join("soak.md"), &table)?;
+        println!("{table}");
+        return Ok(());
+    }
     let report = particles_server::load::run(&options, |step| {
         eprintln!(
             "rate {}/s: {} sent, {} ok, p50 {:?} s, p99 {:?} s",
             step.rate, step.sent, step.ok, step.p50, step.p99
         );
     });
+    stop_engine(child);
+    let report = report?;
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    let json_path = args.out.join("results.json");
+    std::fs::write(&json_path, serde_json::to_vec_pretty(&report)?)
+        .with_context(|| format!("cannot write {}", json_path.display()))?;
+    let table = particles_server::load::markdown(&report);
+    std::fs::write(args.out.join("results.md"), &table)?;
+    println!("{table}");
+    Ok(())
+}
+
+/// Stops the engine started for the run, if any.
+fn stop_engine(child: Option<std::process::Child>) {
     if let Some(mut child) = child {
         // SIGTERM, not Child::kill's SIGKILL: the engine drains and writes its
         // sidecar. kill(1) sends it without unsafe code (this crate forbids it);
@@ -362,14 +413,4 @@ pub(crate) fn run_serve_load(args: &LoadArgs, config: Option<&std::path::Path>) 
         }
         let _ = child.wait();
     }
-    let report = report?;
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("cannot create {}", args.out.display()))?;
-    let json_path = args.out.join("results.json");
-    std::fs::write(&json_path, serde_json::to_vec_pretty(&report)?)
-        .with_context(|| format!("cannot write {}", json_path.display()))?;
-    let table = particles_server::load::markdown(&report);
-    std::fs::write(args.out.join("results.md"), &table)?;
-    println!("{table}");
-    Ok(())
 }

@@ -340,6 +340,253 @@ pub fn run(options: &LoadOptions, mut progress: impl FnMut(&StepResult)) -> Resu
     })
 }
 
+/// What a soak runs: one steady rate for a long time, the server's RSS sampled.
+#[derive(Debug, Clone)]
+pub struct SoakOptions {
+    /// The requests, the server and the warm-up (`rates` and `step` unused).
+    pub load: LoadOptions,
+    /// Requests per second, sent at fixed intervals (not Poisson: a steady
+    /// rate makes a memory slope comparable between runs).
+    pub rate: f64,
+    /// How long to send for.
+    pub duration: Duration,
+    /// How often the server's RSS is read.
+    pub sample: Duration,
+}
+
+/// One RSS reading.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct RssSample {
+    /// Seconds since the soak started.
+    pub seconds: f64,
+    /// `VmRSS`, bytes.
+    pub rss_bytes: u64,
+}
+
+/// A soak's figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct SoakReport {
+    /// The engine's base URL.
+    pub url: String,
+    /// The CPU, as [`cpu_name`] gives it.
+    pub cpu: String,
+    /// The offered rate, requests per second.
+    pub rate: f64,
+    /// How long requests were sent, seconds.
+    pub seconds: f64,
+    /// Requests sent.
+    pub sent: usize,
+    /// Answered 200.
+    pub ok: usize,
+    /// Answered with another status, by status.
+    pub errors_by_status: BTreeMap<u16, usize>,
+    /// No answer: refused or broken connections.
+    pub transport_errors: usize,
+    /// Still open at the end (after the drain time).
+    pub timed_out: usize,
+    /// Every RSS reading, in order.
+    pub samples: Vec<RssSample>,
+    /// The least-squares slope of RSS over time, MiB per minute.
+    pub slope_mib_per_minute: Option<f64>,
+}
+
+/// A process's current RSS (`VmRSS`), bytes.
+fn current_rss(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// The least-squares slope of `(seconds, bytes)` readings, MiB per minute;
+/// `None` under two readings or with no spread in time.
+pub fn rss_slope(samples: &[RssSample]) -> Option<f64> {
+    if samples.len() < 2 {
+        return None;
+    }
+    let n = samples.len() as f64;
+    let mean_t = samples.iter().map(|s| s.seconds).sum::<f64>() / n;
+    let mean_m = samples
+        .iter()
+        .map(|s| s.rss_bytes as f64 / 1_048_576.0)
+        .sum::<f64>()
+        / n;
+    let (mut covariance, mut variance) = (0.0, 0.0);
+    for sample in samples {
+        let dt = sample.seconds - mean_t;
+        covariance += dt * (sample.rss_bytes as f64 / 1_048_576.0 - mean_m);
+        variance += dt * dt;
+    }
+    (variance > 0.0).then(|| covariance / variance * 60.0)
+}
+
+/// Sends `rate` requests a second at fixed intervals for the duration (open
+/// loop: a slow answer does not delay the next send), reading the server's
+/// RSS every `sample`; `progress` hears each reading with the requests sent
+/// so far.
+///
+/// # Errors
+///
+/// [`Error::Load`] without questions, a positive rate, a server pid, or when a
+/// warm-up request fails.
+pub fn soak(
+    options: &SoakOptions,
+    mut progress: impl FnMut(&RssSample, usize),
+) -> Result<SoakReport> {
+    let load = &options.load;
+    let Some(pid) = load.server_pid else {
+        return Err(Error::Load(
+            "a soak samples the server's RSS: it needs the server's pid".to_owned(),
+        ));
+    };
+    if load.questions.is_empty() || options.rate.is_nan() || options.rate <= 0.0 {
+        return Err(Error::Load(
+            "a soak needs at least one question and a positive rate".to_owned(),
+        ));
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Load(format!("cannot start the load runtime: {e}")))?;
+    runtime.block_on(async {
+        let client: HttpClient = Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(Duration::from_secs(30))
+            .build(HttpConnector::new());
+        for i in 0..load.warmup.max(1) {
+            let question = &load.questions[i % load.questions.len()];
+            if send(&client, request(load, question)?).await != Ok(200) {
+                return Err(Error::Load(format!(
+                    "warm-up request to {} did not answer 200",
+                    load.url
+                )));
+            }
+        }
+        let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
+        let start = tokio::time::Instant::now();
+        let gap = Duration::from_secs_f64(1.0 / options.rate);
+        let mut ticks = tokio::time::interval(gap);
+        // A late tick sends at once and the rest keep their schedule: the
+        // rate stays the offered one on a busy machine.
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+        let mut sampler = tokio::time::interval(options.sample);
+        let mut samples = Vec::new();
+        let mut sent = 0usize;
+        let mut outcomes = Vec::new();
+        loop {
+            tokio::select! {
+                _ = ticks.tick() => {
+                    if start.elapsed() >= options.duration {
+                        break;
+                    }
+                    let question = &load.questions[sent % load.questions.len()];
+                    sent += 1;
+                    let request = request(load, question)?;
+                    let client = client.clone();
+                    let sender = sender.clone();
+                    tokio::spawn(async move {
+                        let outcome = match send(&client, request).await {
+                            Ok(200) => Outcome::Ok(0.0),
+                            Ok(status) => Outcome::Status(status),
+                            Err(()) => Outcome::Transport,
+                        };
+                        let _ = sender.send(outcome);
+                    });
+                }
+                _ = sampler.tick() => {
+                    if let Some(rss_bytes) = current_rss(pid) {
+                        let sample = RssSample { seconds: start.elapsed().as_secs_f64(), rss_bytes };
+                        progress(&sample, sent);
+                        samples.push(sample);
+                    }
+                }
+                Some(outcome) = receiver.recv() => outcomes.push(outcome),
+            }
+        }
+        let seconds = start.elapsed().as_secs_f64();
+        drop(sender);
+        let deadline = tokio::time::Instant::now() + load.drain;
+        while outcomes.len() < sent {
+            tokio::select! {
+                next = receiver.recv() => match next {
+                    Some(outcome) => outcomes.push(outcome),
+                    None => break,
+                },
+                () = tokio::time::sleep_until(deadline) => break,
+            }
+        }
+        // The reading after the last answer: what the server keeps once idle.
+        if let Some(rss_bytes) = current_rss(pid) {
+            samples.push(RssSample {
+                seconds: start.elapsed().as_secs_f64(),
+                rss_bytes,
+            });
+        }
+        let mut report = SoakReport {
+            url: load.url.clone(),
+            cpu: cpu_name(),
+            rate: options.rate,
+            seconds,
+            sent,
+            ok: 0,
+            errors_by_status: BTreeMap::new(),
+            transport_errors: 0,
+            timed_out: sent.saturating_sub(outcomes.len()),
+            slope_mib_per_minute: rss_slope(&samples),
+            samples,
+        };
+        for outcome in outcomes {
+            match outcome {
+                Outcome::Ok(_) => report.ok += 1,
+                Outcome::Status(status) => {
+                    *report.errors_by_status.entry(status).or_insert(0) += 1;
+                }
+                Outcome::Transport => report.transport_errors += 1,
+                Outcome::TimedOut => report.timed_out += 1,
+            }
+        }
+        Ok(report)
+    })
+}
+
+/// A soak's figures as Markdown.
+pub fn soak_markdown(report: &SoakReport) -> String {
+    let mib = |b: u64| b as f64 / 1_048_576.0;
+    let first = report.samples.first().map(|s| mib(s.rss_bytes));
+    let last = report.samples.last().map(|s| mib(s.rss_bytes));
+    let peak = report.samples.iter().map(|s| s.rss_bytes).max().map(mib);
+    let shown = |v: Option<f64>| v.map_or_else(|| "—".to_owned(), |v| format!("{v:.1}"));
+    let mut errors: Vec<String> = report
+        .errors_by_status
+        .iter()
+        .map(|(status, n)| format!("{n}×{status}"))
+        .collect();
+    if report.transport_errors > 0 {
+        errors.push(format!("{}×no answer", report.transport_errors));
+    }
+    format!(
+        "Soak of {} on {}: {} requests/s for {:.0} s, {} RSS samples.\n\n\
+         | sent | ok | errors | timed out | RSS start MiB | RSS end MiB | RSS peak MiB | slope MiB/min |\n\
+         |---:|---:|---|---:|---:|---:|---:|---:|\n\
+         | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+        report.url,
+        report.cpu,
+        report.rate,
+        report.seconds,
+        report.samples.len(),
+        report.sent,
+        report.ok,
+        if errors.is_empty() { "0".to_owned() } else { errors.join(", ") },
+        report.timed_out,
+        shown(first),
+        shown(last),
+        shown(peak),
+        report
+            .slope_mib_per_minute
+            .map_or_else(|| "—".to_owned(), |v| format!("{v:+.3}")),
+    )
+}
+
 fn seconds(value: Option<f64>) -> String {
     value.map_or_else(|| "—".to_owned(), |v| format!("{:.3}", v))
 }
@@ -411,6 +658,27 @@ mod tests {
         assert!((388..=612).contains(&first.len()), "{}", first.len());
         let capped = arrivals(50.0, Duration::from_secs(10), 20, &mut a);
         assert_eq!(capped.len(), 20);
+    }
+
+    #[test]
+    fn the_rss_slope_is_a_least_squares_fit() {
+        // 1 MiB per 30 s is 2 MiB/min, whatever the noise's sign.
+        let samples: Vec<RssSample> = (0..10)
+            .map(|i| RssSample {
+                seconds: f64::from(i) * 30.0,
+                rss_bytes: (100 + i as u64) * 1_048_576 + if i % 2 == 0 { 4096 } else { 0 },
+            })
+            .collect();
+        let slope = rss_slope(&samples).expect("a slope");
+        assert!((slope - 2.0).abs() < 0.01, "{slope}");
+        let flat: Vec<RssSample> = (0..5)
+            .map(|i| RssSample {
+                seconds: f64::from(i),
+                rss_bytes: 7,
+            })
+            .collect();
+        assert_eq!(rss_slope(&flat), Some(0.0));
+        assert_eq!(rss_slope(&samples[..1]), None);
     }
 
     #[test]

@@ -23,8 +23,18 @@ fn error(pos: usize, msg: &'static str) -> Stop {
     Stop::Error(JsonError { pos, msg })
 }
 
+/// How deep arrays and objects may nest before the scan stops. The scan
+/// recurses once per level, so without a bound a body of nested brackets
+/// overflows a server thread's stack (found by the HTTP fuzz). Python's own
+/// scanner stops near its recursion limit (1000) with a RecursionError, a 500
+/// in the reference; serde_json refuses past 128 first, so this bound only
+/// changes what a body deeper than it gets: a 422 with this message, not a
+/// crash.
+const MAX_DEPTH: usize = 512;
+
 struct Scanner {
     s: Vec<char>,
+    depth: std::cell::Cell<usize>,
 }
 
 impl Scanner {
@@ -46,8 +56,20 @@ impl Scanner {
         };
         match c {
             '"' => self.string(idx + 1),
-            '{' => self.object(idx + 1),
-            '[' => self.array(idx + 1),
+            '{' | '[' => {
+                let depth = self.depth.get() + 1;
+                if depth > MAX_DEPTH {
+                    return Err(error(idx, "Maximum nesting depth exceeded"));
+                }
+                self.depth.set(depth);
+                let scanned = if c == '{' {
+                    self.object(idx + 1)
+                } else {
+                    self.array(idx + 1)
+                };
+                self.depth.set(depth - 1);
+                scanned
+            }
             'n' if self.starts_with(idx, "null") => Ok(idx + 4),
             't' if self.starts_with(idx, "true") => Ok(idx + 4),
             'f' if self.starts_with(idx, "false") => Ok(idx + 5),
@@ -208,6 +230,7 @@ impl Scanner {
 pub(crate) fn decode_error(text: &str) -> Option<JsonError> {
     let scanner = Scanner {
         s: text.chars().collect(),
+        depth: std::cell::Cell::new(0),
     };
     let start = scanner.skip_ws(0);
     match scanner.value(start) {
@@ -232,6 +255,16 @@ mod tests {
 
     fn at(text: &str) -> Option<(usize, &'static str)> {
         decode_error(text).map(|e| (e.pos, e.msg))
+    }
+
+    #[test]
+    fn deep_nesting_stops_the_scan_instead_of_the_stack() {
+        let deep = format!("{}1{}", "[".repeat(200_000), "]".repeat(200_000));
+        let error = decode_error(&deep).expect("refused");
+        assert_eq!(error.msg, "Maximum nesting depth exceeded");
+        assert_eq!(error.pos, MAX_DEPTH);
+        let shallow = format!("{}1{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+        assert_eq!(decode_error(&shallow), None);
     }
 
     #[test]

@@ -6,8 +6,11 @@
 //!   `/particles/{id}/source`) on the fixture.
 //! - `reference_cli`: the reference's own CLI and MCP tool against our server,
 //!   compared with the same CLI in-process, on stores the reference wrote.
+//! - `fuzz`: seeded adversarial requests over raw TCP: never a 5xx (bar the
+//!   documented ones), a panic or a hang.
 //! - `proxy`: writes through our server to the reference's engine upstream.
 
+mod fuzz;
 mod proxy;
 mod reads;
 mod reference_cli;
