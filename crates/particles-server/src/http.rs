@@ -467,6 +467,16 @@ async fn query(
         }
         Parsed::Json(value) => value,
     };
+    // FastAPI validates the body from attributes, not as `model_validate` does:
+    // JSON that is not an object is its `model_attributes_type`, input echoed.
+    if !value.is_object() {
+        return validation_error(json!([{
+            "type": "model_attributes_type",
+            "loc": ["body"],
+            "msg": "Input should be a valid dictionary or object to extract fields from",
+            "input": value,
+        }]));
+    }
     let request = match QueryRequest::from_json(&value, Timestamp::now()) {
         Ok(request) => request,
         Err(errors) => {

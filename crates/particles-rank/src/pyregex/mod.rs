@@ -48,7 +48,7 @@ pub enum PatternError {
     /// catch it, so its query fails.
     Fatal(&'static str),
     /// A construct this port does not carry (`\N{...}`, nesting past
-    /// [`parse::MAX_NESTING`]): treated as a skipped rule.
+    /// `parse::MAX_NESTING`): treated as a skipped rule.
     Unsupported(&'static str),
 }
 
@@ -82,13 +82,13 @@ impl PyRegex {
     }
 
     /// `re.search`: whether the pattern matches anywhere in `text`. A search past
-    /// [`STEP_LIMIT`] or [`DEPTH_LIMIT`] counts as no match.
+    /// `STEP_LIMIT` or `DEPTH_LIMIT` counts as no match.
     pub fn search(&self, text: &str) -> bool {
         self.try_search(text).unwrap_or(false)
     }
 
-    /// `re.search`, or `None` when the search ran past [`STEP_LIMIT`] or
-    /// [`DEPTH_LIMIT`] (where [`search`](PyRegex::search) says no match).
+    /// `re.search`, or `None` when the search ran past `STEP_LIMIT` or
+    /// `DEPTH_LIMIT` (where [`search`](PyRegex::search) says no match).
     pub fn try_search(&self, text: &str) -> Option<bool> {
         let chars: Vec<u32> = text.chars().map(u32::from).collect();
         matcher::search(&self.program, self.groups, self.filter.as_ref(), &chars)

@@ -308,15 +308,36 @@ fn start_server(store: &Path, config: &Path, vectors: HashMap<String, Vec<f32>>)
     TestServer::start(server_setup)
 }
 
-/// The local side's stderr without the warnings the reference logs while it
-/// reads store rows (`particle ID: malformed ...`): in-process they reach the
-/// CLI's stderr, against a remote engine they stay in the engine's log.
+/// The local side's stderr without the warnings the reference's engine logs
+/// while it reads store rows (`particle ID: malformed ...`, `Skipped N ...
+/// whose embedding model id != ...`): in-process they reach the CLI's stderr,
+/// against a remote engine they stay in the engine's log.
 fn in_process_stderr(stderr: &[u8]) -> String {
-    String::from_utf8_lossy(stderr)
-        .lines()
-        .filter(|line| !(line.starts_with("particle ") && line.contains(": malformed ")))
-        .map(|line| format!("{line}\n"))
-        .collect()
+    let mut kept = String::new();
+    // A malformed row's warning may carry pydantic's multi-line report: field
+    // names alone on a line, then indented messages; they go with it.
+    let mut in_report = false;
+    for line in String::from_utf8_lossy(stderr).lines() {
+        if line.starts_with("particle ") && line.contains(": malformed ") {
+            in_report = true;
+            continue;
+        }
+        let continuation = line.starts_with("  ")
+            || (!line.is_empty()
+                && line
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.'));
+        if in_report && continuation {
+            continue;
+        }
+        in_report = false;
+        if line.starts_with("Skipped ") && line.contains("whose embedding model id") {
+            continue;
+        }
+        kept.push_str(line);
+        kept.push('\n');
+    }
+    kept
 }
 
 #[derive(Default)]
