@@ -1,3 +1,5 @@
+//! Unit tests of the gates: keys, loopback, hosts and origins.
+
 use std::net::IpAddr;
 
 use http::{HeaderMap, HeaderValue, StatusCode};

@@ -1,3 +1,5 @@
+//! Unit tests of the source passage: matching, locating, cuts and notes.
+
 use super::*;
 
 fn settings() -> PassageSettings {
