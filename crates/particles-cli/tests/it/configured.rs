@@ -10,13 +10,13 @@
 //! `make_cases.py`'s hand shape with every key made to bite). The default count is
 //! modest; `PARTICLES_REFERENCE_CONFIGS` raises it (`cargo xtask equivalence` does).
 
-use std::{path::Path, process::Command};
+use std::path::Path;
 
 use serde_json::Value;
 
 use crate::{
     reference::compare,
-    support::{file_digest, isolated_home, particles_rs, reference_python, workspace_root},
+    support::{file_digest, particles_rs, reference_cases, reference_python},
 };
 
 /// How many configurations in all (spread over the seeded stores).
@@ -34,29 +34,15 @@ const REQUESTS: u64 = 3;
 const PER_STORE: u64 = 12;
 
 fn configured_cases(python: &Path, dir: &Path, seed: u64, configs: u64) -> Vec<Value> {
-    let output = Command::new(python)
-        .arg(workspace_root().join("tests/reference/configured.py"))
-        .args([
-            "--seed",
-            &seed.to_string(),
-            "--configs",
-            &configs.to_string(),
-        ])
-        .args(["--requests", &REQUESTS.to_string(), "--out"])
-        .arg(dir)
-        .env("HOME", isolated_home())
-        .env_remove("PARTICLES_CONFIG")
-        .env_remove("DATABASE_URL")
-        .output()
-        .expect("the reference's python runs");
-    assert!(
-        output.status.success(),
-        "configured.py --seed {seed} failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let path = String::from_utf8_lossy(&output.stdout).trim().to_owned();
-    serde_json::from_str(&std::fs::read_to_string(path).expect("configured.py wrote its cases"))
-        .expect("cases are JSON")
+    let args = [
+        "--seed".to_owned(),
+        seed.to_string(),
+        "--configs".to_owned(),
+        configs.to_string(),
+        "--requests".to_owned(),
+        REQUESTS.to_string(),
+    ];
+    reference_cases(python, "configured.py", &args, dir)
 }
 
 #[test]

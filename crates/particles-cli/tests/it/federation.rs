@@ -12,11 +12,11 @@
 //! `PARTICLES_REFERENCE_FEDERATED` raises their count (`cargo xtask equivalence`
 //! does).
 
-use std::{path::Path, process::Command};
+use std::path::Path;
 
 use serde_json::Value;
 
-use crate::support::{file_digest, isolated_home, particles_rs, reference_python, workspace_root};
+use crate::support::{file_digest, particles_rs, reference_cases, reference_python};
 
 fn requests() -> u64 {
     std::env::var("PARTICLES_REFERENCE_FEDERATED")
@@ -26,29 +26,13 @@ fn requests() -> u64 {
 }
 
 fn federation_cases(python: &Path, dir: &Path, seed: u64, requests: u64) -> Vec<Value> {
-    let output = Command::new(python)
-        .arg(workspace_root().join("tests/reference/federation.py"))
-        .args([
-            "--seed",
-            &seed.to_string(),
-            "--requests",
-            &requests.to_string(),
-        ])
-        .arg("--out")
-        .arg(dir)
-        .env("HOME", isolated_home())
-        .env_remove("PARTICLES_CONFIG")
-        .env_remove("DATABASE_URL")
-        .output()
-        .expect("the reference's python runs");
-    assert!(
-        output.status.success(),
-        "federation.py --seed {seed} failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let path = String::from_utf8_lossy(&output.stdout).trim().to_owned();
-    serde_json::from_str(&std::fs::read_to_string(path).expect("federation.py wrote its cases"))
-        .expect("cases are JSON")
+    let args = [
+        "--seed".to_owned(),
+        seed.to_string(),
+        "--requests".to_owned(),
+        requests.to_string(),
+    ];
+    reference_cases(python, "federation.py", &args, dir)
 }
 
 /// `(id, effective confidence bits, similarity bits)` per hit; the similarity is

@@ -62,3 +62,33 @@ pub fn file_digest(path: &Path) -> String {
     let bytes = std::fs::read(path).expect("the file is readable");
     format!("{:x}", sha2::Sha256::digest(bytes))
 }
+
+/// Runs `tests/reference/SCRIPT` with `args` and `--out DIR` in the reference's
+/// Python, with HOME isolated and no configuration or database URL inherited,
+/// and reads the cases file whose path it prints.
+pub fn reference_cases(
+    python: &Path,
+    script: &str,
+    args: &[String],
+    dir: &Path,
+) -> Vec<serde_json::Value> {
+    let output = std::process::Command::new(python)
+        .arg(workspace_root().join("tests/reference").join(script))
+        .args(args)
+        .arg("--out")
+        .arg(dir)
+        .env("HOME", isolated_home())
+        .env_remove("PARTICLES_CONFIG")
+        .env_remove("DATABASE_URL")
+        .output()
+        .expect("the reference's python runs");
+    assert!(
+        output.status.success(),
+        "{script} {args:?} failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let path = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{script} wrote no cases file: {e}"));
+    serde_json::from_str(&text).expect("cases are JSON")
+}
