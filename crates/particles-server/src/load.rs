@@ -277,6 +277,23 @@ async fn run_step(
     Ok(result)
 }
 
+/// The generator's runtime: one worker, so the load it offers is not itself
+/// competing with the engine for more than one core.
+fn load_runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Load(format!("cannot start the load runtime: {e}")))
+}
+
+/// The generator's HTTP client, keeping connections open between requests.
+fn load_client() -> HttpClient {
+    Client::builder(TokioExecutor::new())
+        .pool_idle_timeout(Duration::from_secs(30))
+        .build(HttpConnector::new())
+}
+
 /// Runs every step on its own runtime; `progress` hears about each step.
 ///
 /// # Errors
@@ -292,15 +309,9 @@ pub fn run(options: &LoadOptions, mut progress: impl FnMut(&StepResult)) -> Resu
             "serve-load needs at least one question and positive rates".to_owned(),
         ));
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .map_err(|e| Error::Load(format!("cannot start the load runtime: {e}")))?;
+    let runtime = load_runtime()?;
     runtime.block_on(async {
-        let client: HttpClient = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(Duration::from_secs(30))
-            .build(HttpConnector::new());
+        let client = load_client();
         for i in 0..options.warmup {
             let question = &options.questions[i % options.questions.len()];
             match send(&client, request(options, question)?).await {
@@ -444,15 +455,9 @@ pub fn soak(
             "a soak needs at least one question and a positive rate".to_owned(),
         ));
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .map_err(|e| Error::Load(format!("cannot start the load runtime: {e}")))?;
+    let runtime = load_runtime()?;
     runtime.block_on(async {
-        let client: HttpClient = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(Duration::from_secs(30))
-            .build(HttpConnector::new());
+        let client = load_client();
         for i in 0..load.warmup.max(1) {
             let question = &load.questions[i % load.questions.len()];
             if send(&client, request(load, question)?).await != Ok(200) {
