@@ -92,6 +92,8 @@ pub(crate) fn print_text(
     show_source: bool,
 ) -> Result<()> {
     let (engine, response) = respond(sidecar, request, envelope, selection, config)?;
+    // Shared with the passage reader when --show-source needs one.
+    let engine = std::sync::Arc::new(engine);
     let stdout = std::io::stdout();
     let stderr = std::io::stderr();
     let mut out = stdout.lock();
@@ -104,7 +106,6 @@ pub(crate) fn print_text(
         let hits = &response.particles[..limit];
         // Passages come from the store the hits were ranked in (a plain query:
         // --show-source refuses handles, as the reference refuses --store).
-        let engine = std::sync::Arc::new(engine);
         let backend = particles_server::Backend::new(
             engine.clone(),
             &config.loaded,
@@ -115,10 +116,6 @@ pub(crate) fn print_text(
             .map(|hit| backend.passage_for_display(&hit.id))
             .collect::<Result<Vec<_>, _>>()?;
         reference_text::write_sources(&mut out, hits, response.particles.len(), &passages)?;
-        out.flush()?;
-        drop((out, err));
-        persist(&engine);
-        return Ok(());
     }
     out.flush()?;
     drop((out, err));
