@@ -2,7 +2,7 @@
 //! order, before any cut. A single-store query cuts and collapses what this
 //! returns; a federated query merges what each store returns.
 
-use std::{collections::HashSet, time::Instant};
+use std::{collections::HashMap, time::Instant};
 
 use particles_candidates::{CandidateSet, Selection};
 use particles_model::{Timestamp, ValidRequest};
@@ -319,10 +319,19 @@ impl Gather<'_> {
 
 /// The per-batch store reads scoring needs: each candidate's first-source facts
 /// and, for derived candidates, their premises' statuses (chunked lookups).
+///
+/// Entry and snapshot facts are remembered for the whole gather, by the set's
+/// interned string ids: candidates share sources (on the generator's 100k store
+/// ~48k candidates scored inside the truncation margin name ~3k snapshots and
+/// ~1.2k entries), so each source is read from SQLite once per query, not once
+/// per batch that meets it. Every read happens in the query's one read
+/// transaction, so a remembered fact is the fact of the ranking's snapshot.
 #[derive(Default)]
 pub(crate) struct FactLookups {
-    snapshots: HashSet<u32>,
-    entries: HashSet<u32>,
+    /// Snapshot id → its facts (`None`: no such row).
+    snapshots: HashMap<u32, Option<particles_store::SnapshotFacts>>,
+    /// Entry id → `(source_type, uri_r)` (`None`: no such row).
+    entries: HashMap<u32, Option<(String, Option<String>)>>,
 }
 
 impl FactLookups {
@@ -336,24 +345,50 @@ impl FactLookups {
         timings: &mut StageTimings,
     ) -> Result<Vec<(particles_model::policy::SourceFacts, f64)>> {
         let started = Instant::now();
+        let mut new_entries: Vec<u32> = Vec::new();
+        let mut new_snapshots: Vec<u32> = Vec::new();
         for &row in rows {
             if let Some((entry, snapshot)) = set.traits(row).source {
-                if !set.string(entry).is_empty() {
-                    self.entries.insert(entry);
+                if !set.string(entry).is_empty() && !self.entries.contains_key(&entry) {
+                    self.entries.insert(entry, None);
+                    new_entries.push(entry);
                 }
                 if let Some(snapshot) = snapshot.filter(|s| !set.string(*s).is_empty()) {
-                    self.snapshots.insert(snapshot);
+                    if !self.snapshots.contains_key(&snapshot) {
+                        self.snapshots.insert(snapshot, None);
+                        new_snapshots.push(snapshot);
+                    }
                 }
             }
         }
-        let sources = particles_store::source_facts(
-            store,
-            rows.iter().map(|&row| {
-                set.traits(row)
-                    .source
-                    .map(|(entry, snapshot)| (set.string(entry), snapshot.map(|s| set.string(s))))
-            }),
-        )?;
+        if !new_snapshots.is_empty() {
+            let ids: Vec<&str> = new_snapshots.iter().map(|&s| set.string(s)).collect();
+            let mut found = particles_store::snapshot_source_facts(store, &ids)?;
+            for &snapshot in &new_snapshots {
+                self.snapshots
+                    .insert(snapshot, found.remove(set.string(snapshot)));
+            }
+        }
+        if !new_entries.is_empty() {
+            let ids: Vec<&str> = new_entries.iter().map(|&e| set.string(e)).collect();
+            let mut found = particles_store::entry_source_facts(store, &ids)?;
+            for &entry in &new_entries {
+                self.entries.insert(entry, found.remove(set.string(entry)));
+            }
+        }
+        let sources: Vec<particles_model::policy::SourceFacts> = rows
+            .iter()
+            .map(|&row| match set.traits(row).source {
+                None => particles_model::policy::SourceFacts::default(),
+                Some((entry, snapshot)) => particles_store::assemble_source_facts(
+                    set.string(entry),
+                    self.entries.get(&entry).and_then(Option::as_ref),
+                    snapshot
+                        .and_then(|s| self.snapshots.get(&s))
+                        .and_then(Option::as_ref),
+                ),
+            })
+            .collect();
         timings.source_rows += started.elapsed().as_secs_f64();
         let started = Instant::now();
         let premises = particles_store::premise_statuses(
@@ -371,5 +406,62 @@ impl FactLookups {
                 (source, discount)
             })
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use particles_rank::Policies;
+    use particles_store::{CandidateLoader, Store, UncachedLoader};
+
+    use super::*;
+
+    /// Read batch by batch, with sources met again in later batches, the memoised
+    /// facts are the facts a direct read of each row gives, and each distinct
+    /// source is asked for once.
+    #[test]
+    fn remembered_facts_equal_a_direct_read() {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/stores/coins-a.db");
+        let store = Store::open_read_only(&path).unwrap();
+        let selection = UncachedLoader.select(&store, 0.0, None).unwrap();
+        let set = selection.set.as_ref();
+        let policies = Policies::compile(
+            &particles_store::load_policy_rows(&store).unwrap(),
+            &particles_rank::RankSettings::default(),
+        )
+        .unwrap();
+        let rows = &selection.rows;
+        assert!(rows.len() >= 4, "the fixture has a few candidates");
+        // Overlapping batches, the second in reverse: every source is met twice.
+        let half = rows.len() / 2 + 1;
+        let mut batches: Vec<Vec<usize>> = vec![rows[..half].to_vec(), rows.to_vec()];
+        batches[1].reverse();
+        let mut lookups = FactLookups::default();
+        let mut timings = StageTimings::default();
+        for batch in &batches {
+            let remembered = lookups
+                .read(&store, set, batch, &policies, &mut timings)
+                .unwrap();
+            let direct = particles_store::source_facts(
+                &store,
+                batch.iter().map(|&row| {
+                    set.traits(row).source.map(|(entry, snapshot)| {
+                        (set.string(entry), snapshot.map(|s| set.string(s)))
+                    })
+                }),
+            )
+            .unwrap();
+            let remembered: Vec<_> = remembered.into_iter().map(|(facts, _)| facts).collect();
+            assert_eq!(remembered, direct);
+        }
+        let distinct_snapshots: std::collections::HashSet<u32> = rows
+            .iter()
+            .filter_map(|&row| set.traits(row).source.and_then(|(_, s)| s))
+            .filter(|&s| !set.string(s).is_empty())
+            .collect();
+        assert_eq!(lookups.snapshots.len(), distinct_snapshots.len());
     }
 }

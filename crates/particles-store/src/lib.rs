@@ -80,8 +80,9 @@ pub use crate::{
         particle_ids_in_rowid_order, sqlite_version,
     },
     sources::{
-        claim_coverage_counts, co_evidential_edges, expand_tags, particle_ids_for_tags,
-        premise_statuses, source_facts, subject_is_known, subject_particle_ids, tag_is_known,
+        assemble_source_facts, claim_coverage_counts, co_evidential_edges, expand_tags,
+        particle_ids_for_tags, premise_statuses, snapshot_source_facts, source_facts,
+        subject_is_known, subject_particle_ids, tag_is_known, SnapshotFacts,
     },
     store::{create_store, Store, ALEMBIC_HEAD},
     subjects::{resolve_subject, MatchedBy, SubjectCandidate, SubjectResolution},

@@ -13,6 +13,9 @@ use crate::{
     Store,
 };
 
+/// The snapshot half of a source's facts: `content_published_at` and `author_id`.
+pub type SnapshotFacts = (Option<Timestamp>, Option<String>);
+
 /// The source facts of candidates' first `SOURCE` refs, given as `(entry id,
 /// snapshot id)`, in the given order. A candidate without one (`None`) gets the
 /// default (no date, `""` type, no entry, no URI).
@@ -38,88 +41,84 @@ pub fn source_facts<'a>(
         .map(|(entry, _)| *entry)
         .filter(|e| !e.is_empty())
         .collect();
-
-    let mut snapshots: HashMap<String, (Option<Timestamp>, Option<String>)> = HashMap::new();
-    if !snapshot_ids.is_empty() && store.has_table("snapshots")? {
-        let ids: Vec<&str> = snapshot_ids.into_iter().collect();
-        let name = "snapshot source facts";
-        for_each_in_chunks(
-            store,
-            name,
-            &ids,
-            |list| {
-                format!(
-                    "SELECT snapshot_id, content_published_at, author_id FROM snapshots \
-                     WHERE snapshot_id IN ({list})"
-                )
-            },
-            SqlClock::Untimed,
-            |row| {
-                let snapshot_id: String = row.get(0).map_err(query_error(name))?;
-                let published: Option<String> = row.get(1).map_err(query_error(name))?;
-                let author: Option<String> = row.get(2).map_err(query_error(name))?;
-                let published = match published {
-                    None => None,
-                    Some(text) => {
-                        Some(Timestamp::parse(&text).map_err(|e| Error::InvalidValue {
-                            table: "snapshots",
-                            key: snapshot_id.clone(),
-                            column: "content_published_at",
-                            reason: e.to_string(),
-                        })?)
-                    }
-                };
-                snapshots.insert(snapshot_id, (published, author));
-                Ok(())
-            },
-        )?;
-    }
-
-    let mut entries: HashMap<String, (String, Option<String>)> = HashMap::new();
-    if !entry_ids.is_empty() && store.has_table("corpus_entries")? {
-        let ids: Vec<&str> = entry_ids.into_iter().collect();
-        let name = "corpus entry source facts";
-        for_each_in_chunks(
-            store,
-            name,
-            &ids,
-            |list| {
-                format!(
-                    "SELECT entry_id, source_type, uri_r FROM corpus_entries \
-                     WHERE entry_id IN ({list})"
-                )
-            },
-            SqlClock::Untimed,
-            |row| {
-                let entry_id: String = row.get(0).map_err(query_error(name))?;
-                let source_type: String = row.get(1).map_err(query_error(name))?;
-                let uri: Option<String> = row.get(2).map_err(query_error(name))?;
-                entries.insert(entry_id, (source_type, uri));
-                Ok(())
-            },
-        )?;
-    }
-
+    let snapshots = snapshot_source_facts(store, &snapshot_ids.into_iter().collect::<Vec<_>>())?;
+    let entries = crate::entry_source_facts(store, &entry_ids.into_iter().collect::<Vec<_>>())?;
     Ok(refs
         .into_iter()
         .map(|source| {
             let Some((entry_id, snapshot_id)) = source else {
                 return SourceFacts::default();
             };
-            let (published_at, author_id) = snapshot_id
+            let snapshot = snapshot_id
                 .filter(|s| !s.is_empty())
-                .and_then(|s| snapshots.get(s).cloned())
-                .unwrap_or_default();
-            let (source_type, uri) = entries.get(entry_id).cloned().unwrap_or_default();
-            SourceFacts {
-                published_at,
-                source_type,
-                entry_id: Some(entry_id.to_owned()),
-                uri,
-                author_id,
-            }
+                .and_then(|s| snapshots.get(s));
+            assemble_source_facts(entry_id, entries.get(entry_id), snapshot)
         })
         .collect())
+}
+
+/// One candidate's source facts from its entry id and what the entry and snapshot
+/// lookups found (`None`: no such row, or no snapshot named).
+pub fn assemble_source_facts(
+    entry_id: &str,
+    entry: Option<&(String, Option<String>)>,
+    snapshot: Option<&SnapshotFacts>,
+) -> SourceFacts {
+    let (published_at, author_id) = snapshot.cloned().unwrap_or_default();
+    let (source_type, uri) = entry.cloned().unwrap_or_default();
+    SourceFacts {
+        published_at,
+        source_type,
+        entry_id: Some(entry_id.to_owned()),
+        uri,
+        author_id,
+    }
+}
+
+/// `(content_published_at, author_id)` of each named snapshot that exists.
+///
+/// # Errors
+///
+/// [`Error::Query`] when SQLite fails, [`Error::InvalidValue`] on a malformed
+/// `content_published_at`.
+pub fn snapshot_source_facts(
+    store: &Store,
+    snapshot_ids: &[&str],
+) -> Result<HashMap<String, SnapshotFacts>> {
+    let mut snapshots = HashMap::new();
+    if snapshot_ids.is_empty() || !store.has_table("snapshots")? {
+        return Ok(snapshots);
+    }
+    let name = "snapshot source facts";
+    for_each_in_chunks(
+        store,
+        name,
+        snapshot_ids,
+        |list| {
+            format!(
+                "SELECT snapshot_id, content_published_at, author_id FROM snapshots \
+                 WHERE snapshot_id IN ({list})"
+            )
+        },
+        SqlClock::Untimed,
+        |row| {
+            let snapshot_id: String = row.get(0).map_err(query_error(name))?;
+            let published: Option<String> = row.get(1).map_err(query_error(name))?;
+            let author: Option<String> = row.get(2).map_err(query_error(name))?;
+            let published = match published {
+                None => None,
+                Some(text) => Some(Timestamp::parse(&text).map_err(|e| Error::InvalidValue {
+                    table: "snapshots",
+                    key: snapshot_id.clone(),
+                    column: "content_published_at",
+                    reason: e.to_string(),
+                })?),
+            };
+            snapshots.insert(snapshot_id, (published, author));
+            Ok(())
+        },
+    )?;
+    Ok(snapshots)
 }
 
 /// The status of each named premise particle (fetched by id, any status, fully
