@@ -2,7 +2,10 @@
 //! order, before any cut. A single-store query cuts and collapses what this
 //! returns; a federated query merges what each store returns.
 
-use std::{collections::HashMap, time::Instant};
+use std::{
+    collections::{hash_map::Entry, HashMap},
+    time::Instant,
+};
 
 use particles_candidates::{CandidateSet, Selection};
 use particles_model::{Timestamp, ValidRequest};
@@ -349,13 +352,15 @@ impl FactLookups {
         let mut new_snapshots: Vec<u32> = Vec::new();
         for &row in rows {
             if let Some((entry, snapshot)) = set.traits(row).source {
-                if !set.string(entry).is_empty() && !self.entries.contains_key(&entry) {
-                    self.entries.insert(entry, None);
-                    new_entries.push(entry);
+                if !set.string(entry).is_empty() {
+                    if let Entry::Vacant(vacant) = self.entries.entry(entry) {
+                        vacant.insert(None);
+                        new_entries.push(entry);
+                    }
                 }
                 if let Some(snapshot) = snapshot.filter(|s| !set.string(*s).is_empty()) {
-                    if !self.snapshots.contains_key(&snapshot) {
-                        self.snapshots.insert(snapshot, None);
+                    if let Entry::Vacant(vacant) = self.snapshots.entry(snapshot) {
+                        vacant.insert(None);
                         new_snapshots.push(snapshot);
                     }
                 }
