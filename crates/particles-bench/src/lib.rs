@@ -54,6 +54,6 @@ mod runner;
 pub use crate::{
     cell::{mark_process_start, run_cell},
     error::{Error, Result},
-    report::render_report,
+    report::{log_log_svg, render_report, PlotLine},
     runner::{run, CellCommand, RunOptions, Variant},
 };

@@ -437,10 +437,54 @@ fn targets_table(out: &mut String, ours: &[Row], theirs: &[Row]) {
 
 /// A log-log plot of p50 against store size, one line per engine and cell kind.
 fn latency_svg(series: &[(String, Vec<(f64, f64)>)]) -> String {
-    let (w, h, left, bottom, top, right) = (820.0, 440.0, 70.0, 50.0, 20.0, 250.0);
-    let points: Vec<(f64, f64)> = series
+    let lines: Vec<PlotLine> = series
         .iter()
-        .flat_map(|(_, p)| p.iter().copied())
+        .enumerate()
+        .map(|(i, (name, points))| PlotLine {
+            // One colour per cell kind; the reference's lines are dashed.
+            color: GROUPS
+                .iter()
+                .position(|(mode, variant)| name.ends_with(&format!("{mode} {variant}")))
+                .unwrap_or(i),
+            dashed: name.starts_with("reference"),
+            name: name.clone(),
+            points: points.clone(),
+        })
+        .collect();
+    log_log_svg(
+        &lines,
+        "beliefs in the store (log)",
+        "p50 query latency (log)",
+        |x| size_label(x as u64),
+    )
+}
+
+/// One line of [`log_log_svg`].
+#[derive(Debug, Clone)]
+pub struct PlotLine {
+    /// The legend's text.
+    pub name: String,
+    /// Index into the palette.
+    pub color: usize,
+    /// Drawn dashed (by convention, the reference's lines).
+    pub dashed: bool,
+    /// `(x, y)` points; those not both positive are left out (a log scale).
+    pub points: Vec<(f64, f64)>,
+}
+
+/// A log-log line plot (y in seconds) as a standalone SVG document, with a
+/// gridline and label at each decade and a legend on the right. `x_tick` labels
+/// the x decades.
+pub fn log_log_svg(
+    lines: &[PlotLine],
+    x_label: &str,
+    y_label: &str,
+    x_tick: impl Fn(f64) -> String,
+) -> String {
+    let (w, h, left, bottom, top, right) = (820.0, 440.0, 70.0, 50.0, 20.0, 250.0);
+    let points: Vec<(f64, f64)> = lines
+        .iter()
+        .flat_map(|line| line.points.iter().copied())
         .filter(|(x, y)| *x > 0.0 && *y > 0.0)
         .collect();
     if points.is_empty() {
@@ -462,7 +506,7 @@ fn latency_svg(series: &[(String, Vec<(f64, f64)>)]) -> String {
     let mut svg = format!("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n");
     for decade in (x0 as i32)..=(x1 as i32) {
         let x = px(10f64.powi(decade));
-        let _ = writeln!(svg, "<line x1=\"{x}\" y1=\"{top}\" x2=\"{x}\" y2=\"{}\" stroke=\"#ddd\"/><text x=\"{x}\" y=\"{}\" text-anchor=\"middle\">{}</text>", h - bottom, h - bottom + 18.0, size_label(10u64.pow(decade.max(0) as u32)));
+        let _ = writeln!(svg, "<line x1=\"{x}\" y1=\"{top}\" x2=\"{x}\" y2=\"{}\" stroke=\"#ddd\"/><text x=\"{x}\" y=\"{}\" text-anchor=\"middle\">{}</text>", h - bottom, h - bottom + 18.0, x_tick(10f64.powi(decade)));
     }
     for decade in (y0 as i32)..=(y1 as i32) {
         let y = py(10f64.powi(decade));
@@ -470,26 +514,26 @@ fn latency_svg(series: &[(String, Vec<(f64, f64)>)]) -> String {
     }
     let _ = writeln!(
         svg,
-        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">beliefs in the store (log)</text>",
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{x_label}</text>",
         (left + w - right) / 2.0,
         h - 10.0
     );
-    let _ = writeln!(svg, "<text x=\"16\" y=\"{}\" transform=\"rotate(-90 16 {})\" text-anchor=\"middle\">p50 query latency (log)</text>", h / 2.0, h / 2.0);
-    for (i, (name, points)) in series.iter().enumerate() {
-        // One colour per cell kind; the reference's lines are dashed.
-        let kind = GROUPS
-            .iter()
-            .position(|(mode, variant)| name.ends_with(&format!("{mode} {variant}")))
-            .unwrap_or(i);
-        let color = colors[kind % colors.len()];
-        let dash = if name.starts_with("reference") {
+    let _ = writeln!(svg, "<text x=\"16\" y=\"{}\" transform=\"rotate(-90 16 {})\" text-anchor=\"middle\">{y_label}</text>", h / 2.0, h / 2.0);
+    for (i, line) in lines.iter().enumerate() {
+        let color = colors[line.color % colors.len()];
+        let dash = if line.dashed {
             " stroke-dasharray=\"6 4\""
         } else {
             ""
         };
-        let path: Vec<String> = points
+        let shown: Vec<(f64, f64)> = line
+            .points
             .iter()
+            .copied()
             .filter(|(x, y)| *x > 0.0 && *y > 0.0)
+            .collect();
+        let path: Vec<String> = shown
+            .iter()
             .map(|(x, y)| format!("{:.1},{:.1}", px(*x), py(*y)))
             .collect();
         let _ = writeln!(
@@ -497,7 +541,7 @@ fn latency_svg(series: &[(String, Vec<(f64, f64)>)]) -> String {
             "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"2\"{dash} points=\"{}\"/>",
             path.join(" ")
         );
-        for (x, y) in points.iter().filter(|(x, y)| *x > 0.0 && *y > 0.0) {
+        for (x, y) in &shown {
             let _ = writeln!(
                 svg,
                 "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{color}\"/>",
@@ -506,7 +550,7 @@ fn latency_svg(series: &[(String, Vec<(f64, f64)>)]) -> String {
             );
         }
         let ly = top + 18.0 * i as f64 + 10.0;
-        let _ = writeln!(svg, "<line x1=\"{}\" y1=\"{ly}\" x2=\"{}\" y2=\"{ly}\" stroke=\"{color}\" stroke-width=\"2\"{dash}/><text x=\"{}\" y=\"{}\">{name}</text>", w - right + 10.0, w - right + 34.0, w - right + 40.0, ly + 4.0);
+        let _ = writeln!(svg, "<line x1=\"{}\" y1=\"{ly}\" x2=\"{}\" y2=\"{ly}\" stroke=\"{color}\" stroke-width=\"2\"{dash}/><text x=\"{}\" y=\"{}\">{}</text>", w - right + 10.0, w - right + 34.0, w - right + 40.0, ly + 4.0, line.name);
     }
     svg.push_str("</svg>\n");
     svg

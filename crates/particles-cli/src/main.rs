@@ -13,6 +13,7 @@ mod model_cmd;
 mod output;
 mod query;
 mod query_flags;
+mod reference_load;
 mod reference_text;
 mod response;
 mod serve;

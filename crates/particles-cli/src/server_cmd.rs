@@ -277,6 +277,29 @@ pub(crate) struct LoadArgs {
     /// Seconds between the soak's RSS samples.
     #[arg(long, value_name = "S", default_value_t = 5.0)]
     sample_seconds: f64,
+
+    /// The reference's `particles` executable (e.g. `.reference/venv/bin/particles`):
+    /// after our engine's steps, its own engine (`particles engine serve`) is
+    /// started on a copy of the one --store file, its question encoder set through
+    /// its own seam to our encoder's vector for each question, and loaded the same
+    /// way at --reference-rates. Writes reference-results.{json,md}, comparison.md
+    /// and latency-vs-rate.svg beside results.json.
+    #[arg(
+        long,
+        value_name = "PATH",
+        requires = "stores",
+        conflicts_with = "soak_minutes"
+    )]
+    reference: Option<PathBuf>,
+
+    /// Offered rates for the reference's engine (with --reference).
+    #[arg(
+        long,
+        value_name = "R,R,...",
+        value_delimiter = ',',
+        default_value = "0.1,0.2,0.3,0.4"
+    )]
+    reference_rates: Vec<f64>,
 }
 
 /// Starts `particles-rs serve --http` on a free loopback port; returns the
@@ -378,23 +401,118 @@ pub(crate) fn run_serve_load(args: &LoadArgs, config: Option<&std::path::Path>) 
         println!("{table}");
         return Ok(());
     }
-    let report = particles_server::load::run(&options, |step| {
-        eprintln!(
-            "rate {}/s: {} sent, {} ok, p50 {:?} s, p99 {:?} s",
-            step.rate, step.sent, step.ok, step.p50, step.p99
-        );
-    });
+    let reference_store = match (&args.reference, args.stores.as_slice()) {
+        (None, _) => None,
+        (Some(_), [store]) if std::path::Path::new(store).is_file() => Some(PathBuf::from(store)),
+        (Some(_), _) => anyhow::bail!(
+            "--reference needs exactly one --store naming a store file (the reference's \
+             engine serves a copy of it)"
+        ),
+    };
+    let report = particles_server::load::run(&options, print_step);
     stop_engine(child);
     let report = report?;
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
-    let json_path = args.out.join("results.json");
-    std::fs::write(&json_path, serde_json::to_vec_pretty(&report)?)
-        .with_context(|| format!("cannot write {}", json_path.display()))?;
-    let table = particles_server::load::markdown(&report);
-    std::fs::write(args.out.join("results.md"), &table)?;
+    let table = write_report(&args.out, "results", &report)?;
     println!("{table}");
+    if let (Some(particles), Some(store)) = (&args.reference, reference_store) {
+        let encode = load_encoder(None).context(
+            "--reference needs this build's question encoder: both engines rank our \
+             encoder's vector for each question",
+        )?;
+        let work = args.out.join("reference");
+        eprintln!(
+            "starting the reference's engine on a copy of {}",
+            store.display()
+        );
+        let engine = crate::reference_load::start(
+            particles,
+            &store,
+            &options.questions,
+            &encode,
+            config,
+            &work,
+        )?;
+        let reference_options = particles_server::load::LoadOptions {
+            url: engine.url.clone(),
+            rates: args.reference_rates.clone(),
+            server_pid: Some(engine.pid()),
+            ..options
+        };
+        let theirs = particles_server::load::run(&reference_options, print_step);
+        drop(engine);
+        let theirs = theirs?;
+        let table = write_report(&args.out, "reference-results", &theirs)?;
+        println!("{table}");
+        let comparison = particles_server::load::comparison_markdown(&report, &theirs);
+        std::fs::write(args.out.join("comparison.md"), &comparison)?;
+        println!("{comparison}");
+        std::fs::write(
+            args.out.join("latency-vs-rate.svg"),
+            latency_vs_rate_svg(&report, &theirs),
+        )?;
+    }
     Ok(())
+}
+
+fn print_step(step: &particles_server::load::StepResult) {
+    eprintln!(
+        "rate {}/s: {} sent, {} ok, p50 {:?} s, p99 {:?} s",
+        step.rate, step.sent, step.ok, step.p50, step.p99
+    );
+}
+
+/// Writes `<name>.json` and `<name>.md` in `out`; returns the table.
+fn write_report(
+    out: &std::path::Path,
+    name: &str,
+    report: &particles_server::load::LoadReport,
+) -> Result<String> {
+    let json_path = out.join(format!("{name}.json"));
+    std::fs::write(&json_path, serde_json::to_vec_pretty(report)?)
+        .with_context(|| format!("cannot write {}", json_path.display()))?;
+    let table = particles_server::load::markdown(report);
+    let md_path = out.join(format!("{name}.md"));
+    std::fs::write(&md_path, &table)
+        .with_context(|| format!("cannot write {}", md_path.display()))?;
+    Ok(table)
+}
+
+/// p50 and p99 against the offered rate, both engines, log-log; the reference's
+/// lines dashed. Steps that did not answer every request are still drawn (their
+/// latencies are of what was answered), which is where the lines turn up.
+fn latency_vs_rate_svg(
+    ours: &particles_server::load::LoadReport,
+    theirs: &particles_server::load::LoadReport,
+) -> String {
+    let line = |name: &str,
+                color: usize,
+                dashed: bool,
+                report: &particles_server::load::LoadReport,
+                pick: fn(&particles_server::load::StepResult) -> Option<f64>| {
+        particles_bench::PlotLine {
+            name: name.to_owned(),
+            color,
+            dashed,
+            points: report
+                .steps
+                .iter()
+                .filter_map(|step| pick(step).map(|y| (step.rate, y)))
+                .collect(),
+        }
+    };
+    particles_bench::log_log_svg(
+        &[
+            line("particles-rs p50", 0, false, ours, |s| s.p50),
+            line("particles-rs p99", 1, false, ours, |s| s.p99),
+            line("reference p50", 0, true, theirs, |s| s.p50),
+            line("reference p99", 1, true, theirs, |s| s.p99),
+        ],
+        "offered rate, requests per second (log)",
+        "latency from scheduled send (log)",
+        |x| format!("{x}"),
+    )
 }
 
 /// Stops the engine started for the run, if any.

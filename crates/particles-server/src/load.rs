@@ -105,6 +105,33 @@ pub struct LoadReport {
     pub steps: Vec<StepResult>,
 }
 
+impl StepResult {
+    /// Whether the engine kept up with this step's arrivals: every request
+    /// answered 200 within the step and its drain, and completions arriving at
+    /// least 90% as fast as requests were sent (answers per second of the whole
+    /// step, last answer included, over requests per second of the sending span).
+    pub fn sustained(&self, step_seconds: f64) -> bool {
+        if self.sent == 0 || self.ok != self.sent {
+            return false;
+        }
+        let offered = self.sent as f64 / step_seconds.max(f64::MIN_POSITIVE);
+        self.throughput >= 0.9 * offered
+    }
+}
+
+impl LoadReport {
+    /// The highest offered rate this run sustained ([`StepResult::sustained`]),
+    /// when one was: the capacity the run shows (a floor; a rate between two
+    /// steps may be sustained too).
+    pub fn capacity(&self) -> Option<f64> {
+        self.steps
+            .iter()
+            .filter(|step| step.sustained(self.step_seconds))
+            .map(|step| step.rate)
+            .max_by(f64::total_cmp)
+    }
+}
+
 enum Outcome {
     Ok(f64),
     Status(u16),
@@ -600,8 +627,8 @@ fn seconds(value: Option<f64>) -> String {
 pub fn markdown(report: &LoadReport) -> String {
     let mut out = format!(
         "Target {} on {}; {} s per step (at most {} requests, {} s drain), seed {}, {} questions.\n\n\
-         | rate/s | sent | ok | errors | timed out | throughput/s | p50 s | p99 s | p99.9 s | max s | peak RSS MiB |\n\
-         |---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|\n",
+         | rate/s | sent | ok | errors | timed out | throughput/s | sustained | p50 s | p99 s | p99.9 s | max s | peak RSS MiB |\n\
+         |---:|---:|---:|---|---:|---:|---|---:|---:|---:|---:|---:|\n",
         report.url,
         report.cpu,
         report.step_seconds,
@@ -620,7 +647,7 @@ pub fn markdown(report: &LoadReport) -> String {
             errors.push(format!("{}×no answer", step.transport_errors));
         }
         out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {:.2} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {:.2} | {} | {} | {} | {} | {} | {} |\n",
             step.rate,
             step.sent,
             step.ok,
@@ -631,6 +658,11 @@ pub fn markdown(report: &LoadReport) -> String {
             },
             step.timed_out,
             step.throughput,
+            if step.sustained(report.step_seconds) {
+                "yes"
+            } else {
+                "no"
+            },
             seconds(step.p50),
             seconds(step.p99),
             seconds(step.p999),
@@ -640,6 +672,52 @@ pub fn markdown(report: &LoadReport) -> String {
                 |b| format!("{:.0}", b as f64 / 1_048_576.0)
             ),
         ));
+    }
+    out
+}
+
+/// Two runs side by side (ours, then the reference's engine): each one's
+/// capacity, the ratio, and each engine's latency at the rates both were offered.
+pub fn comparison_markdown(ours: &LoadReport, theirs: &LoadReport) -> String {
+    let rate = |r: Option<f64>| r.map_or_else(|| "none sustained".to_owned(), |r| format!("{r}/s"));
+    let mut out = format!(
+        "Capacity (the highest offered rate sustained for {} s: every request answered, \
+         answers keeping up with arrivals), {}:\n\n\
+         | engine | capacity |\n|---|---:|\n| particles-rs | {} |\n| reference | {} |\n",
+        ours.step_seconds,
+        ours.cpu,
+        rate(ours.capacity()),
+        rate(theirs.capacity()),
+    );
+    if let (Some(a), Some(b)) = (ours.capacity(), theirs.capacity()) {
+        out.push_str(&format!(
+            "\nRatio: {:.0}x (a floor: both are the highest step offered that was sustained).\n",
+            a / b
+        ));
+    }
+    let shared: Vec<&StepResult> = ours
+        .steps
+        .iter()
+        .filter(|s| theirs.steps.iter().any(|t| t.rate == s.rate))
+        .collect();
+    if !shared.is_empty() {
+        out.push_str(
+            "\nAt the rates both were offered:\n\n\
+             | rate/s | particles-rs p50 s | p99 s | reference p50 s | p99 s |\n\
+             |---:|---:|---:|---:|---:|\n",
+        );
+        for step in shared {
+            if let Some(other) = theirs.steps.iter().find(|t| t.rate == step.rate) {
+                out.push_str(&format!(
+                    "| {} | {} | {} | {} | {} |\n",
+                    step.rate,
+                    seconds(step.p50),
+                    seconds(step.p99),
+                    seconds(other.p50),
+                    seconds(other.p99)
+                ));
+            }
+        }
     }
     out
 }
@@ -684,6 +762,57 @@ mod tests {
             .collect();
         assert_eq!(rss_slope(&flat), Some(0.0));
         assert_eq!(rss_slope(&samples[..1]), None);
+    }
+
+    fn step(rate: f64, sent: usize, ok: usize, throughput: f64) -> StepResult {
+        StepResult {
+            rate,
+            sent,
+            ok,
+            errors_by_status: BTreeMap::new(),
+            transport_errors: 0,
+            timed_out: sent - ok,
+            throughput,
+            p50: None,
+            p99: None,
+            p999: None,
+            max: None,
+            peak_rss_bytes: None,
+            seconds: 60.0,
+        }
+    }
+
+    #[test]
+    fn capacity_is_the_highest_step_that_kept_up() {
+        let report = LoadReport {
+            url: String::new(),
+            cpu: String::new(),
+            step_seconds: 60.0,
+            max_requests: 1000,
+            drain_seconds: 30.0,
+            seed: 1,
+            questions: 12,
+            steps: vec![
+                // Kept up: 60 sent over 60 s, answered at 0.98/s.
+                step(1.0, 60, 60, 0.98),
+                // Answered everything, but the last answers came long after.
+                step(2.0, 120, 120, 1.5),
+                // Fast enough, but one request was never answered.
+                step(4.0, 240, 239, 3.9),
+            ],
+        };
+        assert!(report.steps[0].sustained(60.0));
+        assert!(!report.steps[1].sustained(60.0));
+        assert!(!report.steps[2].sustained(60.0));
+        assert_eq!(report.capacity(), Some(1.0));
+        assert_eq!(
+            LoadReport {
+                steps: vec![step(1.0, 0, 0, 0.0)],
+                ..report
+            }
+            .capacity(),
+            None
+        );
     }
 
     #[test]
