@@ -215,6 +215,7 @@ fn run_group(
                 now: Route::clock(input.request, input.now),
                 exhaustive: input.exhaustive,
                 prune_margin: input.prune_margin,
+                scores_only_beyond_cut: true,
                 harness_tags: &[],
                 timings: &mut timings,
                 work: &mut work,

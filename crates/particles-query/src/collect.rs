@@ -102,6 +102,9 @@ pub(crate) struct TopK {
     /// The best scores seen, at most `k`, descending: the stopping rule's input.
     best: Vec<f64>,
     scored: Vec<Scored>,
+    /// With [`TopK::keeping_only_scores_beyond`]: the scores of candidates already
+    /// below the k-th best when they arrived, unordered.
+    beyond: Option<Vec<f64>>,
 }
 
 impl TopK {
@@ -110,11 +113,32 @@ impl TopK {
             k,
             best: Vec::with_capacity(k + 1),
             scored: Vec::new(),
+            beyond: None,
+        }
+    }
+
+    /// A collector that keeps only the score of a candidate that arrives strictly
+    /// below the k-th best held: the k-th best only rises, so such a candidate can
+    /// never be in the top `k`, and all a caller reads of it is its score (the
+    /// truncation warning's count). The response's pruning margin makes most
+    /// candidates scored such ones; not keeping their facts and factors saves
+    /// the memory traffic of carrying and sorting them.
+    pub(crate) fn keeping_only_scores_beyond(k: usize) -> TopK {
+        TopK {
+            beyond: Some(Vec::new()),
+            ..TopK::new(k)
         }
     }
 
     pub(crate) fn push(&mut self, scored: Scored) {
         let score = scored.ranked.score;
+        if let Some(beyond) = self.beyond.as_mut() {
+            // NaN compares false: it is kept whole, and sorted as the rest are.
+            if self.k > 0 && self.best.len() == self.k && score < self.best[self.k - 1] {
+                beyond.push(score);
+                return;
+            }
+        }
         let at = self.best.partition_point(|s| *s >= score);
         if at < self.k {
             self.best.insert(at, score);
@@ -129,11 +153,23 @@ impl TopK {
         self.k > 0 && self.best.len() == self.k && bound < self.best[self.k - 1] - margin
     }
 
-    /// Every scored candidate in final order: the top `k` first, then the rest.
-    pub(crate) fn into_ranked(mut self) -> Vec<Scored> {
+    /// Every scored candidate kept whole, in final order (the top `k` first, then
+    /// the rest), and the scores kept alone (unordered; empty unless
+    /// [`TopK::keeping_only_scores_beyond`]).
+    pub(crate) fn into_ranked(mut self) -> (Vec<Scored>, Vec<f64>) {
         self.scored.sort_by(by_score_then_position);
-        self.scored
+        (self.scored, self.beyond.unwrap_or_default())
     }
+}
+
+/// Scores in final order: descending, NaN first (as [`by_score_then_position`]
+/// orders them), `-0.0` and `0.0` equal.
+pub(crate) fn sort_scores(scores: &mut [f64]) {
+    scores.sort_by(|x, y| match (x.is_nan(), y.is_nan()) {
+        (true, false) => Ordering::Less,
+        (false, true) => Ordering::Greater,
+        _ => y.partial_cmp(x).unwrap_or(Ordering::Equal),
+    });
 }
 
 fn by_score_then_position(a: &Scored, b: &Scored) -> Ordering {
@@ -192,6 +228,7 @@ mod tests {
             slack in prop::collection::vec(0.0f64..0.5, 200),
             k in 1usize..30,
             seed in any::<u64>(),
+            scores_only in any::<bool>(),
         ) {
             // The oracle: Python's sorted(reverse=True) over loader order.
             let mut oracle: Vec<(usize, f64)> = scores.iter().copied().enumerate().collect();
@@ -201,7 +238,12 @@ mod tests {
             // Bounds at or above the score, visited in bound order.
             let bounds: Vec<f64> = scores.iter().zip(&slack).map(|(s, d)| s + d).collect();
             let mut order = BoundOrder::new(&bounds, 1 + (seed % 7) as usize);
-            let mut top = TopK::new(k);
+            let mut top = if scores_only {
+                TopK::keeping_only_scores_beyond(k)
+            } else {
+                TopK::new(k)
+            };
+            let mut whole = TopK::new(k);
             let mut next = 0;
             while next < order.len() {
                 let bound = order.bound_at(next).unwrap();
@@ -212,10 +254,19 @@ mod tests {
                 next += batch.len();
                 for position in batch {
                     top.push(scored(position, scores[position]));
+                    whole.push(scored(position, scores[position]));
                 }
             }
-            let got: Vec<(usize, f64)> = top
-                .into_ranked()
+            let (kept, beyond) = top.into_ranked();
+            // Whatever was kept as a score alone, every score is there.
+            let bits = |mut scores: Vec<f64>| {
+                scores.sort_by(f64::total_cmp);
+                scores.iter().map(|s| s.to_bits()).collect::<Vec<_>>()
+            };
+            let all: Vec<f64> = kept.iter().map(|s| s.ranked.score).chain(beyond).collect();
+            let whole: Vec<f64> = whole.into_ranked().0.iter().map(|s| s.ranked.score).collect();
+            prop_assert_eq!(bits(all), bits(whole));
+            let got: Vec<(usize, f64)> = kept
                 .into_iter()
                 .take(k)
                 .map(|s| (s.position, s.ranked.score))
@@ -234,7 +285,7 @@ mod tests {
         for (position, score) in [(3, 0.5), (1, 0.5), (2, -0.0), (0, 0.0)] {
             top.push(scored(position, score));
         }
-        let order: Vec<usize> = top.into_ranked().iter().map(|s| s.position).collect();
+        let order: Vec<usize> = top.into_ranked().0.iter().map(|s| s.position).collect();
         assert_eq!(order, [1, 3, 0, 2]);
     }
 }

@@ -39,6 +39,9 @@ pub(crate) struct Gathered {
     /// order among equals). Candidates whose bound could not reach the k-th score
     /// (less the prune margin) are absent.
     pub(crate) scored: Vec<Scored>,
+    /// With [`Gather::scores_only_beyond_cut`], the scores of the candidates
+    /// scored below the k-th best of their moment (never in the cut), unordered.
+    pub(crate) beyond: Vec<f64>,
     /// Counts, without `collapsed` (the caller's).
     pub(crate) stats: QueryStats,
     /// With claim filters, their counts.
@@ -65,6 +68,10 @@ pub(crate) struct Gather<'a> {
     /// Candidates are skipped only when their bound is below the k-th score less
     /// this margin, so the truncation warning sees every score it counts.
     pub(crate) prune_margin: f64,
+    /// Keep only the score of a candidate that cannot enter the cut (a single
+    /// store's query, which reads nothing else of it); a federation keeps every
+    /// scored candidate whole (it decides which store owns an id by them).
+    pub(crate) scores_only_beyond_cut: bool,
     /// `observer_scope.harness_tags`.
     pub(crate) harness_tags: &'a [String],
     pub(crate) timings: &'a mut StageTimings,
@@ -80,9 +87,10 @@ impl Gather<'_> {
             ..QueryStats::default()
         };
         let (scanned, filtered) = self.scan(&mut stats)?;
-        let scored = self.collect(&scanned, &mut stats)?;
+        let (scored, beyond) = self.collect(&scanned, &mut stats)?;
         Ok(Gathered {
             scored,
+            beyond,
             stats,
             claims: filtered.claims,
             observer: filtered.observer,
@@ -101,9 +109,10 @@ impl Gather<'_> {
             filtered_out: self.selection.rows.len() - scanned.survivors.len(),
             ..QueryStats::default()
         };
-        let scored = self.collect(&scanned, &mut stats)?;
+        let (scored, beyond) = self.collect(&scanned, &mut stats)?;
         Ok(Gathered {
             scored,
+            beyond,
             stats,
             claims: None,
             observer: None,
@@ -264,13 +273,22 @@ impl Gather<'_> {
     }
 
     /// Scores candidates in bound order, batch by batch, into the collector, until
-    /// no remaining bound can reach the k-th score. Returns every scored candidate
-    /// in final order.
-    fn collect(&mut self, scanned: &Scanned, stats: &mut QueryStats) -> Result<Vec<Scored>> {
+    /// no remaining bound can reach the k-th score. Returns the scored candidates
+    /// kept whole in final order, and the scores kept alone (see
+    /// [`Gather::scores_only_beyond_cut`]).
+    fn collect(
+        &mut self,
+        scanned: &Scanned,
+        stats: &mut QueryStats,
+    ) -> Result<(Vec<Scored>, Vec<f64>)> {
         let set = self.selection.set.as_ref();
         let top_k = self.request.top_k as usize;
         let mut order = BoundOrder::new(&scanned.bounds, (top_k * 4).max(256));
-        let mut top = TopK::new(top_k);
+        let mut top = if self.scores_only_beyond_cut {
+            TopK::keeping_only_scores_beyond(top_k)
+        } else {
+            TopK::new(top_k)
+        };
         let batch = top_k.max(64);
         let mut lookups = FactLookups::default();
         let mut scoring = 0.0;

@@ -338,6 +338,7 @@ pub(crate) fn run_in_snapshot(
         now,
         exhaustive: input.exhaustive,
         prune_margin: input.prune_margin,
+        scores_only_beyond_cut: true,
         harness_tags,
         timings: &mut timings,
         work: &mut work,
@@ -385,10 +386,14 @@ pub(crate) fn finish(
     timings.collapse = collapse_started.elapsed().as_secs_f64();
     let mut stats = gathered.stats;
     stats.collapsed = cut - kept.len();
-    let beyond_cut = gathered.scored[cut..]
+    let mut beyond_cut: Vec<f64> = gathered.scored[cut..]
         .iter()
         .map(|s| s.ranked.score)
+        .chain(gathered.beyond.iter().copied())
         .collect();
+    if !gathered.beyond.is_empty() {
+        collect::sort_scores(&mut beyond_cut);
+    }
     let hits: Vec<RankedHit<'_>> = kept
         .into_iter()
         .map(|(index, effective_confidence)| RankedHit {

@@ -21,7 +21,7 @@ use std::{
 
 use serde_json::Value;
 
-use crate::support::{particles_rs, reference_python, skip_or_fail};
+use crate::support::{generated_store, particles_rs, reference_python, reference_server_path};
 
 /// A few beliefs, one of them about a subject, for a small imported store.
 const BELIEFS: &str = concat!(
@@ -77,33 +77,6 @@ fn imported_store(dir: &Path) -> PathBuf {
     ]);
     assert!(output.status.success(), "{}", text(&output));
     store
-}
-
-/// A store made by the benchmark generator (the smallest size it takes).
-fn generated_store(dir: &Path) -> PathBuf {
-    let work = dir.join("bench");
-    let output = particles_rs(&[
-        "benchmark",
-        "query-latency",
-        "run",
-        "--no-encoder",
-        "--sizes",
-        "2k",
-        "--cold-runs",
-        "1",
-        "--warm-questions",
-        "1",
-        "--variant",
-        "unfiltered",
-        "--work-dir",
-        work.to_str().unwrap(),
-    ]);
-    assert!(output.status.success(), "{}", text(&output));
-    std::fs::read_dir(work.join("stores"))
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .find(|path| path.extension().is_some_and(|e| e == "db"))
-        .expect("the generator wrote a store")
 }
 
 /// `(type, name, table, sql)` of every schema object, sorted.
@@ -241,22 +214,9 @@ fn stores_we_create_open_in_the_references_entry_points() {
 /// `particles engine serve` on copies of our stores, one engine each, all
 /// started before any is waited on (start-up takes seconds).
 fn engine_serves(python: &Path, dir: &Path, stores: &[(&str, PathBuf)]) {
-    let server_path = std::env::var("PARTICLES_REFERENCE_SERVER_PATH").unwrap_or_default();
-    let probe = Command::new(python)
-        .env("PYTHONPATH", &server_path)
-        .args(["-c", "import fastapi, uvicorn, starlette, multipart"])
-        .output()
-        .unwrap();
-    if !probe.status.success() {
-        skip_or_fail(&format!(
-            "the reference's engine server needs fastapi, starlette, python-multipart and \
-             uvicorn, which {} cannot import (run `cargo xtask reference`, or name a directory \
-             holding them in PARTICLES_REFERENCE_SERVER_PATH): {}",
-            python.display(),
-            String::from_utf8_lossy(&probe.stderr).trim()
-        ));
+    let Some(server_path) = reference_server_path(python) else {
         return;
-    }
+    };
     let mut engines = Vec::new();
     for (label, store) in stores {
         let copy = dir.join(format!("{label}-served.db"));

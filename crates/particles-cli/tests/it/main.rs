@@ -14,6 +14,7 @@ mod model;
 mod reference;
 mod response;
 mod serve;
+mod serve_load;
 mod sidecar;
 mod structural;
 mod subjects;

@@ -92,3 +92,58 @@ pub fn reference_cases(
         .unwrap_or_else(|e| panic!("{script} wrote no cases file: {e}"));
     serde_json::from_str(&text).expect("cases are JSON")
 }
+
+/// The `PYTHONPATH` under which `python` (the reference's) imports its engine
+/// server's packages: `PARTICLES_REFERENCE_SERVER_PATH` when set, else empty (the
+/// venv's own, which `cargo xtask reference` fills). `None`, after saying what is
+/// missing, when they do not import (a failure with PARTICLES_REQUIRE_REFERENCE=1).
+pub fn reference_server_path(python: &Path) -> Option<String> {
+    let server_path = std::env::var("PARTICLES_REFERENCE_SERVER_PATH").unwrap_or_default();
+    let probe = Command::new(python)
+        .env("PYTHONPATH", &server_path)
+        .args(["-c", "import fastapi, uvicorn, starlette, multipart"])
+        .output()
+        .expect("the reference's python runs");
+    if probe.status.success() {
+        return Some(server_path);
+    }
+    skip_or_fail(&format!(
+        "the reference's engine server needs fastapi, starlette, python-multipart and \
+         uvicorn, which {} cannot import (run `cargo xtask reference`, or name a directory \
+         holding them in PARTICLES_REFERENCE_SERVER_PATH): {}",
+        python.display(),
+        String::from_utf8_lossy(&probe.stderr).trim()
+    ));
+    None
+}
+
+/// A store made by the benchmark generator (the smallest size it takes).
+pub fn generated_store(dir: &Path) -> PathBuf {
+    let work = dir.join("bench");
+    let output = particles_rs(&[
+        "benchmark",
+        "query-latency",
+        "run",
+        "--no-encoder",
+        "--sizes",
+        "2k",
+        "--cold-runs",
+        "1",
+        "--warm-questions",
+        "1",
+        "--variant",
+        "unfiltered",
+        "--work-dir",
+        work.to_str().unwrap(),
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    std::fs::read_dir(work.join("stores"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .find(|path| path.extension().is_some_and(|e| e == "db"))
+        .expect("the generator wrote a store")
+}

@@ -1,0 +1,91 @@
+//! `benchmark serve-load --reference`: our engine and the reference's own
+//! (`particles engine serve`, its encoder seamed to our vectors, on a copy of
+//! the store) loaded by the same generator, with short steps on a small
+//! generated store. Both engines answer every request, and the comparison, the
+//! plot and both runs' results are written.
+
+use serde_json::Value;
+
+use crate::support::{
+    generated_store, particles_rs_command, reference_python, reference_server_path,
+};
+
+fn steps(path: &std::path::Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let report: Value = serde_json::from_str(&text).expect("a JSON report");
+    report["steps"].as_array().expect("steps").clone()
+}
+
+#[test]
+fn both_engines_are_loaded_side_by_side() {
+    if !cfg!(feature = "encoder") || particles_testkit::model_files().is_none() {
+        particles_testkit::skip_or_fail(
+            "serve-load --reference needs the encoder and its model files \
+             (`cargo xtask fetch-model`)",
+        );
+        return;
+    }
+    let Some(python) = reference_python() else {
+        return;
+    };
+    let Some(server_path) = reference_server_path(&python) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let store = generated_store(dir.path());
+    let before = std::fs::read(&store).unwrap();
+    let config = dir.path().join("load.yaml");
+    // No LLM in the loop: the answer step fails fast on both sides.
+    std::fs::write(&config, "network: {egress: none}\n").unwrap();
+    let out = dir.path().join("out");
+    let run = particles_rs_command()
+        .env("PYTHONPATH", &server_path)
+        .arg("--config")
+        .arg(&config)
+        .args(["benchmark", "serve-load", "--store"])
+        .arg(&store)
+        .args([
+            "--rates",
+            "2",
+            "--step-seconds",
+            "3",
+            "--drain-seconds",
+            "60",
+            "--warmup",
+            "1",
+            "--reference",
+        ])
+        .arg(python.with_file_name("particles"))
+        .args(["--reference-rates", "0.5", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "serve-load failed\nstdout:\n{}\nstderr:\n{}\nthe reference's log:\n{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr),
+        std::fs::read_to_string(out.join("reference/engine.log")).unwrap_or_default()
+    );
+    for name in ["results.json", "reference-results.json"] {
+        let steps = steps(&out.join(name));
+        assert_eq!(steps.len(), 1, "{name}");
+        let step = &steps[0];
+        assert!(step["sent"].as_u64().unwrap() > 0, "{name}: {step}");
+        assert_eq!(step["ok"], step["sent"], "{name}: every request answered");
+        assert!(step["p50"].as_f64().unwrap() > 0.0, "{name}: {step}");
+    }
+    let comparison = std::fs::read_to_string(out.join("comparison.md")).unwrap();
+    assert!(
+        comparison.contains("| particles-rs |") && comparison.contains("| reference |"),
+        "{comparison}"
+    );
+    let svg = std::fs::read_to_string(out.join("latency-vs-rate.svg")).unwrap();
+    assert!(
+        svg.matches("<polyline").count() == 4 && svg.contains("reference p99"),
+        "{svg}"
+    );
+    // The reference served a copy; the store itself is untouched.
+    assert_eq!(std::fs::read(&store).unwrap(), before);
+}
