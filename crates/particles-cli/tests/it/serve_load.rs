@@ -47,7 +47,7 @@ fn both_engines_are_loaded_side_by_side() {
         .arg(&store)
         .args([
             "--rates",
-            "2",
+            "4",
             "--step-seconds",
             "3",
             "--drain-seconds",
@@ -57,7 +57,7 @@ fn both_engines_are_loaded_side_by_side() {
             "--reference",
         ])
         .arg(python.with_file_name("particles"))
-        .args(["--reference-rates", "0.5", "--out"])
+        .args(["--reference-rates", "2", "--out"])
         .arg(&out)
         .output()
         .unwrap();
