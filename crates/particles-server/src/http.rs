@@ -143,7 +143,6 @@ pub(crate) fn internal_error() -> Response {
 fn refusal_response(refusal: Refusal) -> Response {
     match refusal {
         Refusal::Detail(status, text) => detail(status, text),
-        Refusal::Internal => internal_error(),
     }
 }
 
@@ -453,11 +452,11 @@ async fn query(
             }]))
         }
         Parsed::Raw(bytes) => {
-            // FastAPI's encoder decodes the bytes for the error's input; bytes
-            // that are not UTF-8 make it raise.
-            let Ok(text) = String::from_utf8(bytes.to_vec()) else {
-                return internal_error();
-            };
+            // FastAPI's encoder decodes the bytes for the error's input, and
+            // raises on bytes that are not UTF-8 (an unhandled 500 there). The
+            // input is echoed decoded lossily instead: the 422 it means to give
+            // (a documented difference, docs/reliability.md).
+            let text = String::from_utf8_lossy(&bytes);
             return validation_error(json!([{
                 "type": "model_attributes_type",
                 "loc": ["body"],

@@ -148,6 +148,16 @@ fn gates_refuse_with_the_reference_statuses() {
         request_bound(&caller("127.0.0.1", &sub), &ApiKey::Dev, &listed),
         Ok(())
     );
+    // An Origin that cannot be parsed (urlsplit raises on it; the reference
+    // answers 500) cannot name this engine: a cross-site request, refused.
+    let malformed = headers(&[("origin", "http://[::1"), ("host", "127.0.0.1:8931")]);
+    match verify_key(&caller("127.0.0.1", &malformed), &ApiKey::Dev, &policy) {
+        Err(Refusal::Detail(StatusCode::FORBIDDEN, text)) => assert!(
+            text.starts_with("Refusing a cross-site browser request (Origin: http://[::1)."),
+            "{text}"
+        ),
+        other => panic!("a malformed Origin was not refused as cross-site: {other:?}"),
+    }
     // An Origin naming the engine's own host and port is same-origin.
     let own = headers(&[
         ("origin", "http://127.0.0.1:8931"),

@@ -6,7 +6,9 @@ use std::{io::Write, net::TcpStream, time::Duration};
 
 use particles_server::Limits;
 
-use crate::support::{fixture_store, post_query, raw, request, ServerSetup, TestServer};
+use crate::support::{
+    fixture_store, post_query, raw, request, request_bytes, ServerSetup, TestServer,
+};
 
 const KEY: &str = "s3cret-key";
 const QUESTION: &str = r#"{"question": "silver coins"}"#;
@@ -144,6 +146,18 @@ fn bodies_are_capped_and_malformed_ones_get_fastapi_422s() {
     );
     assert_eq!(text.status, 422);
     assert_eq!(text.json()["detail"][0]["input"], QUESTION);
+    // Not UTF-8 either: the reference's error encoder raises (a 500); ours
+    // answers the same 422, the input decoded lossily.
+    let bytes = request_bytes(
+        server.addr,
+        "POST",
+        "/query",
+        &[("Content-Type", "text/plain")],
+        Some(b"caf\xe9?".as_slice()),
+    );
+    assert_eq!(bytes.status, 422);
+    assert_eq!(bytes.json()["detail"][0]["type"], "model_attributes_type");
+    assert_eq!(bytes.json()["detail"][0]["input"], "caf\u{fffd}?");
     let huge_top_k = post_query(
         server.addr,
         &[],

@@ -245,6 +245,17 @@ pub fn request(
     headers: &[(&str, &str)],
     body: Option<&str>,
 ) -> Reply {
+    request_bytes(addr, method, path, headers, body.map(str::as_bytes))
+}
+
+/// [`request`] with a body of any bytes.
+pub fn request_bytes(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&[u8]>,
+) -> Reply {
     let mut text = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
     let mut has_host = false;
     for (name, value) in headers {
@@ -256,12 +267,15 @@ pub fn request(
     if has_host {
         text = text.replacen(&format!("Host: {addr}\r\n"), "", 1);
     }
-    if let Some(body) = body {
-        text.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
-    } else {
-        text.push_str("\r\n");
+    let mut bytes = text.into_bytes();
+    match body {
+        Some(body) => {
+            bytes.extend_from_slice(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes());
+            bytes.extend_from_slice(body);
+        }
+        None => bytes.extend_from_slice(b"\r\n"),
     }
-    raw(addr, text.as_bytes())
+    raw(addr, &bytes)
 }
 
 pub fn post_query(addr: SocketAddr, headers: &[(&str, &str)], body: &str) -> Reply {
