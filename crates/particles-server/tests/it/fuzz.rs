@@ -101,13 +101,6 @@ struct Case {
 }
 
 impl Case {
-    fn header(&self, name: &str) -> Option<&[u8]> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name.as_bytes()))
-            .map(|(_, v)| v.as_slice())
-    }
-
     fn wire(&self) -> Vec<u8> {
         let mut out = Vec::new();
         out.extend_from_slice(&self.method);
