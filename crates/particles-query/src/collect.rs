@@ -130,8 +130,14 @@ impl TopK {
         }
     }
 
+    #[cfg(test)]
     pub(crate) fn push(&mut self, scored: Scored) {
-        let score = scored.ranked.score;
+        self.push_with(scored.ranked.score, || scored);
+    }
+
+    /// Takes a scored candidate with this score, built by `make` only when it is
+    /// kept whole.
+    pub(crate) fn push_with(&mut self, score: f64, make: impl FnOnce() -> Scored) {
         if let Some(beyond) = self.beyond.as_mut() {
             // NaN compares false: it is kept whole, and sorted as the rest are.
             if self.k > 0 && self.best.len() == self.k && score < self.best[self.k - 1] {
@@ -139,6 +145,7 @@ impl TopK {
                 return;
             }
         }
+        let scored = make();
         let at = self.best.partition_point(|s| *s >= score);
         if at < self.k {
             self.best.insert(at, score);

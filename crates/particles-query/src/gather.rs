@@ -8,8 +8,9 @@ use std::{
 };
 
 use particles_candidates::{CandidateSet, Selection};
+use particles_model::policy::SourceFacts;
 use particles_model::{Timestamp, ValidRequest};
-use particles_rank::{ClaimFilters, ClaimMatch, Policies, QueryVector};
+use particles_rank::{ClaimFilters, ClaimMatch, Factors, Policies, QueryVector};
 use particles_store::Store;
 
 use crate::{
@@ -304,11 +305,17 @@ impl Gather<'_> {
             let chunk = order.batch(next, batch).to_vec();
             next += chunk.len();
             let rows: Vec<usize> = chunk.iter().map(|&p| scanned.survivors[p]).collect();
-            let facts = lookups.read(self.store, set, &rows, self.policies, self.timings)?;
+            let keyed = lookups.read_keyed(self.store, set, &rows, self.policies, self.timings)?;
             let scoring_started = Instant::now();
-            for ((&position, &row), (source, discount)) in chunk.iter().zip(&rows).zip(facts) {
-                let factors =
-                    particles_rank::factors(set, row, &source, discount, self.policies, self.now)?;
+            for ((&position, &row), (key, discount)) in chunk.iter().zip(&rows).zip(keyed) {
+                // Trust and decay depend on the source alone: once per source.
+                let (source_trust, decay) = lookups.source_factors(key, self.policies, self.now)?;
+                let factors = Factors {
+                    extractor_weight: particles_rank::extractor_weight(set, row, self.policies),
+                    source_trust,
+                    decay,
+                    discount,
+                };
                 let similarity = scanned.similarities.as_ref().map(|s| s[position]);
                 self.work.candidates_scored += 1;
                 match particles_rank::score_with_similarity(
@@ -319,11 +326,12 @@ impl Gather<'_> {
                     self.request.min_confidence,
                     self.policies,
                 ) {
-                    Some(ranked) => top.push(Scored {
+                    // The facts are copied only for a candidate kept whole.
+                    Some(ranked) => top.push_with(ranked.score, || Scored {
                         position,
                         ranked,
                         factors,
-                        source,
+                        source: lookups.facts(key).clone(),
                     }),
                     None => stats.below_min_confidence += 1,
                 }
@@ -338,6 +346,16 @@ impl Gather<'_> {
     }
 }
 
+/// A candidate's first source as the set names it: `(entry, snapshot)` interned
+/// ids, `None` without a `SOURCE` ref.
+pub(crate) type SourceKey = Option<(u32, Option<u32>)>;
+
+/// One source's facts and, once asked for, the factors they decide.
+struct Source {
+    facts: SourceFacts,
+    factors: Option<(f64, f64)>,
+}
+
 /// The per-batch store reads scoring needs: each candidate's first-source facts
 /// and, for derived candidates, their premises' statuses (chunked lookups).
 ///
@@ -345,14 +363,17 @@ impl Gather<'_> {
 /// interned string ids: candidates share sources (on the generator's 100k store
 /// ~48k candidates scored inside the truncation margin name ~3k snapshots and
 /// ~1.2k entries), so each source is read from SQLite once per query, not once
-/// per batch that meets it. Every read happens in the query's one read
-/// transaction, so a remembered fact is the fact of the ranking's snapshot.
+/// per batch that meets it, and its facts assembled and its trust and decay
+/// computed once. Every read happens in the query's one read transaction, so a
+/// remembered fact is the fact of the ranking's snapshot.
 #[derive(Default)]
 pub(crate) struct FactLookups {
     /// Snapshot id → its facts (`None`: no such row).
     snapshots: HashMap<u32, Option<particles_store::SnapshotFacts>>,
     /// Entry id → `(source_type, uri_r)` (`None`: no such row).
     entries: HashMap<u32, Option<(String, Option<String>)>>,
+    /// Each source met, assembled.
+    sources: HashMap<SourceKey, Source>,
 }
 
 impl FactLookups {
@@ -364,7 +385,24 @@ impl FactLookups {
         rows: &[usize],
         policies: &Policies,
         timings: &mut StageTimings,
-    ) -> Result<Vec<(particles_model::policy::SourceFacts, f64)>> {
+    ) -> Result<Vec<(SourceFacts, f64)>> {
+        let keyed = self.read_keyed(store, set, rows, policies, timings)?;
+        Ok(keyed
+            .into_iter()
+            .map(|(key, discount)| (self.facts(key).clone(), discount))
+            .collect())
+    }
+
+    /// The source of each of `rows` (its facts then in [`FactLookups::facts`]) and
+    /// its stale-support discount, in order.
+    pub(crate) fn read_keyed(
+        &mut self,
+        store: &Store,
+        set: &CandidateSet,
+        rows: &[usize],
+        policies: &Policies,
+        timings: &mut StageTimings,
+    ) -> Result<Vec<(SourceKey, f64)>> {
         let started = Instant::now();
         let mut new_entries: Vec<u32> = Vec::new();
         let mut new_snapshots: Vec<u32> = Vec::new();
@@ -399,19 +437,27 @@ impl FactLookups {
                 self.entries.insert(entry, found.remove(set.string(entry)));
             }
         }
-        let sources: Vec<particles_model::policy::SourceFacts> = rows
-            .iter()
-            .map(|&row| match set.traits(row).source {
-                None => particles_model::policy::SourceFacts::default(),
-                Some((entry, snapshot)) => particles_store::assemble_source_facts(
-                    set.string(entry),
-                    self.entries.get(&entry).and_then(Option::as_ref),
-                    snapshot
-                        .and_then(|s| self.snapshots.get(&s))
-                        .and_then(Option::as_ref),
-                ),
-            })
-            .collect();
+        let mut keys = Vec::with_capacity(rows.len());
+        for &row in rows {
+            let key: SourceKey = set.traits(row).source;
+            if let Entry::Vacant(vacant) = self.sources.entry(key) {
+                let facts = match key {
+                    None => SourceFacts::default(),
+                    Some((entry, snapshot)) => particles_store::assemble_source_facts(
+                        set.string(entry),
+                        self.entries.get(&entry).and_then(Option::as_ref),
+                        snapshot
+                            .and_then(|s| self.snapshots.get(&s))
+                            .and_then(Option::as_ref),
+                    ),
+                };
+                vacant.insert(Source {
+                    facts,
+                    factors: None,
+                });
+            }
+            keys.push(key);
+        }
         timings.source_rows += started.elapsed().as_secs_f64();
         let started = Instant::now();
         let premises = particles_store::premise_statuses(
@@ -420,15 +466,50 @@ impl FactLookups {
                 .flat_map(|&row| set.premises(row).iter().map(String::as_str)),
         )?;
         timings.support_discounts += started.elapsed().as_secs_f64();
-        Ok(sources
+        Ok(keys
             .into_iter()
             .zip(rows)
-            .map(|(source, &row)| {
+            .map(|(key, &row)| {
                 let discount =
                     particles_rank::stale_support_discount(set, row, &premises, policies);
-                (source, discount)
+                (key, discount)
             })
             .collect())
+    }
+
+    /// The facts of a source [`FactLookups::read_keyed`] returned.
+    pub(crate) fn facts(&self, key: SourceKey) -> &SourceFacts {
+        static NONE: SourceFacts = SourceFacts {
+            entry_id: None,
+            source_type: String::new(),
+            uri: None,
+            published_at: None,
+            author_id: None,
+        };
+        self.sources.get(&key).map_or(&NONE, |source| &source.facts)
+    }
+
+    /// `(source trust, decay)` of a source [`FactLookups::read_keyed`] returned,
+    /// computed on first use ([`particles_rank::source_factors`]).
+    pub(crate) fn source_factors(
+        &mut self,
+        key: SourceKey,
+        policies: &Policies,
+        now: Timestamp,
+    ) -> Result<(f64, f64)> {
+        let Some(source) = self.sources.get_mut(&key) else {
+            return Ok(particles_rank::source_factors(
+                &SourceFacts::default(),
+                policies,
+                now,
+            )?);
+        };
+        if let Some(factors) = source.factors {
+            return Ok(factors);
+        }
+        let factors = particles_rank::source_factors(&source.facts, policies, now)?;
+        source.factors = Some(factors);
+        Ok(factors)
     }
 }
 

@@ -118,13 +118,37 @@ pub fn factors(
     policies: &Policies,
     now: Timestamp,
 ) -> Result<Factors> {
-    let extractor = set.traits(row).extractor.map(|at| set.string(at));
+    let (source_trust, decay) = source_factors(source, policies, now)?;
     Ok(Factors {
-        extractor_weight: policies.extractor_weight(extractor),
-        source_trust: policies.trust.evaluate(source)?.unwrap_or(1.0),
-        decay: policies.decay.factor(source, now)?,
+        extractor_weight: extractor_weight(set, row, policies),
+        source_trust,
+        decay,
         discount,
     })
+}
+
+/// The factors that depend on the source alone: `(source trust, decay)`. Every
+/// candidate with the same source facts has the same pair, so a caller scoring
+/// many candidates of few sources may compute it once per source.
+///
+/// # Errors
+///
+/// As [`factors`].
+pub fn source_factors(
+    source: &SourceFacts,
+    policies: &Policies,
+    now: Timestamp,
+) -> Result<(f64, f64)> {
+    Ok((
+        policies.trust.evaluate(source)?.unwrap_or(1.0),
+        policies.decay.factor(source, now)?,
+    ))
+}
+
+/// The extractor trust weight of candidate `row` (see [`Policies::extractor_weight`]).
+pub fn extractor_weight(set: &CandidateSet, row: usize, policies: &Policies) -> f64 {
+    let extractor = set.traits(row).extractor.map(|at| set.string(at));
+    policies.extractor_weight(extractor)
 }
 
 /// The similarity of candidate `row` with the query (its cosine; the caller uses
