@@ -24,6 +24,7 @@
 //!   sha256-verified, by the binary's `particles-rs model fetch` (built here).
 //! - `bench [run|report] [FLAGS]`: `particles-rs benchmark query-latency` from a
 //!   release build (`run` when no verb is given).
+#![forbid(unsafe_code)]
 
 mod fetch_model;
 mod fuzz;

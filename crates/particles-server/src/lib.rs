@@ -28,6 +28,7 @@
 //! particles_server::run_http(backend, options, |address, _| eprintln!("listening on {address}"))?;
 //! # Ok(()) }
 //! ```
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 #![warn(clippy::unwrap_used)]
 
