@@ -19,11 +19,14 @@ fn steps(path: &std::path::Path) -> Vec<Value> {
 
 #[test]
 fn both_engines_are_loaded_side_by_side() {
-    if !cfg!(feature = "encoder") || particles_testkit::model_files().is_none() {
-        particles_testkit::skip_or_fail(
-            "serve-load --reference needs the encoder and its model files \
-             (`cargo xtask fetch-model`)",
-        );
+    // Both engines rank our encoder's vectors: a build without the encoder has
+    // nothing to compare (model_files says what is missing, or fails under
+    // PARTICLES_REQUIRE_MODEL=1).
+    if !cfg!(feature = "encoder") {
+        eprintln!("skipping: this build has no encoder (the `encoder` feature is off)");
+        return;
+    }
+    if particles_testkit::model_files().is_none() {
         return;
     }
     let Some(python) = reference_python() else {
