@@ -387,44 +387,6 @@ fn write_window_notes(out: &mut impl Write, response: &QueryResponse) -> io::Res
     Ok(())
 }
 
-/// `str.splitlines()`: Python's line boundaries (`\n`, `\r`, `\r\n`, `\v`,
-/// `\f`, U+001C..U+001E, U+0085, U+2028, U+2029), no trailing empty line.
-fn splitlines(text: &str) -> Vec<&str> {
-    let mut lines = Vec::new();
-    let mut start = 0;
-    let mut chars = text.char_indices().peekable();
-    while let Some((at, ch)) = chars.next() {
-        let boundary = matches!(
-            ch,
-            '\n' | '\r'
-                | '\u{b}'
-                | '\u{c}'
-                | '\u{1c}'
-                | '\u{1d}'
-                | '\u{1e}'
-                | '\u{85}'
-                | '\u{2028}'
-                | '\u{2029}'
-        );
-        if !boundary {
-            continue;
-        }
-        lines.push(&text[start..at]);
-        let mut end = at + ch.len_utf8();
-        if ch == '\r' {
-            if let Some(&(next, '\n')) = chars.peek() {
-                chars.next();
-                end = next + 1;
-            }
-        }
-        start = end;
-    }
-    if start < text.len() {
-        lines.push(&text[start..]);
-    }
-    lines
-}
-
 /// How the passage was found, spelled out as the reference's CLI spells it.
 fn match_label(passage: &SourcePassage) -> String {
     match passage.match_kind {
@@ -509,7 +471,7 @@ pub(crate) fn write_sources(
         for line in header_lines(passage) {
             writeln!(out, "  {line}")?;
         }
-        for line in splitlines(&passage.text) {
+        for line in particles_model::python_splitlines(&passage.text) {
             writeln!(out, "  │ {line}")?;
         }
     }
@@ -519,6 +481,7 @@ pub(crate) fn write_sources(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use particles_model::python_splitlines as splitlines;
 
     #[test]
     fn splitlines_is_pythons() {

@@ -39,7 +39,7 @@ pub use crate::{
         parse_schema_version, ClaimTerm, Confidence, ContributorRef, ExtractorRef, Particle,
         ProvenanceRef, StructuredClaim, SCHEMA_VERSION,
     },
-    pytext::python_float,
+    pytext::{python_float, python_splitlines},
     request::{
         parse_instant, python_repr, Audience, BoundValue, Decimal, Envelope, FieldError, GroupBy,
         Loc, Mode, QueryRequest, RequestErrors, TimeWindow, ValidRequest, DEFAULT_TOP_K,

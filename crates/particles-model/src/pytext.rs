@@ -95,6 +95,45 @@ pub fn python_float(text: &str) -> Option<f64> {
     trimmed.parse().ok()
 }
 
+/// Python's `str.splitlines()` (no ends kept): every line boundary Python knows
+/// (`\n`, `\r`, `\r\n`, `\v`, `\f`, U+001C..U+001E, U+0085, U+2028, U+2029), and no
+/// trailing empty line.
+pub fn python_splitlines(text: &str) -> Vec<&str> {
+    let mut lines = Vec::new();
+    let mut start = 0;
+    let mut chars = text.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
+        let boundary = matches!(
+            c,
+            '\n' | '\r'
+                | '\u{0b}'
+                | '\u{0c}'
+                | '\u{1c}'
+                | '\u{1d}'
+                | '\u{1e}'
+                | '\u{85}'
+                | '\u{2028}'
+                | '\u{2029}'
+        );
+        if !boundary {
+            continue;
+        }
+        lines.push(&text[start..at]);
+        let mut end = at + c.len_utf8();
+        if c == '\r' {
+            if let Some((_, '\n')) = chars.peek() {
+                chars.next();
+                end += 1;
+            }
+        }
+        start = end;
+    }
+    if start < text.len() {
+        lines.push(&text[start..]);
+    }
+    lines
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

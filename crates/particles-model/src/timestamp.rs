@@ -335,8 +335,9 @@ fn days_from_civil(year: i64, month: u8, day: u8) -> i64 {
     era * 146_097 + day_of_era - 719_468
 }
 
-/// The inverse of [`days_from_civil`].
-fn civil_from_days(days: i64) -> (i64, u8, u8) {
+/// The inverse of [`days_from_civil`]: days since 1970-01-01 to a proleptic
+/// Gregorian date (year 0 included).
+pub(crate) fn civil_from_days(days: i64) -> (i64, u8, u8) {
     let days = days + 719_468;
     let era = days.div_euclid(146_097);
     let day_of_era = days - era * 146_097;

@@ -214,7 +214,7 @@ pub(crate) fn request_bound(
     }
     if let Some(host) = caller.header("host") {
         if !host_is_allowed(&host, dev_key, policy) {
-            let shown = pytext::repr_latin1(&host);
+            let shown = particles_model::python_repr(&host);
             let detail = if dev_key {
                 format!(
                     "Refusing a request for host {shown} while bearer auth is disabled. Open the \
@@ -381,7 +381,7 @@ pub fn check_startup(key: &ApiKey, bind_host: &str, source: &str) -> Result<(), 
          endpoint — including the write verbs — unauthenticated beyond loopback. Set \
          PARTICLES_API_KEY to a secret value, or bind the API to a loopback interface for local \
          development.",
-        pytext::repr_latin1(bind_host)
+        particles_model::python_repr(bind_host)
     ))
 }
 

@@ -184,7 +184,7 @@ fn window_end_of_day(end: Timestamp) -> Timestamp {
 }
 
 fn repr(text: &str) -> String {
-    crate::pytext::repr_latin1(text)
+    particles_model::python_repr(text)
 }
 
 /// The request the reference's tool builds from its arguments, or the text of

@@ -334,7 +334,7 @@ fn tool_turn_body(rest: &str) -> Option<&str> {
 /// Relabels every tool turn (the reference's `mark_tool_turns`).
 fn mark_tool_turns(text: &str) -> String {
     let mut out: Vec<String> = Vec::new();
-    for line in pytext::splitlines(text) {
+    for line in particles_model::python_splitlines(text) {
         if line.contains(TOOL_TURN_LABEL) {
             out.push(line.to_owned());
             continue;
@@ -516,7 +516,7 @@ fn locate_passage(text: &str, content: &str, latest: bool, floor: f64) -> Option
     if score < floor {
         return None;
     }
-    let lines: Vec<&str> = pytext::splitlines(&paragraph)
+    let lines: Vec<&str> = particles_model::python_splitlines(&paragraph)
         .into_iter()
         .map(pytext::strip)
         .filter(|l| !l.is_empty())

@@ -12,7 +12,7 @@ use std::cmp::Ordering;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::Timestamp;
+use crate::{timestamp::civil_from_days, Timestamp};
 
 /// One step of an error's location: a field name or a list index.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -801,20 +801,6 @@ fn float_text(bytes: &[u8]) -> Option<f64> {
         }
     }
     text.parse().ok()
-}
-
-/// Days since 1970-01-01 to a proleptic Gregorian date (year 0 included).
-fn civil_from_days(days: i64) -> (i64, u8, u8) {
-    let days = days + 719_468;
-    let era = days.div_euclid(146_097);
-    let day_of_era = days - era * 146_097;
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let mp = (5 * day_of_year + 2) / 153;
-    let day = (day_of_year - (153 * mp + 2) / 5 + 1) as u8;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u8;
-    (year_of_era + era * 400 + i64::from(month <= 2), month, day)
 }
 
 #[cfg(test)]

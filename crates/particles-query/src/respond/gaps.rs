@@ -4,7 +4,6 @@
 
 use particles_model::response::{CoverageGapKind, SubjectCoverageGap};
 use particles_store::{Store, SubjectMatch};
-use unicode_general_category::{get_general_category, GeneralCategory};
 
 use crate::{Error, Result};
 
@@ -41,7 +40,7 @@ pub(crate) fn subject_coverage_gaps(
                 particle_count: 0,
                 detail: format!(
                     "Subject ID {} not found in the registry",
-                    py_repr(reference)
+                    particles_model::python_repr(reference)
                 ),
             }])
         }
@@ -50,7 +49,7 @@ pub(crate) fn subject_coverage_gaps(
                 reference: reference.to_owned(),
                 message: format!(
                     "Ambiguous subject prefix {} matches {matches} subjects; use more characters.",
-                    py_repr(reference)
+                    particles_model::python_repr(reference)
                 ),
             })
         }
@@ -79,64 +78,9 @@ pub(crate) fn subject_coverage_gaps(
     Ok(Vec::new())
 }
 
-/// Python's `repr(str)`, which the reference's fixed sentences embed: single
-/// quotes unless the text holds a single quote and no double one; backslash
-/// escapes for the quote, the backslash, `\t\n\r` and what Python does not print.
-pub(crate) fn py_repr(text: &str) -> String {
-    let quote = if text.contains('\'') && !text.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push(quote);
-    for ch in text.chars() {
-        match ch {
-            '\\' => out.push_str("\\\\"),
-            '\t' => out.push_str("\\t"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            _ if ch == quote => {
-                out.push('\\');
-                out.push(ch);
-            }
-            _ if printable(ch) => out.push(ch),
-            _ => {
-                let code = ch as u32;
-                let escaped = match code {
-                    0..=0xff => format!("\\x{code:02x}"),
-                    0x100..=0xffff => format!("\\u{code:04x}"),
-                    _ => format!("\\U{code:08x}"),
-                };
-                out.push_str(&escaped);
-            }
-        }
-    }
-    out.push(quote);
-    out
-}
-
-/// `str.isprintable()` for one character: the ASCII space, or anything that is not
-/// a control, format, surrogate, private-use, unassigned or separator character.
-fn printable(ch: char) -> bool {
-    use GeneralCategory::*;
-    ch == ' '
-        || !matches!(
-            get_general_category(ch),
-            Control
-                | Format
-                | Surrogate
-                | PrivateUse
-                | Unassigned
-                | LineSeparator
-                | ParagraphSeparator
-                | SpaceSeparator
-        )
-}
-
 #[cfg(test)]
 mod tests {
-    use super::py_repr;
+    use particles_model::python_repr as py_repr;
 
     #[test]
     fn repr_picks_quotes_and_escapes_as_python() {
