@@ -31,6 +31,10 @@ pub struct CacheOptions {
     pub write: Option<SidecarWrite>,
     /// Keep vectors in huge pages (long-lived processes).
     pub huge_pages: bool,
+    /// Rank every query from the store itself, through the uncached loader:
+    /// no cache state is kept or read. Slow on a large store; it is the oracle
+    /// the cached path is checked against.
+    pub uncached: bool,
 }
 
 /// One store: a pool of read-only connections and one candidate cache.
@@ -38,6 +42,7 @@ struct StoreSlot {
     target: StoreTarget,
     connections: Mutex<Vec<Store>>,
     cache: SharedCache,
+    uncached: bool,
     batcher: crate::batcher::Batcher,
 }
 
@@ -57,6 +62,7 @@ impl StoreSlot {
             target: target.clone(),
             connections: Mutex::new(vec![first]),
             cache: SharedCache::new(cache),
+            uncached: options.uncached,
             batcher: crate::batcher::Batcher::default(),
         })
     }
@@ -136,9 +142,28 @@ impl Engine {
     /// store, a degenerate configuration, an unsupported mode);
     /// [`Error::Encode`] for an envelope vector of the wrong shape.
     pub fn query(&self, request: &ValidRequest, envelope: &Envelope) -> Result<QueryResponse> {
+        self.query_with_position(request, envelope)
+            .map(|(response, _)| response)
+    }
+
+    /// [`Engine::query`], with the journal position the answer is exact at
+    /// (`particle_changes.seq` in the snapshot the ranking read), when the one
+    /// store has a journal: the HTTP engine sends it as a response header so a
+    /// client can tell which store state it was answered from.
+    ///
+    /// # Errors
+    ///
+    /// As [`Engine::query`].
+    pub fn query_with_position(
+        &self,
+        request: &ValidRequest,
+        envelope: &Envelope,
+    ) -> Result<(QueryResponse, Option<i64>)> {
         let now = envelope.now.unwrap_or_else(Timestamp::now);
         if request.mode() != Mode::Semantic {
-            return self.structural(request, now);
+            return self
+                .structural(request, now)
+                .map(|response| (response, None));
         }
         let vector = self.vector(request, envelope)?;
         let (outcome, mut response) = self.rank(request, vector.as_deref(), now)?;
@@ -150,7 +175,7 @@ impl Engine {
             &self.answer,
             vector.is_some(),
         );
-        Ok(response)
+        Ok((response, outcome.journal_seq))
     }
 
     /// A deterministic mode (listings, aggregates, the vocabulary report, the
@@ -234,12 +259,21 @@ impl Engine {
                 self.settings.truncation.prune_margin(),
                 &|inputs| {
                     let store = slot.connection()?;
-                    let answers = particles_query::run_semantic_batch(
-                        &store,
-                        &mut slot.cache.loader(),
-                        inputs,
-                        &response_settings,
-                    );
+                    let answers = if slot.uncached {
+                        particles_query::run_semantic_batch(
+                            &store,
+                            &mut particles_store::UncachedLoader,
+                            inputs,
+                            &response_settings,
+                        )
+                    } else {
+                        particles_query::run_semantic_batch(
+                            &store,
+                            &mut slot.cache.loader(),
+                            inputs,
+                            &response_settings,
+                        )
+                    };
                     slot.give_back(store);
                     Ok(answers?
                         .into_iter()
@@ -261,18 +295,25 @@ impl Engine {
         let result = if self.federated {
             let mut loaders: Vec<particles_cache::SharedLoader<'_>> =
                 self.slots.iter().map(|slot| slot.cache.loader()).collect();
+            let mut uncached: Vec<particles_store::UncachedLoader> = self
+                .slots
+                .iter()
+                .map(|_| particles_store::UncachedLoader)
+                .collect();
             let mut members: Vec<particles_query::FederationMember<'_>> = self
                 .slots
                 .iter()
                 .zip(&stores)
-                .zip(loaders.iter_mut())
-                .map(
-                    |((slot, store), loader)| particles_query::FederationMember {
+                .zip(loaders.iter_mut().zip(uncached.iter_mut()))
+                .map(|((slot, store), (cached, uncached))| {
+                    let loader: &mut dyn particles_store::CandidateLoader =
+                        if slot.uncached { uncached } else { cached };
+                    particles_query::FederationMember {
                         handle: slot.target.name(),
                         store,
                         loader,
-                    },
-                )
+                    }
+                })
                 .collect();
             particles_query::run_federated(&mut members, &input)
                 .map_err(Error::from)

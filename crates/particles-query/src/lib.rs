@@ -418,6 +418,7 @@ pub(crate) fn finish(
         subject_linked: None,
         not_applied: not_applied(request),
         stats,
+        journal_seq: particles_store::read_head(store)?.map(|head| head.seq),
         beyond_cut,
         timings,
         work,

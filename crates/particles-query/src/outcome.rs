@@ -140,6 +140,11 @@ pub struct QueryOutcome {
     pub not_applied: Vec<&'static str>,
     /// Counts that explain the hits.
     pub stats: QueryStats,
+    /// The change journal's head (`particle_changes.seq`) in the snapshot the
+    /// answer read, when the store has a journal: names the store state the answer
+    /// is exact at (a committed write moves it; a rolled-back one does not).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub journal_seq: Option<i64>,
     /// The rank scores of the scored candidates after the cut at `top_k`, in
     /// order (pruned candidates absent): the truncation warning's input.
     #[serde(skip)]
@@ -165,6 +170,7 @@ impl QueryOutcome {
             subject_linked: None,
             not_applied: crate::not_applied(request),
             stats: QueryStats::default(),
+            journal_seq: None,
             beyond_cut: Vec::new(),
             timings: StageTimings::default(),
             work: WorkCounters::default(),

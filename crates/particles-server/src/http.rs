@@ -112,6 +112,10 @@ pub(crate) fn detail(status: StatusCode, text: impl Into<String>) -> Response {
     json_response(status, &json!({ "detail": text.into() }))
 }
 
+/// The response header that names the journal position a `/query` answer was
+/// computed at (`particle_changes.seq`), when the store has a journal.
+pub const JOURNAL_SEQ_HEADER: &str = "x-particles-journal-seq";
+
 pub(crate) fn json_response(status: StatusCode, value: &impl serde::Serialize) -> Response {
     match serde_json::to_vec(value) {
         Ok(bytes) => (
@@ -497,12 +501,23 @@ async fn query(
     let engine = state.backend.engine.clone();
     let envelope = state.backend.envelope();
     let answered = tokio::task::spawn_blocking(move || {
-        let response = engine.query(&request, &envelope);
+        let response = engine.query_with_position(&request, &envelope);
         (request, response)
     })
     .await;
     match answered {
-        Ok((_, Ok(response))) => json_response(StatusCode::OK, &response),
+        Ok((_, Ok((response, position)))) => {
+            let mut reply = json_response(StatusCode::OK, &response);
+            // Which store state the answer is exact at (the change journal's
+            // head in the snapshot it read): a header, so the body stays the
+            // reference's.
+            if let Some(seq) = position {
+                reply
+                    .headers_mut()
+                    .insert(JOURNAL_SEQ_HEADER, HeaderValue::from(seq));
+            }
+            reply
+        }
         Ok((
             _,
             Err(particles_engine::Error::Query(particles_query::Error::UnsupportedMode { mode })),

@@ -7,7 +7,8 @@
 //!   answered 501 naming the path. The reference's gates and limits apply in its
 //!   order (spec engine-api §2): the host bound, the body cap, the bearer gate,
 //!   the rate limit, then validation; plus ours: header and body timeouts and a
-//!   cap on queries in flight.
+//!   cap on queries in flight. A `/query` answer carries the journal position it
+//!   is exact at in [`JOURNAL_SEQ_HEADER`].
 //! - [`run_mcp_stdio`]: the reference's MCP `query` tool on stdio (rmcp).
 //! - [`load`]: an open-loop load generator for `benchmark serve-load`.
 //!
@@ -48,7 +49,7 @@ mod service;
 pub use crate::{
     auth::{check_startup, is_loopback_host, ApiKey, DEV_KEY},
     error::{Error, Result},
-    http::{KeySource, Limits},
+    http::{KeySource, Limits, JOURNAL_SEQ_HEADER},
     mcp::{run_mcp_stdio, McpOptions},
     passage::SourcePassage,
     server::{run_http, shutdown_signal, HttpOptions, HttpServer, DEFAULT_LISTEN},

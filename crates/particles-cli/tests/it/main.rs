@@ -2,6 +2,7 @@
 
 mod bad_config;
 mod bad_input;
+mod chaos;
 mod configured;
 mod crash;
 mod demo;
