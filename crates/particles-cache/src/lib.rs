@@ -42,7 +42,7 @@ use std::{
     sync::Arc,
 };
 
-use particles_candidates::{column::Column, CandidateSet, Selection};
+use particles_candidates::{column::Column, CandidateSet, Replaced, Selection};
 use particles_store::{CandidateLoader, JournalHead, Result, Store};
 
 pub use shared::{SharedCache, SharedLoader};
@@ -161,6 +161,38 @@ impl CacheState {
     fn new(head: JournalHead, set: CandidateSet) -> CacheState {
         let mut by_id: Vec<u32> = (0..set.len() as u32).collect();
         by_id.sort_unstable_by(|&a, &b| set.id(a as usize).cmp(set.id(b as usize)));
+        CacheState {
+            head,
+            set: Arc::new(set),
+            by_id: by_id.into(),
+            order: None,
+        }
+    }
+
+    /// The state after a delta: `replaced`'s set, its id index carried over from
+    /// `old` (the kept rows renumbered, the few added ones inserted) rather than
+    /// sorted again. A large delta sorts, as a new state does.
+    fn after_delta(old: &CacheState, head: JournalHead, replaced: Replaced) -> CacheState {
+        const INSERT_AT_MOST: usize = 64;
+        let Replaced {
+            set,
+            old_rows,
+            added_rows,
+        } = replaced;
+        if added_rows.len() > INSERT_AT_MOST {
+            return CacheState::new(head, set);
+        }
+        let mut by_id: Vec<u32> = old
+            .by_id
+            .iter()
+            .map(|&row| old_rows[row as usize])
+            .filter(|&row| row != u32::MAX)
+            .collect();
+        for &row in &added_rows {
+            let id = set.id(row as usize);
+            let at = by_id.partition_point(|&other| set.id(other as usize) < id);
+            by_id.insert(at, row);
+        }
         CacheState {
             head,
             set: Arc::new(set),
@@ -420,8 +452,10 @@ impl CandidateCache {
                         store,
                         changed.iter().map(String::as_str),
                     )?;
-                    let set = state.set.replaced(&changed, &added);
-                    self.state = Some(Arc::new(CacheState::new(head, set)));
+                    let removed: Vec<usize> =
+                        changed.iter().filter_map(|id| state.row_of(id)).collect();
+                    let replaced = state.set.replaced(&changed, &removed, &added);
+                    self.state = Some(Arc::new(CacheState::after_delta(state, head, replaced)));
                     self.stats.deltas += 1;
                     self.dirty |= self
                         .sidecar

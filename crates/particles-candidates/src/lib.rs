@@ -42,7 +42,7 @@ pub use crate::{
         within_recency_window, FilterFlag,
     },
     selection::Selection,
-    set::{row_check, CandidateColumns, CandidateSet, ColumnSlices, ColumnsError},
+    set::{row_check, CandidateColumns, CandidateSet, ColumnSlices, ColumnsError, Replaced},
     traits::{PackedTraits, RowTraits},
 };
 

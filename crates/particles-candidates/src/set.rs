@@ -493,23 +493,107 @@ impl CandidateSet {
         out
     }
 
-    /// This set without the rows whose id is in `ids`, followed by the rows of
-    /// `added` (re-interned), then sorted by the order key. The delta refresh of a
-    /// cache.
-    pub fn replaced(&self, ids: &HashSet<String>, added: &CandidateSet) -> CandidateSet {
-        let keep: Vec<usize> = (0..self.len())
-            .filter(|&row| !ids.contains(self.id(row)))
-            .collect();
-        let mut out = self.select(&keep);
-        let remap: Vec<u32> = (0..added.strings.strings.len())
-            .map(|at| out.strings.intern(added.strings.strings.get(at)))
-            .collect();
-        for row in 0..added.len() {
-            out.push_row_of(added, row, Some(&remap));
+    /// This set without the rows whose id is in `ids`, plus the rows of `added`
+    /// (re-interned), in the order key's order: the delta refresh of a cache.
+    ///
+    /// One pass, one copy: the kept rows (already in order when this set is, as a
+    /// long-lived cache's is) are merged with the added rows sorted by key. Keys
+    /// are unique (a rowid is one row; a changed row's id is in `ids`, so its old
+    /// version is not kept), so the merge gives the one order a full sort would.
+    ///
+    /// `removed` are the rows whose id is in `ids` (the caller finds them through
+    /// its id index, so no row's id is hashed here); premises and claims are
+    /// carried over map to map rather than looked up row by row.
+    pub fn replaced(
+        &self,
+        ids: &HashSet<String>,
+        removed: &[usize],
+        added: &CandidateSet,
+    ) -> Replaced {
+        let key = |set: &CandidateSet, row: usize| (set.confidence[row], set.rowids[row]);
+        let mut gone = vec![false; self.len()];
+        for &row in removed {
+            if let Some(flag) = gone.get_mut(row) {
+                *flag = true;
+            }
         }
-        out.sort_by_order_key();
-        out
+        let mut keep: Vec<usize> = (0..self.len()).filter(|&row| !gone[row]).collect();
+        let in_order = keep
+            .windows(2)
+            .all(|w| order_key_cmp(key(self, w[0]), key(self, w[1])).is_le());
+        if !in_order {
+            keep.sort_by(|&a, &b| order_key_cmp(key(self, a), key(self, b)));
+        }
+        let mut fresh: Vec<usize> = (0..added.len()).collect();
+        fresh.sort_by(|&a, &b| order_key_cmp(key(added, a), key(added, b)));
+
+        let mut set = CandidateSet::new();
+        set.strings = self.strings.clone();
+        let dims = keep
+            .first()
+            .map(|&r| self.vector(r).len())
+            .or_else(|| fresh.first().map(|&r| added.vector(r).len()))
+            .unwrap_or(0);
+        set.vectors
+            .to_mut()
+            .reserve((keep.len() + fresh.len()) * dims);
+        let remap: Vec<u32> = (0..added.strings.strings.len())
+            .map(|at| set.strings.intern(added.strings.strings.get(at)))
+            .collect();
+        let mut old_rows = vec![u32::MAX; self.len()];
+        let mut added_rows = vec![u32::MAX; added.len()];
+        let (mut i, mut j) = (0, 0);
+        while i < keep.len() || j < fresh.len() {
+            let from_kept = j == fresh.len()
+                || (i < keep.len()
+                    && order_key_cmp(key(self, keep[i]), key(added, fresh[j])).is_le());
+            let at = set.len() as u32;
+            if from_kept {
+                set.push_columns_of(self, keep[i], None);
+                old_rows[keep[i]] = at;
+                i += 1;
+            } else {
+                set.push_columns_of(added, fresh[j], Some(&remap));
+                added_rows[fresh[j]] = at;
+                j += 1;
+            }
+        }
+        let carried = |id: &String| !ids.contains(id.as_str());
+        set.premises = self
+            .premises
+            .iter()
+            .filter(|(id, _)| carried(id))
+            .chain(&added.premises)
+            .map(|(id, premises)| (id.clone(), premises.clone()))
+            .collect();
+        let claims: HashMap<String, StructuredClaim> = self
+            .claims
+            .map()
+            .iter()
+            .filter(|(id, _)| carried(id))
+            .chain(added.claims.map())
+            .map(|(id, claim)| (id.clone(), claim.clone()))
+            .collect();
+        if !claims.is_empty() {
+            *set.claims.map_mut() = claims;
+        }
+        Replaced {
+            set,
+            old_rows,
+            added_rows,
+        }
     }
+}
+
+/// [`CandidateSet::replaced`]'s result: the new set, and where each row went.
+#[derive(Debug)]
+pub struct Replaced {
+    /// The rows kept and added, in the order key's order.
+    pub set: CandidateSet,
+    /// For each row of the old set, its row in `set` (`u32::MAX`: removed).
+    pub old_rows: Vec<u32>,
+    /// For each row of `added`, its row in `set`.
+    pub added_rows: Vec<u32>,
 }
 
 /// SQLite's `ORDER BY confidence_value, rowid`: floats compare by value (so `-0.0`

@@ -179,6 +179,16 @@ pub fn assert_cache_exact(
             Some(vector.as_slice()),
         ),
     ];
+    // A claim filter: the claims must survive every delta (the fixture's
+    // claims use `weighs`).
+    requests.push((
+        QueryRequest {
+            top_k: 50,
+            predicate: Some("weighs".to_owned()),
+            ..QueryRequest::question("q")
+        },
+        Some(vector.as_slice()),
+    ));
     if let Some(subject) = subject {
         requests.push((
             QueryRequest {
