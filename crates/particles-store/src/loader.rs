@@ -437,6 +437,31 @@ pub(crate) fn read_candidates_parallel<P: rusqlite::Params>(
     Ok((set, order))
 }
 
+/// Up to `limit` ids of ACTIVE particles with an embedding, spread over the store
+/// (rowids divisible by `spread`), in rowid order: the targets of a benchmark's
+/// writer.
+///
+/// # Errors
+///
+/// [`Error::Query`] when SQLite fails.
+pub fn active_ids_spread(store: &Store, spread: usize, limit: usize) -> Result<Vec<String>> {
+    let spread = i64::try_from(spread.max(1)).unwrap_or(i64::MAX);
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let mut statement = store
+        .connection()
+        .prepare(
+            "SELECT id FROM particles WHERE status = 'ACTIVE' AND embedding_json IS NOT NULL \
+             AND rowid % ?1 = 0 ORDER BY rowid LIMIT ?2",
+        )
+        .map_err(query_error("active ids"))?;
+    let ids = statement
+        .query_map([spread, limit], |row| row.get(0))
+        .map_err(query_error("active ids"))?
+        .collect::<rusqlite::Result<Vec<String>>>()
+        .map_err(query_error("active ids"));
+    ids
+}
+
 /// The number of ACTIVE rows (with or without an embedding): the progress total
 /// of a full cache build.
 ///
