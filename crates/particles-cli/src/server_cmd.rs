@@ -544,6 +544,7 @@ fn run_writer_variant(
                 &upstream.url,
                 &mut ids,
                 rate,
+                true,
                 &stop,
             )
         });
@@ -584,6 +585,7 @@ fn run_writer_variant(
                 &url,
                 &mut ids,
                 rate,
+                false,
                 &stop,
             )
         });

@@ -130,6 +130,15 @@ fn run(
     request: &QueryRequest,
     vector: Option<&[f32]>,
 ) -> QueryOutcome {
+    try_run(store, loader, request, vector).unwrap()
+}
+
+fn try_run(
+    store: &Store,
+    loader: &mut dyn particles_store::CandidateLoader,
+    request: &QueryRequest,
+    vector: Option<&[f32]>,
+) -> Result<QueryOutcome, particles_query::Error> {
     let request = request
         .clone()
         .validate(particles_model::Timestamp::parse("2026-06-01T00:00:00Z").unwrap())
@@ -142,7 +151,7 @@ fn run(
             Timestamp::parse("2026-06-01T00:00:00Z").unwrap(),
         )
     };
-    run_query_with(store, loader, &input).unwrap()
+    run_query_with(store, loader, &input)
 }
 
 /// Asserts that the cache answers a set of requests exactly as the uncached loader
@@ -154,6 +163,21 @@ pub fn assert_cache_exact(
     subject: Option<&str>,
     step: &str,
 ) -> Route {
+    match cache_exact_or_error(store, cache, subject, step) {
+        Ok(route) => route,
+        Err(error) => panic!("{step}: the cached query failed: {error}"),
+    }
+}
+
+/// [`assert_cache_exact`], except that a cached query's error is returned
+/// instead of failing (a damaged cache state may refuse to answer; it may never
+/// answer differently).
+pub fn cache_exact_or_error(
+    store: &Store,
+    cache: &mut CandidateCache,
+    subject: Option<&str>,
+    step: &str,
+) -> Result<Route, particles_query::Error> {
     let vector = unit_vector(7);
     let mut requests = vec![
         (
@@ -201,7 +225,7 @@ pub fn assert_cache_exact(
     }
     let mut first_route = None;
     for (request, vector) in &requests {
-        let cached = run(store, cache, request, *vector);
+        let cached = try_run(store, cache, request, *vector)?;
         first_route.get_or_insert(cache.last_route().unwrap());
         let uncached = run(store, &mut UncachedLoader, request, *vector);
         assert_eq!(
@@ -213,5 +237,5 @@ pub fn assert_cache_exact(
             "{step}: cached stats differ for {request:?}"
         );
     }
-    first_route.unwrap()
+    Ok(first_route.unwrap())
 }
