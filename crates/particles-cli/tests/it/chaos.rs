@@ -366,6 +366,7 @@ fn active_ids(store: &Path) -> Vec<String> {
 /// A reference transaction: one to three operations, seeded.
 fn reference_ops(rng: &mut Rng, ids: &[String], serial: &mut usize) -> Value {
     let mut ops = Vec::new();
+    let mut retracted = std::collections::HashSet::new();
     for _ in 0..=rng.below(3) {
         match rng.below(3) {
             0 => {
@@ -381,7 +382,12 @@ fn reference_ops(rng: &mut Rng, ids: &[String], serial: &mut usize) -> Value {
                 }));
             }
             1 if !ids.is_empty() => {
-                ops.push(json!({ "op": "retract", "id": ids[rng.below(ids.len())] }));
+                // Retracting twice in one transaction is refused (an invalid
+                // status transition): once per id.
+                let id = &ids[rng.below(ids.len())];
+                if retracted.insert(id.clone()) {
+                    ops.push(json!({ "op": "retract", "id": id }));
+                }
             }
             _ if !ids.is_empty() => ops.push(json!({
                 "op": "property",
