@@ -23,6 +23,16 @@ pub enum Error {
         #[source]
         source: rusqlite::Error,
     },
+    /// A new store could not be put in place (its directory is not writable, or
+    /// another process created a file at the path meanwhile).
+    #[error("cannot create the store {}: {source}", path.display())]
+    Create {
+        /// The path that was given.
+        path: PathBuf,
+        /// The filesystem's reason.
+        #[source]
+        source: std::io::Error,
+    },
     /// The database has no table the query path needs; it is not a Particles store
     /// (or not a migrated one).
     #[error("{} is not a Particles store: it has no `{table}` table", path.display())]

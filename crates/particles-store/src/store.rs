@@ -180,10 +180,17 @@ pub const ALEMBIC_HEAD: &str = "059";
 /// head, stamped with that head ([`ALEMBIC_HEAD`]) and with the change journal
 /// installed, and returns it open for writing.
 ///
+/// The store is built under a temporary name beside `path` and linked into place
+/// once whole: a process killed while it writes the schema leaves no file at
+/// `path` (a store that exists is a whole store, so the same command run again
+/// starts over), only the temporary file, which the next creation of the same
+/// path from the same process id replaces.
+///
 /// # Errors
 ///
 /// [`Error::Open`] when the file exists already or cannot be created,
-/// [`Error::Query`] when the schema cannot be written (the file is removed again).
+/// [`Error::Query`] when the schema cannot be written (the temporary file is
+/// removed), [`Error::Create`] when the finished store cannot be put in place.
 pub fn create_store(path: &Path) -> Result<crate::Writer> {
     if path.exists() {
         return Err(Error::Open {
@@ -191,12 +198,18 @@ pub fn create_store(path: &Path) -> Result<crate::Writer> {
             source: rusqlite::Error::InvalidPath(path.to_owned()),
         });
     }
+    let name = path.file_name().map_or_else(
+        || "store".into(),
+        |name| name.to_string_lossy().into_owned(),
+    );
+    let building = path.with_file_name(format!(".{name}.creating-{}", std::process::id()));
+    let _ = std::fs::remove_file(&building);
     let open_error = |source| Error::Open {
         path: path.to_owned(),
         source,
     };
     let mut connection = Connection::open_with_flags(
-        path,
+        &building,
         OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -208,13 +221,26 @@ pub fn create_store(path: &Path) -> Result<crate::Writer> {
         ))
         .map_err(query_error("create schema"))
         .and_then(|()| crate::journal::install_journal_on(&mut connection).map(|_| ()));
-    if let Err(error) = created {
-        drop(connection);
-        // Nothing of value is in a half-created file; leave no debris behind.
-        let _ = std::fs::remove_file(path);
-        return Err(error);
-    }
-    crate::Writer::from_connection(connection, path.to_owned())
+    // Closed before it moves: SQLite names a database's side files after the
+    // path it was opened by.
+    drop(connection);
+    let placed = created.and_then(|()| {
+        // A link, not a rename: it never replaces a file another process put at
+        // `path` meanwhile.
+        std::fs::hard_link(&building, path)
+            .or_else(|error| match error.kind() {
+                std::io::ErrorKind::AlreadyExists => Err(error),
+                _ if !path.exists() => std::fs::rename(&building, path),
+                _ => Err(error),
+            })
+            .map_err(|source| Error::Create {
+                path: path.to_owned(),
+                source,
+            })
+    });
+    let _ = std::fs::remove_file(&building);
+    placed?;
+    crate::Writer::open(path)
 }
 
 #[cfg(test)]
@@ -265,5 +291,21 @@ mod tests {
             assert!(store.has_table(table).unwrap(), "{table}");
         }
         assert!(crate::journal_installed(&store).unwrap());
+    }
+
+    #[test]
+    fn a_new_store_appears_whole_and_leaves_nothing_beside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("new.db");
+        drop(create_store(&path).unwrap());
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["new.db"]);
+        // A second creation of the same path is refused; the store is untouched.
+        let before = std::fs::read(&path).unwrap();
+        assert!(matches!(create_store(&path), Err(Error::Open { .. })));
+        assert_eq!(std::fs::read(&path).unwrap(), before);
     }
 }
