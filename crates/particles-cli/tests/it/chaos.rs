@@ -468,7 +468,7 @@ fn record(
     let mut hits = Vec::new();
     let mut position = None;
     let snapshot = particles_store::Store::open_read_only(store).expect("opens");
-    for q in 0..QUESTIONS.len() {
+    for (q, question) in QUESTIONS.iter().enumerate() {
         let request = QueryRequest::from_json(&request_body(q), now()).expect("a valid request");
         let envelope = Envelope {
             now: Some(now()),
@@ -478,7 +478,7 @@ fn record(
             .query_with_position(&request, &envelope)
             .expect("the uncached engine answers");
         http.push(serde_json::to_string(&response).expect("serialises"));
-        let vector = vector_for(QUESTIONS[q]);
+        let vector = vector_for(question);
         let outcome = particles_query::run_query(
             &snapshot,
             &particles_query::QueryInput::new(&request, Some(&vector), now()),

@@ -314,3 +314,64 @@ fn raw_garbage_does_not_stop_the_server() {
     );
     still_serving(&server);
 }
+
+/// The reference's own client with a bearer token (`PARTICLES_ENGINE_TOKEN`):
+/// over loopback `http://` it sends the token and our server accepts it; toward
+/// a non-loopback plain `http://` address it refuses to send it at all, before
+/// any connection, so the key never leaves the machine.
+#[test]
+fn the_references_client_sends_the_key_only_where_it_may() {
+    let Some(reference) = crate::support::reference(&["httpx"]) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let server = server_with_key(dir.path(), Some(KEY), "network: {egress: none}\n");
+    let script = r#"
+import asyncio, json
+from particles.api.client.http import HttpBackend, PlaintextTokenRefused
+from particles.core.schema import QueryRequest
+
+async def main():
+    try:
+        response = await HttpBackend().query(QueryRequest(question="silver coins", top_k=3))
+        print(json.dumps({"sent": True, "particles": len(response.particles)}))
+    except PlaintextTokenRefused as refused:
+        print(json.dumps({"sent": False, "refused": str(refused)}))
+
+asyncio.run(main())
+"#;
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let run = |base_url: &str| -> serde_json::Value {
+        let output = std::process::Command::new(&reference.python)
+            .arg("-c")
+            .arg(script)
+            .env("PYTHONPATH", &reference.pythonpath)
+            .env("PARTICLES_ENGINE_BASE_URL", base_url)
+            .env("PARTICLES_ENGINE_TOKEN", KEY)
+            .env("HOME", &home)
+            .env_remove("PARTICLES_CONFIG")
+            .env_remove("DATABASE_URL")
+            .output()
+            .expect("the reference's python runs");
+        assert!(
+            output.status.success(),
+            "{base_url}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        serde_json::from_str(stdout.lines().last().unwrap_or_default())
+            .unwrap_or_else(|e| panic!("{base_url}: {e}: {stdout}"))
+    };
+    let loopback = run(&server.url());
+    assert_eq!(loopback["sent"], true, "{loopback}");
+    assert!(loopback["particles"].as_u64().unwrap() > 0, "{loopback}");
+    // 192.0.2.1 is TEST-NET-1: not loopback, and never routed.
+    let remote = run("http://192.0.2.1:8931");
+    assert_eq!(remote["sent"], false, "{remote}");
+    assert!(
+        remote["refused"].as_str().unwrap().contains("https://"),
+        "{remote}"
+    );
+    still_serving(&server);
+}
