@@ -454,7 +454,7 @@ impl CandidateCache {
                     )?;
                     let removed: Vec<usize> =
                         changed.iter().filter_map(|id| state.row_of(id)).collect();
-                    let replaced = state.set.replaced(&changed, &removed, &added);
+                    let replaced = state.set.replaced(&removed, &added);
                     self.state = Some(Arc::new(CacheState::after_delta(state, head, replaced)));
                     self.stats.deltas += 1;
                     self.dirty |= self

@@ -493,23 +493,19 @@ impl CandidateSet {
         out
     }
 
-    /// This set without the rows whose id is in `ids`, plus the rows of `added`
+    /// This set without the rows `removed`, plus the rows of `added`
     /// (re-interned), in the order key's order: the delta refresh of a cache.
     ///
     /// One pass, one copy: the kept rows (already in order when this set is, as a
     /// long-lived cache's is) are merged with the added rows sorted by key. Keys
-    /// are unique (a rowid is one row; a changed row's id is in `ids`, so its old
-    /// version is not kept), so the merge gives the one order a full sort would.
+    /// are unique (a rowid is one row; a changed row is among `removed`, so its
+    /// old version is not kept), so the merge gives the one order a full sort
+    /// would.
     ///
-    /// `removed` are the rows whose id is in `ids` (the caller finds them through
-    /// its id index, so no row's id is hashed here); premises and claims are
-    /// carried over map to map rather than looked up row by row.
-    pub fn replaced(
-        &self,
-        ids: &HashSet<String>,
-        removed: &[usize],
-        added: &CandidateSet,
-    ) -> Replaced {
+    /// The caller finds `removed` through its id index, so no kept row's id is
+    /// hashed here; premises and claims are carried over map to map rather than
+    /// looked up row by row.
+    pub fn replaced(&self, removed: &[usize], added: &CandidateSet) -> Replaced {
         let key = |set: &CandidateSet, row: usize| (set.confidence[row], set.rowids[row]);
         let mut gone = vec![false; self.len()];
         for &row in removed {
@@ -558,6 +554,11 @@ impl CandidateSet {
                 j += 1;
             }
         }
+        let ids: HashSet<&str> = removed
+            .iter()
+            .filter(|&&row| row < self.len())
+            .map(|&row| self.id(row))
+            .collect();
         let carried = |id: &String| !ids.contains(id.as_str());
         set.premises = self
             .premises
