@@ -1,7 +1,10 @@
 //! Source facts, premise statuses and co-evidential edges: the lookups a query
 //! makes after the candidates are chosen, each in chunks of [`crate::ID_CHUNK`] ids.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::{
+    collections::{BTreeSet, HashMap, HashSet},
+    sync::Arc,
+};
 
 use particles_model::{policy::SourceFacts, Status, Timestamp};
 
@@ -57,6 +60,45 @@ pub fn source_facts<'a>(
         .collect())
 }
 
+/// The source facts of each `(entry id, snapshot id)` ref, as [`source_facts`]
+/// gives them, shared: a read-only connection remembers them across queries
+/// while the file is unchanged (see `memo.rs`), so a query whose scoring meets
+/// tens of thousands of sources reads and assembles each once per file state.
+///
+/// # Errors
+///
+/// As [`source_facts`].
+pub fn shared_source_facts(
+    store: &Store,
+    refs: &[(&str, Option<&str>)],
+) -> Result<Vec<Arc<SourceFacts>>> {
+    let remembered: Option<Vec<Option<Arc<SourceFacts>>>> = store.source_memo()?.map(|memo| {
+        refs.iter()
+            .map(|&(entry, snapshot)| memo.source(entry, snapshot).cloned())
+            .collect()
+    });
+    let Some(mut out) = remembered else {
+        return Ok(source_facts(store, refs.iter().map(|&r| Some(r)))?
+            .into_iter()
+            .map(Arc::new)
+            .collect());
+    };
+    let missing: Vec<usize> = (0..refs.len()).filter(|&at| out[at].is_none()).collect();
+    if !missing.is_empty() {
+        let read = source_facts(store, missing.iter().map(|&at| Some(refs[at])))?;
+        let mut memo = store.source_memo()?;
+        for (&at, facts) in missing.iter().zip(read) {
+            let facts = Arc::new(facts);
+            if let Some(memo) = memo.as_mut() {
+                let (entry, snapshot) = refs[at];
+                memo.remember_source(entry, snapshot, Arc::clone(&facts));
+            }
+            out[at] = Some(facts);
+        }
+    }
+    Ok(out.into_iter().map(Option::unwrap_or_default).collect())
+}
+
 /// One candidate's source facts from its entry id and what the entry and snapshot
 /// lookups found (`None`: no such row, or no snapshot named).
 pub fn assemble_source_facts(
@@ -85,10 +127,38 @@ pub fn snapshot_source_facts(
     store: &Store,
     snapshot_ids: &[&str],
 ) -> Result<HashMap<String, SnapshotFacts>> {
-    let mut snapshots = HashMap::new();
     if snapshot_ids.is_empty() || !store.has_table("snapshots")? {
-        return Ok(snapshots);
+        return Ok(HashMap::new());
     }
+    let Some(mut memo) = store.source_memo()? else {
+        return read_snapshot_facts(store, snapshot_ids);
+    };
+    let missing: Vec<&str> = snapshot_ids
+        .iter()
+        .copied()
+        .filter(|id| !memo.snapshots.contains_key(*id))
+        .collect();
+    if !missing.is_empty() {
+        let mut found = read_snapshot_facts(store, &missing)?;
+        for id in missing {
+            memo.snapshots.insert(id.to_owned(), found.remove(id));
+        }
+    }
+    Ok(snapshot_ids
+        .iter()
+        .filter_map(|&id| {
+            let facts = memo.snapshots.get(id)?.as_ref()?;
+            Some((id.to_owned(), facts.clone()))
+        })
+        .collect())
+}
+
+/// [`snapshot_source_facts`] read from the file.
+fn read_snapshot_facts(
+    store: &Store,
+    snapshot_ids: &[&str],
+) -> Result<HashMap<String, SnapshotFacts>> {
+    let mut snapshots = HashMap::new();
     let name = "snapshot source facts";
     for_each_in_chunks(
         store,

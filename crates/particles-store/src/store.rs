@@ -23,6 +23,8 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct Store {
     connection: Connection,
     path: PathBuf,
+    /// Source facts remembered across read transactions (read-only connections).
+    memo: crate::memo::MemoCell,
 }
 
 impl Store {
@@ -55,6 +57,7 @@ impl Store {
         let store = Store {
             connection,
             path: path.to_owned(),
+            memo: Some(Default::default()),
         };
         store.require_table("particles")?;
         Ok(store)
@@ -66,7 +69,13 @@ impl Store {
     ///
     /// [`Error::MissingTable`] when the connection has no `particles` table.
     pub fn from_connection(connection: Connection, path: PathBuf) -> Result<Store> {
-        let store = Store { connection, path };
+        // The connection may write, and its own commits do not move
+        // `data_version`: nothing is remembered.
+        let store = Store {
+            connection,
+            path,
+            memo: None,
+        };
         store.require_table("particles")?;
         Ok(store)
     }
@@ -102,6 +111,11 @@ impl Store {
     /// this crate's, so other crates read through typed functions.
     pub(crate) fn connection(&self) -> &Connection {
         &self.connection
+    }
+
+    /// The source memo's cell, on a read-only connection.
+    pub(crate) fn memo_cell(&self) -> Option<&std::cell::RefCell<crate::memo::SourceMemo>> {
+        self.memo.as_ref()
     }
 
     /// Gives the connection back (the inverse of [`Store::from_connection`]), e.g.

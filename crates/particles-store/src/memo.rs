@@ -1,0 +1,227 @@
+//! Source facts remembered across the queries of one read-only connection, for
+//! as long as the file is unchanged.
+//!
+//! A query's truncation band reads the sources of hundreds of thousands of
+//! candidates: at 1M, ~31k snapshots and ~12k corpus entries, 200 ms of index
+//! probes per query, the same rows every time. A read-only connection keeps what
+//! it read, tagged with SQLite's `PRAGMA data_version`, which changes when another
+//! connection commits anything to the file (and never for this connection's own
+//! writes: a read-only connection has none). Each lookup first reads the version
+//! inside the caller's read transaction, after that transaction has taken its
+//! snapshot, so the remembered facts are the snapshot's, or forgotten.
+
+use std::{cell::RefCell, collections::HashMap, hash::BuildHasher, sync::Arc};
+
+use particles_model::policy::SourceFacts;
+
+use crate::{error::query_error, Result, SnapshotFacts, Store};
+
+/// foldhash with a fixed seed: the memo's keys are hashed once per lookup, by us.
+type Fixed = foldhash::fast::FixedState;
+
+/// More remembered facts than this and the memo starts over: a bound on a
+/// long-lived connection's memory (about 100 bytes each).
+const MEMO_CAP: usize = 4_000_000;
+
+/// What one connection remembers, and of which file state.
+#[derive(Default)]
+pub(crate) struct SourceMemo {
+    version: Option<i64>,
+    /// Snapshot id → `(content_published_at, author_id)`, `None`: no such row.
+    pub(crate) snapshots: HashMap<String, Option<SnapshotFacts>>,
+    /// Entry id → `(source_type, uri_r)`, `None`: no such row.
+    pub(crate) entries: HashMap<String, Option<(String, Option<String>)>>,
+    /// Assembled facts by the hash of their `(entry id, snapshot id)` ref (a
+    /// bucket, for the rare collision): what a query's scoring shares.
+    sources: HashMap<u64, Vec<RememberedSource>, Fixed>,
+    sources_len: usize,
+}
+
+/// One ref's assembled facts.
+struct RememberedSource {
+    entry: String,
+    snapshot: Option<String>,
+    facts: Arc<SourceFacts>,
+}
+
+fn ref_hash(entry: &str, snapshot: Option<&str>) -> u64 {
+    Fixed::default().hash_one((entry, snapshot))
+}
+
+impl SourceMemo {
+    fn clear(&mut self) {
+        self.snapshots.clear();
+        self.entries.clear();
+        self.sources.clear();
+        self.sources_len = 0;
+    }
+
+    fn len(&self) -> usize {
+        self.snapshots.len() + self.entries.len() + self.sources_len
+    }
+
+    /// The remembered facts of a ref.
+    pub(crate) fn source(&self, entry: &str, snapshot: Option<&str>) -> Option<&Arc<SourceFacts>> {
+        self.sources
+            .get(&ref_hash(entry, snapshot))?
+            .iter()
+            .find(|r| r.entry == entry && r.snapshot.as_deref() == snapshot)
+            .map(|r| &r.facts)
+    }
+
+    /// Remembers a ref's facts.
+    pub(crate) fn remember_source(
+        &mut self,
+        entry: &str,
+        snapshot: Option<&str>,
+        facts: Arc<SourceFacts>,
+    ) {
+        if self.source(entry, snapshot).is_some() {
+            return;
+        }
+        self.sources
+            .entry(ref_hash(entry, snapshot))
+            .or_default()
+            .push(RememberedSource {
+                entry: entry.to_owned(),
+                snapshot: snapshot.map(str::to_owned),
+                facts,
+            });
+        self.sources_len += 1;
+    }
+}
+
+/// A connection's memo cell: present on read-only connections only.
+pub(crate) type MemoCell = Option<RefCell<SourceMemo>>;
+
+impl Store {
+    /// The memo, valid for the caller's read snapshot, or `None` when this
+    /// connection does not remember (it can write, or no transaction is open, so
+    /// each statement would read its own snapshot).
+    pub(crate) fn source_memo(&self) -> Result<Option<std::cell::RefMut<'_, SourceMemo>>> {
+        let Some(cell) = self.memo_cell() else {
+            return Ok(None);
+        };
+        let connection = self.connection();
+        if connection.is_autocommit() {
+            return Ok(None);
+        }
+        let Ok(mut memo) = cell.try_borrow_mut() else {
+            return Ok(None);
+        };
+        // A read first, so the transaction has taken its snapshot (a deferred
+        // transaction takes it at its first read) before the version is asked.
+        connection
+            .query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))
+            .map_err(query_error("source memo"))?;
+        let version: i64 = connection
+            .query_row("PRAGMA data_version", [], |row| row.get(0))
+            .map_err(query_error("source memo"))?;
+        if memo.version != Some(version) || memo.len() > MEMO_CAP {
+            memo.clear();
+            memo.version = Some(version);
+        }
+        Ok(Some(memo))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use rusqlite::Connection;
+
+    use crate::{entry_source_facts, snapshot_source_facts, Store};
+
+    fn copy_of(fixture: &str, wal: bool) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store.db");
+        std::fs::copy(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../../tests/fixtures/stores")
+                .join(fixture),
+            &path,
+        )
+        .unwrap();
+        if wal {
+            let connection = Connection::open(&path).unwrap();
+            connection
+                .query_row("PRAGMA journal_mode=WAL", [], |_| Ok(()))
+                .unwrap();
+        }
+        (dir, path)
+    }
+
+    /// Another connection's commit is seen by the next read transaction, never
+    /// inside the one already open; unchanged, the facts come from the memo.
+    #[test]
+    fn a_commit_elsewhere_is_seen_by_the_next_snapshot_only() {
+        for wal in [false, true] {
+            let (_dir, path) = copy_of("coins-a.db", wal);
+            let writer = Connection::open(&path).unwrap();
+            let (snapshot, entry): (String, String) = writer
+                .query_row(
+                    "SELECT snapshot_id, entry_id FROM snapshots ORDER BY snapshot_id LIMIT 1",
+                    [],
+                    |row| Ok((row.get(0)?, row.get(1)?)),
+                )
+                .unwrap();
+            let store = Store::open_read_only(&path).unwrap();
+            let read = |store: &Store| {
+                store
+                    .read_snapshot(|s| {
+                        let snapshots = snapshot_source_facts(s, &[snapshot.as_str()])?;
+                        let entries = entry_source_facts(s, &[entry.as_str()])?;
+                        Ok((
+                            snapshots.get(&snapshot).and_then(|f| f.1.clone()),
+                            entries.get(&entry).map(|e| e.0.clone()),
+                        ))
+                    })
+                    .unwrap()
+            };
+            let before = read(&store);
+            assert_eq!(read(&store), before, "unchanged, from the memo");
+            assert_eq!(
+                store.memo_cell().unwrap().borrow().snapshots.len(),
+                1,
+                "remembered"
+            );
+            let commit = || {
+                writer
+                    .execute(
+                        "UPDATE snapshots SET author_id = 'someone-else' WHERE snapshot_id = ?1",
+                        [&snapshot],
+                    )
+                    .unwrap();
+                writer
+                    .execute(
+                        "UPDATE corpus_entries SET source_type = 'other' WHERE entry_id = ?1",
+                        [&entry],
+                    )
+                    .unwrap();
+            };
+            // Inside one read transaction (WAL lets the writer commit beside it),
+            // the snapshot's facts hold.
+            if wal {
+                let inside = store
+                    .read_snapshot(|s| {
+                        let first = snapshot_source_facts(s, &[snapshot.as_str()])?;
+                        commit();
+                        let again = snapshot_source_facts(s, &[snapshot.as_str()])?;
+                        Ok((first, again))
+                    })
+                    .unwrap();
+                assert_eq!(inside.0, inside.1, "one snapshot, one answer");
+            } else {
+                commit();
+            }
+            let after = read(&store);
+            assert_eq!(
+                after,
+                (Some("someone-else".to_owned()), Some("other".to_owned())),
+                "wal={wal}: the commit is seen"
+            );
+            assert_ne!(after, before);
+        }
+    }
+}
