@@ -214,7 +214,7 @@ fn run_group(
                 query: queries[member].as_ref(),
                 now: Route::clock(input.request, input.now),
                 exhaustive: input.exhaustive,
-                prune_margin: input.prune_margin,
+                prune_margin: input.walk_margin(),
                 scores_only_beyond_cut: true,
                 harness_tags: &[],
                 timings: &mut timings,

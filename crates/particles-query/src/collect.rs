@@ -169,16 +169,6 @@ impl TopK {
     }
 }
 
-/// Scores in final order: descending, NaN first (as [`by_score_then_position`]
-/// orders them), `-0.0` and `0.0` equal.
-pub(crate) fn sort_scores(scores: &mut [f64]) {
-    scores.sort_by(|x, y| match (x.is_nan(), y.is_nan()) {
-        (true, false) => Ordering::Less,
-        (false, true) => Ordering::Greater,
-        _ => y.partial_cmp(x).unwrap_or(Ordering::Equal),
-    });
-}
-
 fn by_score_then_position(a: &Scored, b: &Scored) -> Ordering {
     let (x, y) = (a.ranked.score, b.ranked.score);
     let by_score = match (x.is_nan(), y.is_nan()) {

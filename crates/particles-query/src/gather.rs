@@ -3,7 +3,8 @@
 //! returns; a federated query merges what each store returns.
 
 use std::{
-    collections::{hash_map::Entry, HashMap},
+    collections::{hash_map::Entry, HashMap, HashSet},
+    sync::Arc,
     time::Instant,
 };
 
@@ -54,6 +55,11 @@ pub(crate) struct Gathered {
     pub(crate) survivors: Vec<usize>,
     /// The similarities of the survivors (parallel), with a query vector.
     pub(crate) similarities: Option<Vec<f64>>,
+    /// The score bounds of the survivors (parallel): what the truncation band is
+    /// picked by (`crate::band`).
+    pub(crate) bounds: Vec<f64>,
+    /// The instant decay was evaluated at.
+    pub(crate) now: Timestamp,
 }
 
 /// Everything one gather reads: the store's snapshot, the request, the policies
@@ -97,6 +103,8 @@ impl Gather<'_> {
             observer: filtered.observer,
             survivors: scanned.survivors,
             similarities: scanned.similarities,
+            bounds: scanned.bounds,
+            now: self.now,
         })
     }
 
@@ -119,6 +127,8 @@ impl Gather<'_> {
             observer: None,
             survivors: scanned.survivors,
             similarities: scanned.similarities,
+            bounds: scanned.bounds,
+            now: self.now,
         })
     }
 
@@ -352,28 +362,31 @@ pub(crate) type SourceKey = Option<(u32, Option<u32>)>;
 
 /// One source's facts and, once asked for, the factors they decide.
 struct Source {
-    facts: SourceFacts,
+    facts: Arc<SourceFacts>,
     factors: Option<(f64, f64)>,
 }
+
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 /// The per-batch store reads scoring needs: each candidate's first-source facts
 /// and, for derived candidates, their premises' statuses (chunked lookups).
 ///
-/// Entry and snapshot facts are remembered for the whole gather, by the set's
-/// interned string ids: candidates share sources (on the generator's 100k store
-/// ~48k candidates scored inside the truncation margin name ~3k snapshots and
-/// ~1.2k entries), so each source is read from SQLite once per query, not once
-/// per batch that meets it, and its facts assembled and its trust and decay
-/// computed once. Every read happens in the query's one read transaction, so a
+/// Sources are remembered for the whole gather, by the set's interned string
+/// ids: candidates share sources (on the generator's 100k store ~48k candidates
+/// scored inside the truncation margin name ~3k snapshots and ~1.2k entries), so
+/// each source's facts are fetched once per query and its trust and decay
+/// computed once. The facts come from [`particles_store::shared_source_facts`],
+/// which a read-only connection remembers across queries while the file is
+/// unchanged. Every read happens in the query's one read transaction, so a
 /// remembered fact is the fact of the ranking's snapshot.
 #[derive(Default)]
 pub(crate) struct FactLookups {
-    /// Snapshot id → its facts (`None`: no such row).
-    snapshots: HashMap<u32, Option<particles_store::SnapshotFacts>>,
-    /// Entry id → `(source_type, uri_r)` (`None`: no such row).
-    entries: HashMap<u32, Option<(String, Option<String>)>>,
+    /// Distinct snapshot ids met (non-empty), for the work counters.
+    snapshots: HashSet<u32, foldhash::fast::RandomState>,
+    /// Distinct entry ids met (non-empty), for the work counters.
+    entries: HashSet<u32, foldhash::fast::RandomState>,
     /// Each source met, assembled.
-    sources: HashMap<SourceKey, Source>,
+    sources: FastMap<SourceKey, Source>,
 }
 
 impl FactLookups {
@@ -403,62 +416,8 @@ impl FactLookups {
         policies: &Policies,
         timings: &mut StageTimings,
     ) -> Result<Vec<(SourceKey, f64)>> {
-        let started = Instant::now();
-        let mut new_entries: Vec<u32> = Vec::new();
-        let mut new_snapshots: Vec<u32> = Vec::new();
-        for &row in rows {
-            if let Some((entry, snapshot)) = set.traits(row).source {
-                if !set.string(entry).is_empty() {
-                    if let Entry::Vacant(vacant) = self.entries.entry(entry) {
-                        vacant.insert(None);
-                        new_entries.push(entry);
-                    }
-                }
-                if let Some(snapshot) = snapshot.filter(|s| !set.string(*s).is_empty()) {
-                    if let Entry::Vacant(vacant) = self.snapshots.entry(snapshot) {
-                        vacant.insert(None);
-                        new_snapshots.push(snapshot);
-                    }
-                }
-            }
-        }
-        if !new_snapshots.is_empty() {
-            let ids: Vec<&str> = new_snapshots.iter().map(|&s| set.string(s)).collect();
-            let mut found = particles_store::snapshot_source_facts(store, &ids)?;
-            for &snapshot in &new_snapshots {
-                self.snapshots
-                    .insert(snapshot, found.remove(set.string(snapshot)));
-            }
-        }
-        if !new_entries.is_empty() {
-            let ids: Vec<&str> = new_entries.iter().map(|&e| set.string(e)).collect();
-            let mut found = particles_store::entry_source_facts(store, &ids)?;
-            for &entry in &new_entries {
-                self.entries.insert(entry, found.remove(set.string(entry)));
-            }
-        }
-        let mut keys = Vec::with_capacity(rows.len());
-        for &row in rows {
-            let key: SourceKey = set.traits(row).source;
-            if let Entry::Vacant(vacant) = self.sources.entry(key) {
-                let facts = match key {
-                    None => SourceFacts::default(),
-                    Some((entry, snapshot)) => particles_store::assemble_source_facts(
-                        set.string(entry),
-                        self.entries.get(&entry).and_then(Option::as_ref),
-                        snapshot
-                            .and_then(|s| self.snapshots.get(&s))
-                            .and_then(Option::as_ref),
-                    ),
-                };
-                vacant.insert(Source {
-                    facts,
-                    factors: None,
-                });
-            }
-            keys.push(key);
-        }
-        timings.source_rows += started.elapsed().as_secs_f64();
+        let keys: Vec<SourceKey> = rows.iter().map(|&row| set.traits(row).source).collect();
+        self.read_sources(store, set, &keys, timings)?;
         let started = Instant::now();
         let premises = particles_store::premise_statuses(
             store,
@@ -477,6 +436,57 @@ impl FactLookups {
             .collect())
     }
 
+    /// Fetches the facts of each of `keys` not met before, then
+    /// [`FactLookups::facts`] has them.
+    pub(crate) fn read_sources(
+        &mut self,
+        store: &Store,
+        set: &CandidateSet,
+        keys: &[SourceKey],
+        timings: &mut StageTimings,
+    ) -> Result<()> {
+        let started = Instant::now();
+        let mut new: Vec<(u32, Option<u32>)> = Vec::new();
+        for &key in keys {
+            let Entry::Vacant(vacant) = self.sources.entry(key) else {
+                continue;
+            };
+            let Some((entry, snapshot)) = key else {
+                vacant.insert(Source {
+                    facts: Arc::default(),
+                    factors: None,
+                });
+                continue;
+            };
+            // Placeholder until the batch below is read.
+            vacant.insert(Source {
+                facts: Arc::default(),
+                factors: None,
+            });
+            new.push((entry, snapshot));
+            if !set.string(entry).is_empty() {
+                self.entries.insert(entry);
+            }
+            if let Some(snapshot) = snapshot.filter(|s| !set.string(*s).is_empty()) {
+                self.snapshots.insert(snapshot);
+            }
+        }
+        if !new.is_empty() {
+            let refs: Vec<(&str, Option<&str>)> = new
+                .iter()
+                .map(|&(entry, snapshot)| (set.string(entry), snapshot.map(|s| set.string(s))))
+                .collect();
+            let facts = particles_store::shared_source_facts(store, &refs)?;
+            for (&(entry, snapshot), facts) in new.iter().zip(facts) {
+                if let Some(source) = self.sources.get_mut(&Some((entry, snapshot))) {
+                    source.facts = facts;
+                }
+            }
+        }
+        timings.source_rows += started.elapsed().as_secs_f64();
+        Ok(())
+    }
+
     /// The facts of a source [`FactLookups::read_keyed`] returned.
     pub(crate) fn facts(&self, key: SourceKey) -> &SourceFacts {
         static NONE: SourceFacts = SourceFacts {
@@ -486,7 +496,9 @@ impl FactLookups {
             published_at: None,
             author_id: None,
         };
-        self.sources.get(&key).map_or(&NONE, |source| &source.facts)
+        self.sources
+            .get(&key)
+            .map_or(&NONE, |source| &*source.facts)
     }
 
     /// `(source trust, decay)` of a source [`FactLookups::read_keyed`] returned,
@@ -545,21 +557,37 @@ mod tests {
         batches[1].reverse();
         let mut lookups = FactLookups::default();
         let mut timings = StageTimings::default();
-        for batch in &batches {
-            let remembered = lookups
-                .read(&store, set, batch, &policies, &mut timings)
+        // Outside a transaction (read directly), then twice inside one read
+        // transaction each (the connection's memo filled, then answering).
+        for pass in 0..3 {
+            let mut fresh = FactLookups::default();
+            let lookups = if pass == 0 { &mut lookups } else { &mut fresh };
+            for batch in &batches {
+                let remembered = if pass == 0 {
+                    lookups
+                        .read(&store, set, batch, &policies, &mut timings)
+                        .unwrap()
+                } else {
+                    store
+                        .read_snapshot(|s| {
+                            Ok(lookups
+                                .read(s, set, batch, &policies, &mut timings)
+                                .unwrap())
+                        })
+                        .unwrap()
+                };
+                let direct = particles_store::source_facts(
+                    &store,
+                    batch.iter().map(|&row| {
+                        set.traits(row).source.map(|(entry, snapshot)| {
+                            (set.string(entry), snapshot.map(|s| set.string(s)))
+                        })
+                    }),
+                )
                 .unwrap();
-            let direct = particles_store::source_facts(
-                &store,
-                batch.iter().map(|&row| {
-                    set.traits(row).source.map(|(entry, snapshot)| {
-                        (set.string(entry), snapshot.map(|s| set.string(s)))
-                    })
-                }),
-            )
-            .unwrap();
-            let remembered: Vec<_> = remembered.into_iter().map(|(facts, _)| facts).collect();
-            assert_eq!(remembered, direct);
+                let remembered: Vec<_> = remembered.into_iter().map(|(facts, _)| facts).collect();
+                assert_eq!(remembered, direct, "pass {pass}");
+            }
         }
         let distinct_snapshots: std::collections::HashSet<u32> = rows
             .iter()

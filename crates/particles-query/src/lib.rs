@@ -42,6 +42,7 @@
 #![forbid(unsafe_code)]
 
 mod as_of;
+mod band;
 mod batch;
 mod collect;
 mod federate;
@@ -175,6 +176,25 @@ impl std::fmt::Debug for QueryInput<'_> {
 /// The reference's compiled defaults, for an install with no configuration.
 static DEFAULT_SETTINGS: std::sync::LazyLock<RankSettings> =
     std::sync::LazyLock::new(RankSettings::default);
+
+impl QueryInput<'_> {
+    /// Whether the candidates the truncation warning reads are scored after the
+    /// cut (`crate::band`) rather than by the ranking's walk: whenever a margin is
+    /// asked for and the walk is not exhaustive anyway.
+    pub(crate) fn scores_band_after_cut(&self) -> bool {
+        self.prune_margin > 0.0 && !self.exhaustive
+    }
+
+    /// The margin the ranking's walk prunes with: none when the band is scored
+    /// after the cut.
+    pub(crate) fn walk_margin(&self) -> f64 {
+        if self.scores_band_after_cut() {
+            0.0
+        } else {
+            self.prune_margin
+        }
+    }
+}
 
 impl<'a> QueryInput<'a> {
     /// An input with the reference's default settings and the norm kernel detected
@@ -337,7 +357,7 @@ pub(crate) fn run_in_snapshot(
         query: query.as_ref(),
         now,
         exhaustive: input.exhaustive,
-        prune_margin: input.prune_margin,
+        prune_margin: input.walk_margin(),
         scores_only_beyond_cut: true,
         harness_tags,
         timings: &mut timings,
@@ -367,7 +387,7 @@ pub(crate) fn finish(
     input: &QueryInput<'_>,
     gathered: gather::Gathered,
     mut timings: StageTimings,
-    work: WorkCounters,
+    mut work: WorkCounters,
     notes: route::RouteNotes,
 ) -> Result<QueryOutcome> {
     let request = input.request;
@@ -386,14 +406,45 @@ pub(crate) fn finish(
     timings.collapse = collapse_started.elapsed().as_secs_f64();
     let mut stats = gathered.stats;
     stats.collapsed = cut - kept.len();
-    let mut beyond_cut: Vec<f64> = gathered.scored[cut..]
-        .iter()
-        .map(|s| s.ranked.score)
-        .chain(gathered.beyond.iter().copied())
-        .collect();
-    if !gathered.beyond.is_empty() {
-        collect::sort_scores(&mut beyond_cut);
-    }
+    let band_floor =
+        kept.last()
+            .filter(|_| input.scores_band_after_cut())
+            .map(|&(index, effective)| {
+                let last = &gathered.scored[index];
+                let narrative = set.traits(last.ranked.row).narrative;
+                policies.rank_score(narrative, last.ranked.similarity, effective)
+                    - input.prune_margin
+            });
+    let beyond_cut: Vec<f64> = match band_floor {
+        // The walk stopped at the cut: the band beyond it is scored now.
+        Some(floor) => {
+            let in_cut: Vec<usize> = gathered.scored[..cut].iter().map(|s| s.position).collect();
+            let band = band::score_band(
+                &band::BandInput {
+                    store,
+                    set,
+                    policies,
+                    now: gathered.now,
+                    min_confidence: request.min_confidence,
+                    survivors: &gathered.survivors,
+                    similarities: gathered.similarities.as_deref(),
+                    bounds: &gathered.bounds,
+                    in_cut: &in_cut,
+                    floor,
+                },
+                &mut timings,
+            )?;
+            stats.below_min_confidence += band.below_min_confidence;
+            stats.pruned = gathered.survivors.len().saturating_sub(cut + band.scored);
+            work.candidates_scored += band.scored;
+            band.scores
+        }
+        None => gathered.scored[cut..]
+            .iter()
+            .map(|s| s.ranked.score)
+            .chain(gathered.beyond.iter().copied())
+            .collect(),
+    };
     let hits: Vec<RankedHit<'_>> = kept
         .into_iter()
         .map(|(index, effective_confidence)| RankedHit {

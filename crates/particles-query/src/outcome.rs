@@ -145,8 +145,10 @@ pub struct QueryOutcome {
     /// is exact at (a committed write moves it; a rolled-back one does not).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub journal_seq: Option<i64>,
-    /// The rank scores of the scored candidates after the cut at `top_k`, in
-    /// order (pruned candidates absent): the truncation warning's input.
+    /// The rank scores of scored candidates after the cut at `top_k`, in no
+    /// particular order: the truncation warning's input. With a pruning margin,
+    /// every candidate beyond the cut scoring within the margin of the last hit is
+    /// here; others may be absent (pruned).
     #[serde(skip)]
     pub beyond_cut: Vec<f64>,
     /// Where the time went.

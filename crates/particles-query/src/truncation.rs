@@ -54,7 +54,15 @@ pub fn truncation_warning(
     settings: &TruncationSettings,
 ) -> Option<String> {
     let last_hit = outcome.hits.last()?;
-    let next = *outcome.beyond_cut.first()?;
+    // The best score beyond the cut, as the first of a descending sort gives it
+    // (NaN first, as the ranking's order puts it).
+    let next = outcome.beyond_cut.iter().copied().reduce(|best, score| {
+        if best.is_nan() || (!score.is_nan() && best >= score) {
+            best
+        } else {
+            score
+        }
+    })?;
     let narrative = last_hit.particle.particle_type == ParticleType::Narrative;
     let last = particles_rank::rank_score(
         rank,

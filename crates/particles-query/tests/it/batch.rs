@@ -10,13 +10,13 @@ use particles_rank::NormKernel;
 use particles_store::{Store, UncachedLoader};
 use proptest::prelude::*;
 
-fn fixture(name: &str) -> PathBuf {
+pub(crate) fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/fixtures/stores")
         .join(name)
 }
 
-fn unit_vector(seed: u64) -> Vec<f32> {
+pub(crate) fn unit_vector(seed: u64) -> Vec<f32> {
     let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     let mut values: Vec<f32> = (0..384)
         .map(|_| {
@@ -41,6 +41,8 @@ struct Spec {
     meta: bool,
     tag: bool,
     as_of: bool,
+    /// The response's pruning margin (the truncation band scored after the cut).
+    margin: bool,
 }
 
 fn spec() -> impl Strategy<Value = Spec> {
@@ -65,9 +67,10 @@ fn spec() -> impl Strategy<Value = Spec> {
         any::<bool>(),
         prop::bool::weighted(0.1),
         prop::bool::weighted(0.1),
+        any::<bool>(),
     )
         .prop_map(
-            |(vector, top_k, min_confidence, nature, modality, meta, tag, as_of)| Spec {
+            |(vector, top_k, min_confidence, nature, modality, meta, tag, as_of, margin)| Spec {
                 vector,
                 top_k,
                 min_confidence,
@@ -76,6 +79,7 @@ fn spec() -> impl Strategy<Value = Spec> {
                 meta,
                 tag,
                 as_of,
+                margin,
             },
         )
 }
@@ -107,8 +111,10 @@ proptest! {
         let inputs: Vec<QueryInput<'_>> = requests
             .iter()
             .zip(&vectors)
-            .map(|(request, vector)| QueryInput {
+            .zip(&specs)
+            .map(|((request, vector), spec)| QueryInput {
                 norm_kernel: NormKernel::SkylakeX,
+                prune_margin: if spec.margin { 0.15 } else { 0.0 },
                 ..QueryInput::new(request, vector.as_deref(), now)
             })
             .collect();
@@ -118,7 +124,13 @@ proptest! {
             let batched = batched.unwrap();
             prop_assert_eq!(&batched.hits, &alone.hits);
             prop_assert_eq!(batched.stats, alone.stats);
-            prop_assert_eq!(batched.beyond_cut, alone.beyond_cut);
+            // In no particular order.
+            let bits = |scores: &[f64]| {
+                let mut bits: Vec<u64> = scores.iter().map(|s| s.to_bits()).collect();
+                bits.sort_unstable();
+                bits
+            };
+            prop_assert_eq!(bits(&batched.beyond_cut), bits(&alone.beyond_cut));
         }
     }
 }

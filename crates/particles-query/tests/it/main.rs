@@ -1,5 +1,6 @@
 //! Integration tests of the query path on the fixture stores: one module per topic.
 
+mod band;
 mod batch;
 mod errors;
 mod respond;
