@@ -9,14 +9,13 @@
 //! the writer's commit latency as its client sees it.
 
 use std::{
-    io::{Read, Write},
-    net::TcpStream,
     path::Path,
     sync::atomic::{AtomicBool, Ordering},
     time::{Duration, Instant},
 };
 
-use anyhow::{Context, Result};
+use anyhow::Result;
+use particles_server::load::{quantile, BlockingClient};
 use serde::Serialize;
 
 /// What the writer did in one phase.
@@ -64,9 +63,25 @@ pub(crate) fn run(
     warm_up: bool,
     stop: &AtomicBool,
 ) -> WriterReport {
+    let client = match BlockingClient::new() {
+        Ok(client) => client,
+        Err(error) => {
+            return WriterReport {
+                phase: phase.to_owned(),
+                url: url.to_owned(),
+                rate,
+                sent: 0,
+                ok: 0,
+                errors: vec![error.to_string()],
+                p50: None,
+                p99: None,
+                max: None,
+            }
+        }
+    };
     if warm_up {
         if let Some(id) = ids.pop() {
-            let _ = retract(url, &id);
+            let _ = retract(&client, url, &id);
         }
     }
     let interval = Duration::from_secs_f64(1.0 / rate.max(1e-3));
@@ -82,19 +97,14 @@ pub(crate) fn run(
         }
         sent += 1;
         let begun = Instant::now();
-        match retract(url, &id) {
+        match retract(&client, url, &id) {
             Ok(()) => latencies.push(begun.elapsed().as_secs_f64()),
             Err(error) if errors.len() < 10 => errors.push(format!("{id}: {error:#}")),
             Err(_) => {}
         }
     }
     latencies.sort_by(f64::total_cmp);
-    let at = |p: f64| {
-        (!latencies.is_empty()).then(|| {
-            let rank = ((latencies.len() as f64 * p).ceil() as usize).clamp(1, latencies.len());
-            latencies[rank - 1]
-        })
-    };
+    let at = |q: f64| quantile(&latencies, q);
     WriterReport {
         phase: phase.to_owned(),
         url: url.to_owned(),
@@ -109,32 +119,22 @@ pub(crate) fn run(
 }
 
 /// One retraction through `url`; an error unless it is answered 200.
-fn retract(url: &str, id: &str) -> Result<()> {
-    let address = url.trim_start_matches("http://").trim_end_matches('/');
+fn retract(client: &BlockingClient, url: &str, id: &str) -> Result<()> {
     let body = serde_json::json!({
         "particle_id": id,
         "reason": "particles-rs serve-load writer",
         "project_key": null,
     })
     .to_string();
-    let mut stream =
-        TcpStream::connect(address).with_context(|| format!("cannot connect to {url}"))?;
-    stream.set_read_timeout(Some(Duration::from_secs(120)))?;
-    write!(
-        stream,
-        "POST /particles/retract?store=default HTTP/1.1\r\nHost: {address}\r\n\
-         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )?;
-    let mut reply = Vec::new();
-    stream.read_to_end(&mut reply)?;
-    let reply = String::from_utf8_lossy(&reply);
-    let status = reply.lines().next().unwrap_or_default();
-    if status.split_whitespace().nth(1) == Some("200") {
+    let target = format!(
+        "{}/particles/retract?store=default",
+        url.trim_end_matches('/')
+    );
+    let (status, answer) = client.post_json(&target, body, Duration::from_secs(120))?;
+    if status == 200 {
         Ok(())
     } else {
-        let body = reply.split_once("\r\n\r\n").map_or("", |(_, body)| body);
-        anyhow::bail!("{status}: {body}")
+        anyhow::bail!("HTTP {status}: {answer}")
     }
 }
 

@@ -180,8 +180,64 @@ fn arrivals(rate: f64, span: Duration, max: usize, rng: &mut rand::rngs::StdRng)
     out
 }
 
-/// The `q`-quantile of sorted values (nearest rank).
-fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
+/// A blocking HTTP client for a load generator's side thread (the writer of
+/// `serve-load --writer-rate`): the same hyper client the arrivals use, on a
+/// runtime of its own.
+pub struct BlockingClient {
+    runtime: tokio::runtime::Runtime,
+    client: HttpClient,
+}
+
+impl BlockingClient {
+    /// A client with its own single-threaded runtime.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Load`] when the runtime cannot start.
+    pub fn new() -> Result<BlockingClient> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| Error::Load(format!("cannot start a client runtime: {e}")))?;
+        let client = Client::builder(TokioExecutor::new()).build_http();
+        Ok(BlockingClient { runtime, client })
+    }
+
+    /// POSTs `body` as JSON to `url` and reads the whole answer: its status and
+    /// body, or an error naming the url when there is no answer within `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Load`] when the request cannot be built or sent, or times out.
+    pub fn post_json(&self, url: &str, body: String, timeout: Duration) -> Result<(u16, String)> {
+        let request = http::Request::post(url)
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|e| Error::Load(format!("cannot build a request to {url}: {e}")))?;
+        self.runtime.block_on(async {
+            let answered = tokio::time::timeout(timeout, async {
+                let response = self
+                    .client
+                    .request(request)
+                    .await
+                    .map_err(|e| Error::Load(format!("no answer from {url}: {e}")))?;
+                let status = response.status().as_u16();
+                let body = response
+                    .into_body()
+                    .collect()
+                    .await
+                    .map_err(|e| Error::Load(format!("the answer from {url} broke off: {e}")))?
+                    .to_bytes();
+                Ok((status, String::from_utf8_lossy(&body).into_owned()))
+            })
+            .await;
+            answered.map_err(|_| Error::Load(format!("no answer from {url} within {timeout:?}")))?
+        })
+    }
+}
+
+/// The `q`-quantile of sorted values (nearest rank), `None` for no values.
+pub fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
     if sorted.is_empty() {
         return None;
     }
