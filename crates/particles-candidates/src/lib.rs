@@ -42,7 +42,10 @@ pub use crate::{
         within_recency_window, FilterFlag,
     },
     selection::Selection,
-    set::{row_check, CandidateColumns, CandidateSet, ColumnSlices, ColumnsError, Replaced},
+    set::{
+        row_check, CandidateColumns, CandidateSet, ColumnSlices, ColumnsError, Replaced,
+        SourceIndex,
+    },
     traits::{PackedTraits, RowTraits},
 };
 

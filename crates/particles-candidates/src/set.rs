@@ -42,6 +42,22 @@ pub struct CandidateSet {
     premises: HashMap<String, Vec<String>>,
     claims: Claims,
     strings: Interner,
+    /// Each row's first source as a dense index, built on first use
+    /// ([`CandidateSet::source_index`]) and dropped when rows change.
+    sources: OnceLock<SourceIndex>,
+}
+
+/// Each row's first source ([`RowTraits::source`]) as a dense index into the set's
+/// distinct sources. Scoring that meets most rows (the truncation band: hundreds of
+/// thousands at 1M, naming ~31k sources) maps a row to its source by one array
+/// read instead of a hash of its key.
+#[derive(Debug, Clone, Default)]
+pub struct SourceIndex {
+    /// Row → index into `keys`.
+    pub of_row: Vec<u32>,
+    /// The distinct sources as `(entry, snapshot)` interned ids (`None`: no
+    /// `SOURCE` ref), in the order of their first row.
+    pub keys: Vec<Option<(u32, Option<u32>)>>,
 }
 
 /// Every column of a set, owned or viewed, for building one from a sidecar read
@@ -126,6 +142,7 @@ impl CandidateSet {
         vector: &[f32],
         model_id: Option<&str>,
     ) {
+        self.sources.take();
         if self.offsets.is_empty() {
             self.offsets.push(0);
         }
@@ -366,6 +383,7 @@ impl CandidateSet {
                 strings: columns.strings,
                 index: None,
             },
+            sources: OnceLock::new(),
         })
     }
 
@@ -386,6 +404,29 @@ impl CandidateSet {
         }
         self.vectors = vectors;
         Ok(())
+    }
+
+    /// Each row's first source as a dense index ([`SourceIndex`]), built on the
+    /// first call (one pass over the rows) and kept until the rows change.
+    pub fn source_index(&self) -> &SourceIndex {
+        self.sources.get_or_init(|| {
+            let mut dense: HashMap<Option<(u32, Option<u32>)>, u32, foldhash::fast::RandomState> =
+                HashMap::default();
+            let mut index = SourceIndex {
+                of_row: Vec::with_capacity(self.len()),
+                keys: Vec::new(),
+            };
+            for row in 0..self.len() {
+                let key = self.traits(row).source;
+                let next = index.keys.len() as u32;
+                let at = *dense.entry(key).or_insert_with(|| {
+                    index.keys.push(key);
+                    next
+                });
+                index.of_row.push(at);
+            }
+            index
+        })
     }
 
     /// Sorts rows by `(confidence, rowid)` ascending: the loader's order, which every
@@ -441,6 +482,7 @@ impl CandidateSet {
     /// Appends row `row` of `from` without its premises and claims; `remap` maps
     /// `from`'s interned strings to this set's (`None`: they are the same).
     fn push_columns_of(&mut self, from: &CandidateSet, row: usize, remap: Option<&[u32]>) {
+        self.sources.take();
         if self.offsets.is_empty() {
             self.offsets.push(0);
         }
@@ -610,4 +652,60 @@ fn order_key_cmp(a: (f64, i64), b: (f64, i64)) -> std::cmp::Ordering {
 /// product (`einsum_dot_checked`), so checking costs one add per four floats.
 pub fn row_check(vector: &[f32], norm: f32) -> u32 {
     crate::einsum::fold_bits(vector).wrapping_add(norm.to_bits())
+}
+
+#[cfg(test)]
+mod tests {
+    use particles_model::parse_particle_json;
+
+    use super::*;
+
+    fn with_source(set: &mut CandidateSet, row: usize, source: Option<(&str, Option<&str>)>) {
+        let provenance = match source {
+            None => String::new(),
+            Some((entry, snapshot)) => format!(
+                r#", "provenance": [{{"type": "SOURCE", "corpus_entry_id": "{entry}"{}}}]"#,
+                snapshot.map_or(String::new(), |s| format!(r#", "snapshot_id": "{s}""#))
+            ),
+        };
+        let json = format!(
+            r#"{{"id": "p{row}", "content": "belief", "confidence": {{"value": 0.5}},
+                "uncertainty_nature": "EPISTEMIC", "asserted_by": "test",
+                "asserted_at": "2025-01-01T00:00:00"{provenance}}}"#
+        );
+        let particle = parse_particle_json(&json).unwrap().into_inner();
+        set.push(row as i64 + 1, &particle, &[1.0, 0.0], None);
+    }
+
+    /// The index names each row's own source, each distinct source once, and a
+    /// row added afterwards is indexed too.
+    #[test]
+    fn the_source_index_maps_each_row_to_its_source() {
+        let sources = [
+            Some(("e1", Some("s1"))),
+            None,
+            Some(("e1", Some("s1"))),
+            Some(("e1", None)),
+            Some(("e2", Some("s1"))),
+            None,
+        ];
+        let mut set = CandidateSet::new();
+        for (row, source) in sources.iter().enumerate() {
+            with_source(&mut set, row, *source);
+        }
+        let check = |set: &CandidateSet| {
+            let index = set.source_index();
+            assert_eq!(index.of_row.len(), set.len());
+            for row in 0..set.len() {
+                assert_eq!(index.keys[index.of_row[row] as usize], set.traits(row).source);
+            }
+            let distinct: HashSet<_> = index.keys.iter().collect();
+            assert_eq!(distinct.len(), index.keys.len(), "each source once");
+            index.keys.len()
+        };
+        assert_eq!(check(&set), 4);
+        with_source(&mut set, sources.len(), Some(("e3", Some("s3"))));
+        assert_eq!(check(&set), 5, "rebuilt after the rows changed");
+        assert_eq!(check(&set.select(&[0, 1])), 2);
+    }
 }

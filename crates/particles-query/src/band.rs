@@ -25,13 +25,15 @@ use particles_model::Timestamp;
 use particles_rank::{Factors, Policies};
 use particles_store::Store;
 
-use crate::{
-    gather::{FactLookups, SourceKey},
-    Result, StageTimings,
-};
+use particles_model::policy::SourceFacts;
+
+use crate::{gather::SourceKey, Result, StageTimings};
 
 /// Below this many band rows the scores are computed on one thread.
 const PARALLEL_BAND_MIN: usize = 16_384;
+
+/// Below this many sources their factors are computed on one thread.
+const PARALLEL_SOURCES_MIN: usize = 2_048;
 
 type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
@@ -61,6 +63,47 @@ pub(crate) struct Band {
     pub(crate) below_min_confidence: usize,
 }
 
+/// `(trust, decay)` of each source, split across the cores when there are many:
+/// each is a pure function of its facts, the policies and `now`. The error is
+/// the first failing source's, in order, as a sequential pass gives it.
+fn source_factors(
+    facts: &[std::sync::Arc<SourceFacts>],
+    policies: &Policies,
+    now: Timestamp,
+) -> Result<Vec<(f64, f64)>> {
+    let one = |part: &[std::sync::Arc<SourceFacts>]| -> Result<Vec<(f64, f64)>> {
+        part.iter()
+            .map(|facts| Ok(particles_rank::source_factors(facts, policies, now)?))
+            .collect()
+    };
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(8);
+    if threads < 2 || facts.len() < PARALLEL_SOURCES_MIN {
+        return one(facts);
+    }
+    let chunk = facts.len().div_ceil(threads);
+    let parts: Vec<Result<Vec<(f64, f64)>>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = facts
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || one(part)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|handle| {
+                handle
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    });
+    let mut out = Vec::with_capacity(facts.len());
+    for part in parts {
+        out.extend(part?);
+    }
+    Ok(out)
+}
+
 /// Scores every candidate beyond the cut whose bound reaches `floor`.
 pub(crate) fn score_band(input: &BandInput<'_>, timings: &mut StageTimings) -> Result<Band> {
     let set = input.set;
@@ -83,32 +126,43 @@ pub(crate) fn score_band(input: &BandInput<'_>, timings: &mut StageTimings) -> R
         });
     }
 
-    // Each row's source as a dense index into the distinct sources met. Candidates
-    // share sources (thousands for hundreds of thousands of rows), so the facts are
-    // read, and trust and decay computed, once per source.
-    let mut index: FastMap<SourceKey, u32> = FastMap::default();
+    // Each row's source as a dense index into the distinct sources met, through
+    // the set's own source index (built once per set). Candidates share sources
+    // (~31k for ~372k band rows at 1M), so each source's facts are fetched, and
+    // its trust and decay computed, once.
+    let started = std::time::Instant::now();
+    let index = set.source_index();
+    let mut local = vec![u32::MAX; index.keys.len()];
     let mut keys: Vec<SourceKey> = Vec::new();
     let mut source_of: Vec<u32> = Vec::with_capacity(positions.len());
     let mut premise_ids: Vec<&str> = Vec::new();
     for &position in &positions {
         let row = input.survivors[position];
-        let traits = set.traits(row);
-        let next = keys.len() as u32;
-        let at = *index.entry(traits.source).or_insert_with(|| {
-            keys.push(traits.source);
-            next
-        });
-        source_of.push(at);
-        if traits.derived {
+        let global = index.of_row[row] as usize;
+        if local[global] == u32::MAX {
+            local[global] = keys.len() as u32;
+            keys.push(index.keys[global]);
+        }
+        source_of.push(local[global]);
+        if set.traits(row).derived {
             premise_ids.extend(set.premises(row).iter().map(String::as_str));
         }
     }
-    let mut lookups = FactLookups::default();
-    lookups.read_sources(input.store, set, &keys, timings)?;
-    let factors: Vec<(f64, f64)> = keys
+    let refs: Vec<(&str, Option<&str>)> = keys
         .iter()
-        .map(|&key| lookups.source_factors(key, input.policies, input.now))
-        .collect::<Result<_>>()?;
+        .flatten()
+        .map(|&(entry, snapshot)| (set.string(entry), snapshot.map(|s| set.string(s))))
+        .collect();
+    let mut fetched = particles_store::shared_source_facts(input.store, &refs)?.into_iter();
+    let facts: Vec<std::sync::Arc<SourceFacts>> = keys
+        .iter()
+        .map(|key| match key {
+            None => std::sync::Arc::default(),
+            Some(_) => fetched.next().unwrap_or_default(),
+        })
+        .collect();
+    timings.source_rows += started.elapsed().as_secs_f64();
+    let factors = source_factors(&facts, input.policies, input.now)?;
     let started = std::time::Instant::now();
     let premises = particles_store::premise_statuses(input.store, premise_ids)?;
     timings.support_discounts += started.elapsed().as_secs_f64();

@@ -395,13 +395,23 @@ pub(crate) fn finish(
     let top_k = request.top_k as usize;
     let cut = gathered.scored.len().min(top_k);
     let collapse_started = Instant::now();
+    // The cut's own edges in two statements; a closure that reaches beyond the
+    // cut asks for the rest one id at a time.
+    let cut_ids: Vec<&str> = gathered.scored[..cut]
+        .iter()
+        .map(|s| set.id(s.ranked.row))
+        .collect();
+    let top_edges = particles_store::co_evidential_edges_of(store, &cut_ids)?;
     let kept = particles_rank::collapse_co_evidential(
         &gathered.scored[..cut],
         |s| set.id(s.ranked.row),
         |s| s.ranked.effective_confidence,
         |s| set.string(set.traits(s.ranked.row).source_key),
         policies.settings.equivalence_threshold,
-        |id| particles_store::co_evidential_edges(store, id),
+        |id| match top_edges.get(id) {
+            Some(edges) => Ok(edges.clone()),
+            None => particles_store::co_evidential_edges(store, id),
+        },
     )?;
     timings.collapse = collapse_started.elapsed().as_secs_f64();
     let mut stats = gathered.stats;

@@ -81,7 +81,8 @@ pub use crate::{
         particle_ids_in_rowid_order, sqlite_version,
     },
     sources::{
-        assemble_source_facts, claim_coverage_counts, co_evidential_edges, expand_tags,
+        assemble_source_facts, claim_coverage_counts, co_evidential_edges, co_evidential_edges_of,
+        expand_tags,
         particle_ids_for_tags, premise_statuses, shared_source_facts, snapshot_source_facts,
         source_facts, subject_is_known, subject_particle_ids, tag_is_known, SnapshotFacts,
     },

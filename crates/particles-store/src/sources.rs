@@ -234,6 +234,55 @@ pub fn co_evidential_edges(store: &Store, id: &str) -> Result<Vec<(String, f64)>
     )
 }
 
+/// [`co_evidential_edges`] of each of `ids` at once (every id has an entry, empty
+/// without edges): two chunked statements instead of one per id, for the
+/// collapse of a whole top k. An edge between two of `ids` is listed under both,
+/// each time with the other end; the closure the collapse takes is a set, so the
+/// order within a list does not matter.
+///
+/// # Errors
+///
+/// [`Error::Query`] when SQLite fails.
+pub fn co_evidential_edges_of(
+    store: &Store,
+    ids: &[&str],
+) -> Result<HashMap<String, Vec<(String, f64)>>> {
+    let mut edges: HashMap<String, Vec<(String, f64)>> = ids
+        .iter()
+        .map(|&id| (id.to_owned(), Vec::new()))
+        .collect();
+    let unique: Vec<&str> = ids.iter().copied().collect::<BTreeSet<_>>().into_iter().collect();
+    for (this, other) in [("particle_a", "particle_b"), ("particle_b", "particle_a")] {
+        let name = "co-evidential edges";
+        for_each_in_chunks(
+            store,
+            name,
+            &unique,
+            |list| {
+                format!(
+                    "SELECT {this}, {other}, confidence FROM particle_relations \
+                     WHERE {this} IN ({list}) AND relation_type = 'CO_EVIDENTIAL'"
+                )
+            },
+            SqlClock::Untimed,
+            |row| {
+                let end: String = row.get(0).map_err(query_error(name))?;
+                let far: String = row.get(1).map_err(query_error(name))?;
+                let confidence: f64 = row.get(2).map_err(query_error(name))?;
+                // A self-loop is met by both statements: list it once.
+                if this == "particle_b" && end == far {
+                    return Ok(());
+                }
+                if let Some(list) = edges.get_mut(&end) {
+                    list.push((far, confidence));
+                }
+                Ok(())
+            },
+        )?;
+    }
+    Ok(edges)
+}
+
 /// Whether any particle (of any status) links to the subject, or the `subjects` table
 /// names it. The reference answers an unknown subject with no hits and no error; the
 /// CLI uses this to warn.
@@ -413,4 +462,70 @@ pub fn claim_coverage_counts(store: &Store) -> Result<(u64, u64)> {
     )?;
     let (active, annotated) = counts.first().copied().unwrap_or((0, 0));
     Ok((active.max(0) as u64, annotated.max(0) as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use crate::Store;
+
+    /// The batched edges are the per-id edges, as sets, for ids with edges,
+    /// ids without, a repeated id and one that is no particle; a self-loop is
+    /// listed once.
+    #[test]
+    fn edges_of_many_ids_equal_the_edges_of_each() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store.db");
+        std::fs::copy(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../../tests/fixtures/stores/coins-a.db"),
+            &path,
+        )
+        .unwrap();
+        let mut ids: Vec<String> = {
+            let connection = rusqlite::Connection::open(&path).unwrap();
+            connection
+                .execute(
+                    "INSERT INTO particle_relations \
+                     (particle_a, particle_b, relation_type, created_by, created_at, confidence) \
+                     SELECT particle_a, particle_a, 'CO_EVIDENTIAL', 'test', created_at, 1.0 \
+                     FROM particle_relations WHERE relation_type = 'CO_EVIDENTIAL' LIMIT 1",
+                    [],
+                )
+                .unwrap();
+            let mut statement = connection
+                .prepare("SELECT id FROM particles ORDER BY rowid")
+                .unwrap();
+            let ids = statement
+                .query_map([], |row| row.get(0))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            ids
+        };
+        ids.push(ids[0].clone());
+        ids.push("no-such-particle".to_owned());
+        let store = Store::open_read_only(&path).unwrap();
+        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+        let many = super::co_evidential_edges_of(&store, &ids).unwrap();
+        let bits = |edges: &[(String, f64)]| -> Vec<(String, u64)> {
+            let mut out: Vec<(String, u64)> = edges
+                .iter()
+                .map(|(other, confidence)| (other.clone(), confidence.to_bits()))
+                .collect();
+            out.sort();
+            out
+        };
+        let mut with_edges = 0;
+        let mut self_loops = 0;
+        for &id in &ids {
+            let one = super::co_evidential_edges(&store, id).unwrap();
+            with_edges += usize::from(!one.is_empty());
+            self_loops += one.iter().filter(|(other, _)| other == id).count();
+            assert_eq!(bits(&many[id]), bits(&one), "{id}");
+        }
+        assert!(with_edges >= 4, "the fixture has co-evidential particles");
+        assert!(self_loops >= 1, "the self-loop was met");
+    }
 }
