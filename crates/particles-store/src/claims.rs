@@ -166,8 +166,8 @@ fn read_scope(
     subject_id: Option<&str>,
     asserted_by: Option<i64>,
 ) -> Result<Vec<ScopeRow>> {
-    let mut statement =
-        crate::profile::sql(|| store.connection().prepare(sql)).map_err(query_error(name))?;
+    let mut statement = crate::profile::sql(|| store.connection().prepare_cached(sql))
+        .map_err(query_error(name))?;
     let mut rows = match subject_id {
         None => statement.query(params![min_confidence]),
         Some(subject) => statement.query(params![min_confidence, subject]),

@@ -22,7 +22,7 @@ pub fn inconsistency_backrefs(store: &Store) -> Result<Vec<(String, String)>> {
     let sql = format!("SELECT {PARTICLE_COLUMNS} FROM particles WHERE particles.status = ?1");
     let mut statement = store
         .connection()
-        .prepare(&sql)
+        .prepare_cached(&sql)
         .map_err(query_error("inconsistency records"))?;
     let mut rows = statement
         .query(["INCONSISTENCY"])

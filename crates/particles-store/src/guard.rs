@@ -65,12 +65,11 @@ pub fn check_schema_version(store: &Store) -> Result<()> {
     let high = format!("{major}/");
     let connection = store.connection();
     let tripped: bool = connection
-        .query_row(
+        .prepare_cached(
             "SELECT EXISTS(SELECT 1 FROM particles WHERE status = 'ACTIVE' AND schema_version < ?1) \
              OR EXISTS(SELECT 1 FROM particles WHERE status = 'ACTIVE' AND schema_version >= ?2)",
-            [&low, &high],
-            |row| row.get(0),
         )
+        .and_then(|mut statement| statement.query_row([&low, &high], |row| row.get(0)))
         .map_err(query_error("schema version probe"))?;
     if !tripped {
         return Ok(());

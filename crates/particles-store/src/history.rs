@@ -114,8 +114,8 @@ fn read_historical(
     subject_id: Option<&str>,
     asserted_by: Option<i64>,
 ) -> Result<(Vec<HistoricalRow>, usize)> {
-    let mut statement =
-        crate::profile::sql(|| store.connection().prepare(sql)).map_err(query_error(name))?;
+    let mut statement = crate::profile::sql(|| store.connection().prepare_cached(sql))
+        .map_err(query_error(name))?;
     let mut rows = match subject_id {
         None => statement.query(params![min_confidence]),
         Some(subject) => statement.query(params![min_confidence, subject]),

@@ -98,16 +98,15 @@ pub fn read_head(store: &Store) -> Result<Option<JournalHead>> {
     }
     store
         .connection()
-        .query_row(
-            "SELECT seq, token FROM particle_changes ORDER BY seq DESC LIMIT 1",
-            [],
-            |row| {
+        .prepare_cached("SELECT seq, token FROM particle_changes ORDER BY seq DESC LIMIT 1")
+        .and_then(|mut statement| {
+            statement.query_row([], |row| {
                 Ok(JournalHead {
                     seq: row.get(0)?,
                     token: row.get(1)?,
                 })
-            },
-        )
+            })
+        })
         .optional()
         .map_err(query_error("journal head"))
 }
@@ -120,11 +119,8 @@ pub fn read_head(store: &Store) -> Result<Option<JournalHead>> {
 pub fn token_at(store: &Store, seq: i64) -> Result<Option<Vec<u8>>> {
     store
         .connection()
-        .query_row(
-            "SELECT token FROM particle_changes WHERE seq = ?1",
-            [seq],
-            |row| row.get(0),
-        )
+        .prepare_cached("SELECT token FROM particle_changes WHERE seq = ?1")
+        .and_then(|mut statement| statement.query_row([seq], |row| row.get(0)))
         .optional()
         .map_err(query_error("journal token"))
 }

@@ -176,8 +176,8 @@ pub(crate) fn read_candidates<P: rusqlite::Params>(
     filter: RowFilter,
     set: &mut CandidateSet,
 ) -> Result<usize> {
-    let mut statement =
-        crate::profile::sql(|| store.connection().prepare(sql)).map_err(query_error(name))?;
+    let mut statement = crate::profile::sql(|| store.connection().prepare_cached(sql))
+        .map_err(query_error(name))?;
     let mut rows = crate::profile::sql(|| statement.query(params)).map_err(query_error(name))?;
     let mut skipped = 0;
     while let Some(row) = crate::profile::sql(|| rows.next()).map_err(query_error(name))? {

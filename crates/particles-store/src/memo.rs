@@ -112,10 +112,12 @@ impl Store {
         // A read first, so the transaction has taken its snapshot (a deferred
         // transaction takes it at its first read) before the version is asked.
         connection
-            .query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))
+            .prepare_cached("SELECT count(*) FROM sqlite_master")
+            .and_then(|mut statement| statement.query_row([], |_| Ok(())))
             .map_err(query_error("source memo"))?;
         let version: i64 = connection
-            .query_row("PRAGMA data_version", [], |row| row.get(0))
+            .prepare_cached("PRAGMA data_version")
+            .and_then(|mut statement| statement.query_row([], |row| row.get(0)))
             .map_err(query_error("source memo"))?;
         if memo.version != Some(version) || memo.len() > MEMO_CAP {
             memo.clear();

@@ -144,7 +144,10 @@ pub(crate) fn collect_with<T, P: rusqlite::Params>(
     params: P,
     map: impl FnMut(&Row<'_>) -> rusqlite::Result<T>,
 ) -> Result<Vec<T>> {
-    let mut statement = store.connection().prepare(sql).map_err(query_error(name))?;
+    let mut statement = store
+        .connection()
+        .prepare_cached(sql)
+        .map_err(query_error(name))?;
     let rows = statement
         .query_map(params, map)
         .map_err(query_error(name))?;

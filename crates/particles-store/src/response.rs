@@ -167,7 +167,7 @@ pub fn inconsistency_records(store: &Store) -> Result<Vec<Particle>> {
     );
     let mut statement = store
         .connection()
-        .prepare(&sql)
+        .prepare_cached(&sql)
         .map_err(query_error("inconsistency records"))?;
     let mut rows = statement
         .query([])

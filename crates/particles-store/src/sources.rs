@@ -247,11 +247,14 @@ pub fn co_evidential_edges_of(
     store: &Store,
     ids: &[&str],
 ) -> Result<HashMap<String, Vec<(String, f64)>>> {
-    let mut edges: HashMap<String, Vec<(String, f64)>> = ids
+    let mut edges: HashMap<String, Vec<(String, f64)>> =
+        ids.iter().map(|&id| (id.to_owned(), Vec::new())).collect();
+    let unique: Vec<&str> = ids
         .iter()
-        .map(|&id| (id.to_owned(), Vec::new()))
+        .copied()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
         .collect();
-    let unique: Vec<&str> = ids.iter().copied().collect::<BTreeSet<_>>().into_iter().collect();
     for (this, other) in [("particle_a", "particle_b"), ("particle_b", "particle_a")] {
         let name = "co-evidential edges";
         for_each_in_chunks(

@@ -9,12 +9,15 @@ use rusqlite::{Connection, OpenFlags};
 
 use crate::error::{query_error, Error, Result};
 
-/// How long a reader waits on a writer's lock before giving up (the reference's
-/// `busy_timeout`).
 /// The most of a store file SQLite maps (it maps at most the file size).
 const MMAP_SIZE: i64 = 1 << 40;
 
+/// How long a reader waits on a writer's lock before giving up (the reference's
+/// `busy_timeout`).
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Prepared statements a read-only connection keeps (rusqlite's default is 16).
+const STATEMENT_CACHE: usize = 128;
 
 /// An open Particles store.
 ///
@@ -54,6 +57,10 @@ impl Store {
         connection
             .pragma_update(None, "query_only", true)
             .map_err(open_error)?;
+        // A query runs a few dozen distinct statements (schema guard, journal
+        // head, policy rows, source and premise lookups, hits by id); each is
+        // prepared once per connection and reused, not parsed again per query.
+        connection.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         let store = Store {
             connection,
             path: path.to_owned(),
@@ -132,11 +139,10 @@ impl Store {
     /// first read).
     pub fn has_table(&self, table: &str) -> Result<bool> {
         self.connection
-            .query_row(
+            .prepare_cached(
                 "SELECT EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1)",
-                [table],
-                |row| row.get(0),
             )
+            .and_then(|mut statement| statement.query_row([table], |row| row.get(0)))
             .map_err(|source| Error::Open {
                 path: self.path.clone(),
                 source,
