@@ -697,7 +697,10 @@ mod tests {
             let index = set.source_index();
             assert_eq!(index.of_row.len(), set.len());
             for row in 0..set.len() {
-                assert_eq!(index.keys[index.of_row[row] as usize], set.traits(row).source);
+                assert_eq!(
+                    index.keys[index.of_row[row] as usize],
+                    set.traits(row).source
+                );
             }
             let distinct: HashSet<_> = index.keys.iter().collect();
             assert_eq!(distinct.len(), index.keys.len(), "each source once");

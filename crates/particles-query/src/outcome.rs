@@ -66,7 +66,8 @@ pub struct QueryStats {
     /// Hits dropped by the co-evidential collapse.
     pub collapsed: usize,
     /// Candidates never fully scored because their score bound could not reach the
-    /// top k (their source facts were not even read).
+    /// top k, nor (with the response's pruning margin) the truncation band below
+    /// the last hit (their source facts were not even read).
     pub pruned: usize,
 }
 
