@@ -13,8 +13,9 @@ use particles_rank::{Policies, QueryVector};
 use crate::{Error, Result};
 
 /// Below this many candidates the scan runs on one thread: spawning costs more
-/// than it saves.
-const PARALLEL_SCAN_MIN: usize = 16_384;
+/// than it saves. At 10k rows two threads already win (measured, the warm 10k
+/// cell on 2 Xeon cores: the scan stage 1.3 ms on one thread, 1.0-1.1 ms on two).
+const PARALLEL_SCAN_MIN: usize = 4_096;
 
 /// What the scan keeps of each surviving candidate, in loader order.
 pub(crate) struct Scanned {
