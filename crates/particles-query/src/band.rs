@@ -76,27 +76,12 @@ fn source_factors(
             .map(|facts| Ok(particles_rank::source_factors(facts, policies, now)?))
             .collect()
     };
-    let threads = std::thread::available_parallelism()
-        .map_or(1, usize::from)
-        .min(8);
-    if threads < 2 || facts.len() < PARALLEL_SOURCES_MIN {
-        return one(facts);
-    }
-    let chunk = facts.len().div_ceil(threads);
-    let parts: Vec<Result<Vec<(f64, f64)>>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = facts
-            .chunks(chunk)
-            .map(|part| scope.spawn(move || one(part)))
-            .collect();
-        handles
-            .into_iter()
-            .map(|handle| {
-                handle
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect()
-    });
+    let parts =
+        crate::cores::on_cores(
+            facts.len(),
+            PARALLEL_SOURCES_MIN,
+            |range| one(&facts[range]),
+        );
     let mut out = Vec::with_capacity(facts.len());
     for part in parts {
         out.extend(part?);
@@ -214,30 +199,9 @@ pub(crate) fn score_band(input: &BandInput<'_>, timings: &mut StageTimings) -> R
         }
         (scores, below)
     };
-    let threads = std::thread::available_parallelism()
-        .map_or(1, usize::from)
-        .min(8);
-    let parts: Vec<(Vec<f64>, usize)> = if threads < 2 || positions.len() < PARALLEL_BAND_MIN {
-        vec![score(&positions, &source_of)]
-    } else {
-        let chunk = positions.len().div_ceil(threads);
-        let score = &score;
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = positions
-                .chunks(chunk)
-                .zip(source_of.chunks(chunk))
-                .map(|(part, sources)| scope.spawn(move || score(part, sources)))
-                .collect();
-            handles
-                .into_iter()
-                .map(|handle| {
-                    handle
-                        .join()
-                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-                })
-                .collect()
-        })
-    };
+    let parts = crate::cores::on_cores(positions.len(), PARALLEL_BAND_MIN, |range| {
+        score(&positions[range.clone()], &source_of[range])
+    });
     timings.scoring += started.elapsed().as_secs_f64();
     let mut band = Band {
         scores: Vec::with_capacity(positions.len()),

@@ -45,6 +45,7 @@ mod as_of;
 mod band;
 mod batch;
 mod collect;
+mod cores;
 mod federate;
 mod gather;
 mod observer;

@@ -159,28 +159,8 @@ pub(crate) fn scan_lanes(
         }
         parts
     };
-    let threads = std::thread::available_parallelism()
-        .map_or(1, usize::from)
-        .min(8);
-    let chunks: Vec<Vec<Part>> = if threads < 2 || rows.len() < PARALLEL_SCAN_MIN {
-        vec![scan(rows)]
-    } else {
-        let chunk = rows.len().div_ceil(threads);
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = rows
-                .chunks(chunk)
-                .map(|part| scope.spawn(move || scan(part)))
-                .collect();
-            handles
-                .into_iter()
-                .map(|handle| {
-                    handle
-                        .join()
-                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-                })
-                .collect()
-        })
-    };
+    let chunks: Vec<Vec<Part>> =
+        crate::cores::on_cores(rows.len(), PARALLEL_SCAN_MIN, |range| scan(&rows[range]));
     // Regroup by lane: each lane's parts in row order.
     let mut by_lane: Vec<Vec<Part>> = lanes.iter().map(|_| Vec::new()).collect();
     for chunk in chunks {

@@ -91,6 +91,38 @@ impl SourceMemo {
     }
 }
 
+/// `read` of `ids` through a map of remembered answers: the ids not remembered
+/// yet are read (in one call) and remembered, absent ones as `None`; the result
+/// holds each id found, as `read` gives it.
+///
+/// # Errors
+///
+/// Whatever `read` returns.
+pub(crate) fn read_through<V: Clone>(
+    remembered: &mut HashMap<String, Option<V>>,
+    ids: &[&str],
+    read: impl FnOnce(&[&str]) -> Result<HashMap<String, V>>,
+) -> Result<HashMap<String, V>> {
+    let missing: Vec<&str> = ids
+        .iter()
+        .copied()
+        .filter(|id| !remembered.contains_key(*id))
+        .collect();
+    if !missing.is_empty() {
+        let mut found = read(&missing)?;
+        for id in missing {
+            remembered.insert(id.to_owned(), found.remove(id));
+        }
+    }
+    Ok(ids
+        .iter()
+        .filter_map(|&id| {
+            let value = remembered.get(id)?.as_ref()?;
+            Some((id.to_owned(), value.clone()))
+        })
+        .collect())
+}
+
 /// A connection's memo cell: present on read-only connections only.
 pub(crate) type MemoCell = Option<RefCell<SourceMemo>>;
 

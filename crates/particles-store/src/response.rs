@@ -280,27 +280,12 @@ pub fn entry_source_facts(
     if entry_ids.is_empty() || !store.has_table("corpus_entries")? {
         return Ok(HashMap::new());
     }
-    let Some(mut memo) = store.source_memo()? else {
-        return read_entry_facts(store, entry_ids);
-    };
-    let missing: Vec<&str> = entry_ids
-        .iter()
-        .copied()
-        .filter(|id| !memo.entries.contains_key(*id))
-        .collect();
-    if !missing.is_empty() {
-        let mut found = read_entry_facts(store, &missing)?;
-        for id in missing {
-            memo.entries.insert(id.to_owned(), found.remove(id));
-        }
+    match store.source_memo()? {
+        Some(mut memo) => crate::memo::read_through(&mut memo.entries, entry_ids, |ids| {
+            read_entry_facts(store, ids)
+        }),
+        None => read_entry_facts(store, entry_ids),
     }
-    Ok(entry_ids
-        .iter()
-        .filter_map(|&id| {
-            let facts = memo.entries.get(id)?.as_ref()?;
-            Some((id.to_owned(), facts.clone()))
-        })
-        .collect())
 }
 
 /// [`entry_source_facts`] read from the file.

@@ -130,27 +130,12 @@ pub fn snapshot_source_facts(
     if snapshot_ids.is_empty() || !store.has_table("snapshots")? {
         return Ok(HashMap::new());
     }
-    let Some(mut memo) = store.source_memo()? else {
-        return read_snapshot_facts(store, snapshot_ids);
-    };
-    let missing: Vec<&str> = snapshot_ids
-        .iter()
-        .copied()
-        .filter(|id| !memo.snapshots.contains_key(*id))
-        .collect();
-    if !missing.is_empty() {
-        let mut found = read_snapshot_facts(store, &missing)?;
-        for id in missing {
-            memo.snapshots.insert(id.to_owned(), found.remove(id));
-        }
+    match store.source_memo()? {
+        Some(mut memo) => crate::memo::read_through(&mut memo.snapshots, snapshot_ids, |ids| {
+            read_snapshot_facts(store, ids)
+        }),
+        None => read_snapshot_facts(store, snapshot_ids),
     }
-    Ok(snapshot_ids
-        .iter()
-        .filter_map(|&id| {
-            let facts = memo.snapshots.get(id)?.as_ref()?;
-            Some((id.to_owned(), facts.clone()))
-        })
-        .collect())
 }
 
 /// [`snapshot_source_facts`] read from the file.
