@@ -112,48 +112,18 @@ fn main() -> Result<()> {
         Some("fuzz") => fuzz::run(&root, &args[1..]),
         Some("crash") => {
             // `cargo xtask crash [--runs N]`: the kill -9 tests, N kills per verb.
-            let runs = match args.get(1).map(String::as_str) {
-                Some("--runs") => args.get(2).context("--runs needs a number")?.clone(),
-                Some(other) => bail!("unknown argument {other:?}\n{USAGE}"),
-                None => "200".to_owned(),
-            };
-            cargo(
-                &[
-                    "test",
-                    "--release",
-                    "-p",
-                    "particles-cli",
-                    "--test",
-                    "it",
-                    "crash",
-                ],
-                &[("PARTICLES_CRASH_RUNS", &runs)],
-            )
+            let runs = option(&args, "--runs")?.unwrap_or_else(|| "200".to_owned());
+            cli_tests("crash", &[("PARTICLES_CRASH_RUNS", &runs)])
         }
         Some("chaos") => {
             // `cargo xtask chaos [--minutes N]`: the chaos test, N minutes of it.
-            let minutes: f64 = match args.get(1).map(String::as_str) {
-                Some("--minutes") => args
-                    .get(2)
-                    .context("--minutes needs a number")?
-                    .parse()
-                    .context("--minutes needs a number")?,
-                Some(other) => bail!("unknown argument {other:?}\n{USAGE}"),
+            let minutes: f64 = match option(&args, "--minutes")? {
+                Some(text) => text.parse().context("--minutes needs a number")?,
                 None => 5.0,
             };
             let seconds = format!("{}", (minutes * 60.0).round().max(1.0) as u64);
-            cargo(
-                &[
-                    "test",
-                    "--release",
-                    "-p",
-                    "particles-cli",
-                    "--test",
-                    "it",
-                    "chaos",
-                    "--",
-                    "--nocapture",
-                ],
+            cli_tests(
+                "chaos",
                 &[
                     ("PARTICLES_CHAOS_SECONDS", &seconds),
                     ("PARTICLES_REQUIRE_REFERENCE", "1"),
@@ -322,4 +292,37 @@ fn project_root() -> PathBuf {
         .parent()
         .expect("xtask lives one level below the workspace root")
         .to_owned()
+}
+
+/// The value of `flag` when it is the verb's only argument (`VERB FLAG VALUE`),
+/// `None` without arguments; anything else is refused with the usage.
+fn option(args: &[String], flag: &str) -> Result<Option<String>> {
+    match args.get(1).map(String::as_str) {
+        Some(given) if given == flag => Ok(Some(
+            args.get(2)
+                .with_context(|| format!("{flag} needs a value"))?
+                .clone(),
+        )),
+        Some(other) => bail!("unknown argument {other:?}\n{USAGE}"),
+        None => Ok(None),
+    }
+}
+
+/// The CLI's integration tests whose names match `filter`, release build,
+/// output shown, with `env` set: the long runs of the crash and chaos tests.
+fn cli_tests(filter: &str, env: &[(&str, &str)]) -> Result<()> {
+    cargo(
+        &[
+            "test",
+            "--release",
+            "-p",
+            "particles-cli",
+            "--test",
+            "it",
+            filter,
+            "--",
+            "--nocapture",
+        ],
+        env,
+    )
 }

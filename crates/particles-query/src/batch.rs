@@ -183,6 +183,8 @@ fn run_group(
     let scanned = scan_lanes(set, &selection.rows, &lanes);
     let scan_seconds = scan_started.elapsed().as_secs_f64();
     let notes: RouteNotes = route.into_notes();
+    // One snapshot, one journal head for every member.
+    let journal_seq = particles_store::read_head(store)?.map(|head| head.seq);
     let mut outcomes = Vec::with_capacity(members.len());
     for ((member, &at), scanned) in members.iter().enumerate().zip(scanned) {
         let input = &inputs[at];
@@ -230,6 +232,7 @@ fn run_group(
                 timings,
                 work,
                 notes.clone(),
+                journal_seq,
             )
         })();
         outcomes.push(outcome);

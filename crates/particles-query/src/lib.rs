@@ -365,6 +365,7 @@ pub(crate) fn run_in_snapshot(
         work: &mut work,
     }
     .run()?;
+    let journal_seq = particles_store::read_head(store)?.map(|head| head.seq);
     finish(
         store,
         &loaded.selection,
@@ -374,12 +375,14 @@ pub(crate) fn run_in_snapshot(
         timings,
         work,
         route.into_notes(),
+        journal_seq,
     )
 }
 
 /// The single-store finish: the cut at `top_k`, the collapse, the hits read by
 /// id, what the route's loader knows of them, and every count the answer
-/// reports, all in the ranking's snapshot.
+/// reports, all in the ranking's snapshot. `journal_seq` is that snapshot's
+/// journal head, read once by the caller (a batch's members share it).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn finish(
     store: &Store,
@@ -390,6 +393,7 @@ pub(crate) fn finish(
     mut timings: StageTimings,
     mut work: WorkCounters,
     notes: route::RouteNotes,
+    journal_seq: Option<i64>,
 ) -> Result<QueryOutcome> {
     let request = input.request;
     let set = selection.set.as_ref();
@@ -480,7 +484,7 @@ pub(crate) fn finish(
         subject_linked: None,
         not_applied: not_applied(request),
         stats,
-        journal_seq: particles_store::read_head(store)?.map(|head| head.seq),
+        journal_seq,
         beyond_cut,
         timings,
         work,
