@@ -87,19 +87,9 @@ fn main() -> Result<()> {
             let configs = (count * 10).to_string();
             let federated = (count * 5).to_string();
             // The live oracle on N seeded stores, random configurations, federation.
-            cargo(
-                &[
-                    "test",
-                    "--release",
-                    "-p",
-                    "particles-cli",
-                    "--test",
-                    "it",
-                    "--",
-                    "reference::",
-                    "configured::",
-                    "federation::",
-                ],
+            cli_tests(
+                &["reference::", "configured::", "federation::"],
+                false,
                 &[
                     ("PARTICLES_REFERENCE_SEEDS", &seeds),
                     ("PARTICLES_REFERENCE_CONFIGS", &configs),
@@ -113,7 +103,7 @@ fn main() -> Result<()> {
         Some("crash") => {
             // `cargo xtask crash [--runs N]`: the kill -9 tests, N kills per verb.
             let runs = option(&args, "--runs")?.unwrap_or_else(|| "200".to_owned());
-            cli_tests("crash", &[("PARTICLES_CRASH_RUNS", &runs)])
+            cli_tests(&["crash"], true, &[("PARTICLES_CRASH_RUNS", &runs)])
         }
         Some("chaos") => {
             // `cargo xtask chaos [--minutes N]`: the chaos test, N minutes of it.
@@ -123,7 +113,8 @@ fn main() -> Result<()> {
             };
             let seconds = format!("{}", (minutes * 60.0).round().max(1.0) as u64);
             cli_tests(
-                "chaos",
+                &["chaos"],
+                true,
                 &[
                     ("PARTICLES_CHAOS_SECONDS", &seconds),
                     ("PARTICLES_REQUIRE_REFERENCE", "1"),
@@ -308,21 +299,22 @@ fn option(args: &[String], flag: &str) -> Result<Option<String>> {
     }
 }
 
-/// The CLI's integration tests whose names match `filter`, release build,
-/// output shown, with `env` set: the long runs of the crash and chaos tests.
-fn cli_tests(filter: &str, env: &[(&str, &str)]) -> Result<()> {
-    cargo(
-        &[
-            "test",
-            "--release",
-            "-p",
-            "particles-cli",
-            "--test",
-            "it",
-            filter,
-            "--",
-            "--nocapture",
-        ],
-        env,
-    )
+/// The CLI's integration tests whose names match any of `filters`, release
+/// build, with `env` set (and their output shown with `show_output`): the long
+/// runs of the oracle, crash and chaos tests.
+fn cli_tests(filters: &[&str], show_output: bool, env: &[(&str, &str)]) -> Result<()> {
+    let mut args = vec![
+        "test",
+        "--release",
+        "-p",
+        "particles-cli",
+        "--test",
+        "it",
+        "--",
+    ];
+    args.extend_from_slice(filters);
+    if show_output {
+        args.push("--nocapture");
+    }
+    cargo(&args, env)
 }
