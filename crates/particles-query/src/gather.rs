@@ -451,18 +451,15 @@ impl FactLookups {
             let Entry::Vacant(vacant) = self.sources.entry(key) else {
                 continue;
             };
-            let Some((entry, snapshot)) = key else {
-                vacant.insert(Source {
-                    facts: Arc::default(),
-                    factors: None,
-                });
-                continue;
-            };
-            // Placeholder until the batch below is read.
+            // The default facts: final for a candidate without a `SOURCE` ref,
+            // replaced below for the others once the new sources are read.
             vacant.insert(Source {
                 facts: Arc::default(),
                 factors: None,
             });
+            let Some((entry, snapshot)) = key else {
+                continue;
+            };
             new.push((entry, snapshot));
             if !set.string(entry).is_empty() {
                 self.entries.insert(entry);
