@@ -62,6 +62,14 @@ pub(crate) struct CellSpec {
     /// The question vectors file (our addition).
     #[serde(default)]
     pub(crate) questions_path: Option<PathBuf>,
+    /// A warm cell scans the half-precision copy, as `serve` does (our
+    /// addition; `false` measures the `f32` scan alone).
+    #[serde(default = "yes")]
+    pub(crate) half_precision: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// The stages, in the reference's order.
@@ -192,6 +200,7 @@ pub fn run_cell(spec_path: &Path) -> Result<()> {
     });
     // The warm cell stands for `serve`, which keeps its vectors in huge pages.
     cache.set_huge_pages(spec.mode == "warm");
+    cache.set_half_precision(spec.mode == "warm" && spec.half_precision);
     let now = Timestamp::parse("2026-06-01T00:00:00Z").expect("a fixed instant parses");
     let ask = |index: usize, loader: &mut dyn CandidateLoader| -> Result<(f64, QueryOutcome)> {
         let request = QueryRequest {
@@ -230,10 +239,8 @@ pub fn run_cell(spec_path: &Path) -> Result<()> {
         let started = Instant::now();
         run_query_with(&store, loader, &bare_input)?;
         let bare = started.elapsed().as_secs_f64();
-        let full_input = QueryInput {
-            prune_margin: response_settings.truncation().prune_margin(),
-            ..QueryInput::new(&request, Some(vector), now)
-        };
+        let full_input = QueryInput::new(&request, Some(vector), now)
+            .with_truncation(&response_settings.truncation());
         // The ranking alone with the response's pruning margin: how much of the
         // response's price is scoring the candidates near the cut.
         let started = Instant::now();

@@ -822,6 +822,7 @@ pub fn run(options: &RunOptions) -> Result<()> {
                 min_questions: 5,
                 top_k: 40,
                 questions_path: Some(absolute(&questions_file)?),
+                half_precision: true,
             };
             let sidecar = particles_cache::sidecar_path(&spec.store_path, None);
             match cell.mode {

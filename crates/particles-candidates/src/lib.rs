@@ -29,6 +29,7 @@ mod claims;
 pub mod column;
 mod einsum;
 mod filters;
+mod half;
 mod interner;
 mod selection;
 mod set;
@@ -41,6 +42,7 @@ pub use crate::{
         document_meta_flag, has_stance_marker, keys, non_asserted_flag, passes_filters,
         within_recency_window, FilterFlag,
     },
+    half::{half_dot_kernel, half_dot_portable, round_down_f32, round_up_f32, HalfDot, HalfView},
     selection::Selection,
     set::{
         row_check, CandidateColumns, CandidateSet, ColumnSlices, ColumnsError, Replaced,

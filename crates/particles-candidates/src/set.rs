@@ -13,6 +13,7 @@ use crate::{
     claims::{BytesCheck, Claims},
     column::{Column, StrColumn},
     filters::{document_meta_flag, has_stance_marker, non_asserted_flag},
+    half::{HalfVectors, HalfView},
     interner::Interner,
     traits::{PackedTraits, RowTraits},
 };
@@ -45,6 +46,10 @@ pub struct CandidateSet {
     /// Each row's first source as a dense index, built on first use
     /// ([`CandidateSet::source_index`]) and dropped when rows change.
     sources: OnceLock<SourceIndex>,
+    /// A half-precision copy of the vectors with each row's radius, made when a
+    /// long-lived process asks for it ([`CandidateSet::prepare_half`]), carried
+    /// over by [`CandidateSet::replaced`], dropped when rows change otherwise.
+    half: OnceLock<HalfVectors>,
 }
 
 /// Each row's first source ([`RowTraits::source`]) as a dense index into the set's
@@ -143,6 +148,7 @@ impl CandidateSet {
         model_id: Option<&str>,
     ) {
         self.sources.take();
+        self.half.take();
         if self.offsets.is_empty() {
             self.offsets.push(0);
         }
@@ -293,6 +299,7 @@ impl CandidateSet {
             + self.norms.heap_bytes()
             + self.checks.heap_bytes()
             + self.strings.strings.heap_bytes()
+            + self.half.get().map_or(0, HalfVectors::heap_bytes)
             + self.strings.index.as_ref().map_or(0, |i| i.len() * 64)
             + premises
             + claims
@@ -384,6 +391,7 @@ impl CandidateSet {
                 index: None,
             },
             sources: OnceLock::new(),
+            half: OnceLock::new(),
         })
     }
 
@@ -404,6 +412,74 @@ impl CandidateSet {
         }
         self.vectors = vectors;
         Ok(())
+    }
+
+    /// Makes the half-precision copy of the vectors ([`crate::HalfView`]) if
+    /// there is none, on every core: one pass over the vectors, and half their
+    /// size again in memory. For a process that scans this set many times (a
+    /// server, a warm cache): the scan then reads half the bytes. A row whose
+    /// integrity check fails gets no interval, so the scan reads it exactly and
+    /// reports it.
+    pub fn prepare_half(&self) {
+        self.half.get_or_init(|| self.build_half());
+    }
+
+    /// The half-precision copy, when [`CandidateSet::prepare_half`] made one.
+    pub fn half(&self) -> Option<HalfView<'_>> {
+        self.half.get().map(|copy| HalfView {
+            offsets: &self.offsets,
+            copy,
+        })
+    }
+
+    fn build_half(&self) -> HalfVectors {
+        let rows = self.len();
+        let threads = std::thread::available_parallelism()
+            .map_or(1, usize::from)
+            .clamp(1, 8);
+        let threads = if rows < 16_384 { 1 } else { threads };
+        let per = rows.div_ceil(threads.max(1)).max(1);
+        let parts: Vec<HalfVectors> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..rows)
+                .step_by(per)
+                .map(|start| {
+                    let end = (start + per).min(rows);
+                    scope.spawn(move || {
+                        let values = (self.offsets[end] - self.offsets[start]) as usize;
+                        let mut part = HalfVectors::with_capacity(values, end - start);
+                        for row in start..end {
+                            part.push(self.vector(row));
+                            if row_check(self.vector(row), self.norm(row)) != self.check(row) {
+                                if let Some(radius) = part.radius.last_mut() {
+                                    *radius = f32::NAN;
+                                }
+                            }
+                        }
+                        part
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|handle| {
+                    handle
+                        .join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                })
+                .collect()
+        });
+        if parts.len() == 1 {
+            if let Some(part) = parts.into_iter().next() {
+                return part;
+            }
+            return HalfVectors::default();
+        }
+        let mut whole = HalfVectors::with_capacity(self.vectors.len(), rows);
+        for part in parts {
+            whole.data.extend_from_slice(&part.data);
+            whole.radius.extend_from_slice(&part.radius);
+        }
+        whole
     }
 
     /// Each row's first source as a dense index ([`SourceIndex`]), built on the
@@ -483,6 +559,7 @@ impl CandidateSet {
     /// `from`'s interned strings to this set's (`None`: they are the same).
     fn push_columns_of(&mut self, from: &CandidateSet, row: usize, remap: Option<&[u32]>) {
         self.sources.take();
+        self.half.take();
         if self.offsets.is_empty() {
             self.offsets.push(0);
         }
@@ -596,6 +673,10 @@ impl CandidateSet {
                 j += 1;
             }
         }
+        if let Some(old) = self.half.get() {
+            set.half
+                .get_or_init(|| self.carry_half(old, &set, &old_rows));
+        }
         let ids: HashSet<&str> = removed
             .iter()
             .filter(|&&row| row < self.len())
@@ -625,6 +706,35 @@ impl CandidateSet {
             old_rows,
             added_rows,
         }
+    }
+}
+
+impl CandidateSet {
+    /// The half copy of `new` (this set `replaced`): kept rows copied from `old`,
+    /// added rows converted, so a delta costs a copy, not a conversion.
+    fn carry_half(&self, old: &HalfVectors, new: &CandidateSet, old_rows: &[u32]) -> HalfVectors {
+        let mut from_old = vec![u32::MAX; new.len()];
+        for (old_row, &new_row) in old_rows.iter().enumerate() {
+            if let Some(slot) = from_old.get_mut(new_row as usize) {
+                *slot = old_row as u32;
+            }
+        }
+        let mut copy = HalfVectors::with_capacity(new.vectors.len(), new.len());
+        for (row, &old_row) in from_old.iter().enumerate() {
+            if old_row == u32::MAX {
+                copy.push(new.vector(row));
+                if row_check(new.vector(row), new.norm(row)) != new.check(row) {
+                    if let Some(radius) = copy.radius.last_mut() {
+                        *radius = f32::NAN;
+                    }
+                }
+            } else {
+                let old_row = old_row as usize;
+                let span = self.offsets[old_row] as usize..self.offsets[old_row + 1] as usize;
+                copy.push_from(old, span, old_row);
+            }
+        }
+        copy
     }
 }
 
@@ -710,5 +820,54 @@ mod tests {
         with_source(&mut set, sources.len(), Some(("e3", Some("s3"))));
         assert_eq!(check(&set), 5, "rebuilt after the rows changed");
         assert_eq!(check(&set.select(&[0, 1])), 2);
+    }
+
+    fn push_vector(set: &mut CandidateSet, row: usize, vector: &[f32]) {
+        let json = format!(
+            r#"{{"id": "p{row}", "content": "belief", "confidence": {{"value": {}}},
+                "uncertainty_nature": "EPISTEMIC", "asserted_by": "test",
+                "asserted_at": "2025-01-01T00:00:00"}}"#,
+            (row % 10) as f64 / 10.0
+        );
+        let particle = parse_particle_json(&json).unwrap().into_inner();
+        set.push(row as i64 + 1, &particle, vector, None);
+    }
+
+    /// A delta keeps the half copy: the kept rows' halves copied, the added
+    /// rows' converted, the same as a copy made afresh; a row pushed afterwards
+    /// drops it.
+    #[test]
+    fn a_delta_carries_the_half_copy_over() {
+        let vector = |row: usize| -> Vec<f32> {
+            (0..8)
+                .map(|i| ((row * 8 + i) as f32 * 0.37).sin())
+                .collect()
+        };
+        let mut old = CandidateSet::new();
+        for row in 0..12 {
+            push_vector(&mut old, row, &vector(row));
+        }
+        old.sort_by_order_key();
+        old.prepare_half();
+        let mut added = CandidateSet::new();
+        for row in 12..15 {
+            push_vector(&mut added, row, &vector(row));
+        }
+        let mut replaced = old.replaced(&[1, 4, 7], &added).set;
+        let carried = replaced.half().map(|h| {
+            (0..replaced.len())
+                .map(|row| (h.vector(row).to_vec(), h.radius(row).to_bits()))
+                .collect::<Vec<_>>()
+        });
+        let mut fresh = replaced.clone();
+        fresh.half.take();
+        fresh.prepare_half();
+        let h = fresh.half().unwrap();
+        let expected: Vec<_> = (0..fresh.len())
+            .map(|row| (h.vector(row).to_vec(), h.radius(row).to_bits()))
+            .collect();
+        assert_eq!(carried, Some(expected));
+        push_vector(&mut replaced, 20, &vector(20));
+        assert!(replaced.half().is_none());
     }
 }

@@ -400,10 +400,12 @@ impl OpenStores {
         self.caches.first().and_then(Option::as_ref)
     }
 
-    /// Turns on huge pages for every cache (long-lived processes).
+    /// Turns on huge pages and the half-precision scan for every cache
+    /// (long-lived processes).
     pub(crate) fn set_huge_pages(&mut self) {
         for cache in self.caches.iter_mut().flatten() {
             cache.set_huge_pages(true);
+            cache.set_half_precision(true);
         }
     }
 
@@ -469,9 +471,9 @@ impl OpenStores {
         }
         let input = QueryInput {
             settings: &settings.rank,
-            prune_margin: settings.truncation.prune_margin(),
             ..QueryInput::new(request, vector, now)
-        };
+        }
+        .with_truncation(&settings.truncation);
         let mut uncached = vec![UncachedLoader; self.stores.len()];
         let outcome = if self.federated {
             let mut members: Vec<particles_query::FederationMember<'_>> = self

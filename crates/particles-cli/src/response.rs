@@ -38,6 +38,7 @@ fn respond(
             sidecar_dir: sidecar.sidecar_dir.clone(),
             write: Some(particles_cache::SidecarWrite::OnChange),
             huge_pages: false,
+            half_precision: false,
             uncached: false,
         },
         None,

@@ -70,6 +70,7 @@ pub(crate) fn build_engine(
         sidecar_dir: sidecar.sidecar_dir.clone(),
         write: Some(particles_cache::SidecarWrite::OnRebuild),
         huge_pages: true,
+        half_precision: true,
         uncached: false,
     };
     let encoder = load_encoder(model_dir);

@@ -18,7 +18,7 @@ use std::{
 
 use particles_model::response::QueryResponse;
 use particles_model::{Timestamp, ValidRequest};
-use particles_query::{QueryInput, QueryOutcome};
+use particles_query::{QueryInput, QueryOutcome, TruncationSettings};
 use particles_rank::RankSettings;
 
 /// The most requests one pass answers; the scan's cost grows with the lanes, and
@@ -69,7 +69,7 @@ impl Batcher {
         vector: Option<&[f32]>,
         now: Timestamp,
         settings: &RankSettings,
-        prune_margin: f64,
+        truncation: &TruncationSettings,
         run: &RunBatch<'_>,
     ) -> crate::Result<Ranked> {
         let slot = Arc::new(Slot::default());
@@ -106,7 +106,7 @@ impl Batcher {
                 let take = state.queue.len().min(MAX_BATCH);
                 let batch: Vec<Pending> = state.queue.drain(..take).collect();
                 drop(state);
-                let answers = answer_batch(&batch, settings, prune_margin, run);
+                let answers = answer_batch(&batch, settings, truncation, run);
                 // Answers are handed over under the queue's lock, so a caller
                 // that checks its slot and then waits cannot miss the wake-up.
                 state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
@@ -134,15 +134,17 @@ impl Batcher {
 fn answer_batch(
     batch: &[Pending],
     settings: &RankSettings,
-    prune_margin: f64,
+    truncation: &TruncationSettings,
     run: &RunBatch<'_>,
 ) -> Vec<crate::Result<Ranked>> {
     let inputs: Vec<QueryInput<'_>> = batch
         .iter()
-        .map(|pending| QueryInput {
-            settings,
-            prune_margin,
-            ..QueryInput::new(&pending.request, pending.vector.as_deref(), pending.now)
+        .map(|pending| {
+            QueryInput {
+                settings,
+                ..QueryInput::new(&pending.request, pending.vector.as_deref(), pending.now)
+            }
+            .with_truncation(truncation)
         })
         .collect();
     match run(&inputs) {
@@ -196,7 +198,18 @@ mod tests {
                 scope.spawn(|| {
                     while loading.load(Ordering::SeqCst) {
                         let started = Instant::now();
-                        let answer = batcher.query(&request, None, now, &settings, 0.0, &run);
+                        let answer = batcher.query(
+                            &request,
+                            None,
+                            now,
+                            &settings,
+                            &TruncationSettings {
+                                min_gap: 0.0,
+                                near_margin: 0.0,
+                                near_count: 5,
+                            },
+                            &run,
+                        );
                         assert!(answer.is_err(), "the fake run answers with an error");
                         let took = started.elapsed();
                         let mut slowest = slowest.lock().unwrap_or_else(PoisonError::into_inner);

@@ -31,6 +31,10 @@ pub struct CacheOptions {
     pub write: Option<SidecarWrite>,
     /// Keep vectors in huge pages (long-lived processes).
     pub huge_pages: bool,
+    /// Scan a half-precision copy of the vectors, reading exact rows only where
+    /// an interval cannot decide (long-lived processes; same answers, half the
+    /// bytes per question, half the vectors' size again in memory).
+    pub half_precision: bool,
     /// Rank every query from the store itself, through the uncached loader:
     /// no cache state is kept or read. Slow on a large store; it is the oracle
     /// the cached path is checked against.
@@ -58,6 +62,7 @@ impl StoreSlot {
             })
         };
         cache.set_huge_pages(options.huge_pages);
+        cache.set_half_precision(options.half_precision);
         Ok(StoreSlot {
             target: target.clone(),
             connections: Mutex::new(vec![first]),
@@ -256,7 +261,7 @@ impl Engine {
                 vector,
                 now,
                 &self.settings.rank,
-                self.settings.truncation.prune_margin(),
+                &self.settings.truncation,
                 &|inputs| {
                     let store = slot.connection()?;
                     let answers = if slot.uncached {
@@ -284,9 +289,9 @@ impl Engine {
         }
         let input = QueryInput {
             settings: &self.settings.rank,
-            prune_margin: self.settings.truncation.prune_margin(),
             ..QueryInput::new(request, vector, now)
-        };
+        }
+        .with_truncation(&self.settings.truncation);
         let stores = self
             .slots
             .iter()

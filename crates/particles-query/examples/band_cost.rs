@@ -30,6 +30,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         write: particles_cache::SidecarWrite::OnRebuild,
     });
     cache.set_huge_pages(true);
+    cache.set_half_precision(std::env::var_os("F32_SCAN").is_none());
     let margin = TruncationSettings::default().prune_margin();
     for (i, vector) in vectors.iter().take(n + 1).enumerate() {
         let request = QueryRequest {
@@ -41,6 +42,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         for prune_margin in [0.0, margin] {
             let input = QueryInput {
                 prune_margin,
+                near_margin: Some(TruncationSettings::default().near_margin),
                 ..QueryInput::new(&request, Some(vector), now)
             };
             let started = std::time::Instant::now();
@@ -49,11 +51,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             if i > 0 {
                 let t = &outcome.timings;
                 println!(
-                    "q{i} margin {prune_margin}: {:.1} ms scored {} beyond {} pruned {} | scoring {:.1} source {:.1} support {:.1} sort {:.1}",
+                    "q{i} margin {prune_margin}: {:.1} ms scored {} beyond {} pruned {} read exactly {} | scoring {:.1} source {:.1} support {:.1} sort {:.1}",
                     total * 1e3,
                     outcome.work.candidates_scored,
                     outcome.beyond_cut.len(),
                     outcome.stats.pruned,
+                    outcome.work.band_rows_read_exactly,
                     t.scoring * 1e3,
                     t.source_rows * 1e3,
                     t.support_discounts * 1e3,

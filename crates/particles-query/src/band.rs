@@ -17,17 +17,26 @@
 //! are those of the walk, bit for bit (the same functions), for every candidate
 //! the warning can count or compare: one scoring below the band changes neither
 //! the count nor whether the gap is too close.
+//!
+//! After a scan of the half-precision copy a band row has an interval of scores,
+//! not a score. The warning needs two things of the band: how many score at least
+//! its floor (`last − near_margin`), and the best score. A row whose interval lies
+//! wholly on one side of the floor, and whose high end is below the best low end
+//! met, is decided without its exact row: it is reported by its low end when that
+//! is at least the floor (so it counts, and cannot exceed the best), and left out
+//! otherwise. Only the rows an interval leaves undecided are read exactly: at 1M,
+//! a few thousand of ~372k.
 
 use std::collections::HashMap;
 
 use particles_candidates::CandidateSet;
 use particles_model::Timestamp;
-use particles_rank::{Factors, Policies};
+use particles_rank::{Factors, Policies, QueryVector};
 use particles_store::Store;
 
 use particles_model::policy::SourceFacts;
 
-use crate::{gather::SourceKey, Result, StageTimings};
+use crate::{gather::SourceKey, scan::Similarities, Result, StageTimings};
 
 /// Below this many band rows the scores are computed on one thread.
 const PARALLEL_BAND_MIN: usize = 16_384;
@@ -47,7 +56,12 @@ pub(crate) struct BandInput<'a> {
     /// The scanned survivors (rows), in loader order.
     pub(crate) survivors: &'a [usize],
     /// Their similarities (parallel), with a query vector.
-    pub(crate) similarities: Option<&'a [f64]>,
+    pub(crate) similarities: Option<&'a Similarities>,
+    /// The query vector, to read a row exactly where its interval cannot decide.
+    pub(crate) query: Option<&'a QueryVector>,
+    /// The warning's floor (`last − near_margin`), when known: a bounded row
+    /// wholly above it counts without being read. `None` reads every bounded row.
+    pub(crate) count_floor: Option<f64>,
     /// Their score bounds (parallel).
     pub(crate) bounds: &'a [f64],
     /// Positions (into `survivors`) of the hits in the cut: not beyond it.
@@ -56,11 +70,26 @@ pub(crate) struct BandInput<'a> {
     pub(crate) floor: f64,
 }
 
-/// The band's exact scores (unordered) and what scoring them counted.
+/// The band's scores (unordered) and what scoring them counted. A row decided
+/// by its interval is here by its low end when that is at least the count's
+/// floor, and absent otherwise: the warning's count and best score are those of
+/// the exact scores.
 pub(crate) struct Band {
     pub(crate) scores: Vec<f64>,
     pub(crate) scored: usize,
     pub(crate) below_min_confidence: usize,
+    /// Rows whose exact `f32` vector was read because their interval could not
+    /// decide.
+    pub(crate) read_exactly: usize,
+}
+
+/// A band row scored from its similarity interval: its position, the score at
+/// both ends, and its effective confidence.
+struct Bounded {
+    position: usize,
+    low: f64,
+    high: f64,
+    effective: f64,
 }
 
 /// `(trust, decay)` of each source, split across the cores when there are many:
@@ -108,6 +137,7 @@ pub(crate) fn score_band(input: &BandInput<'_>, timings: &mut StageTimings) -> R
             scores: Vec::new(),
             scored: 0,
             below_min_confidence: 0,
+            read_exactly: 0,
         });
     }
 
@@ -171,8 +201,9 @@ pub(crate) fn score_band(input: &BandInput<'_>, timings: &mut StageTimings) -> R
         input.policies,
         input.min_confidence,
     );
-    let score = |part: &[usize], sources: &[u32]| -> (Vec<f64>, usize) {
+    let score = |part: &[usize], sources: &[u32]| -> (Vec<f64>, Vec<Bounded>, usize) {
         let mut scores = Vec::with_capacity(part.len());
+        let mut bounded = Vec::new();
         let mut below = 0;
         for (&position, &source) in part.iter().zip(sources) {
             let row = survivors[position];
@@ -184,33 +215,99 @@ pub(crate) fn score_band(input: &BandInput<'_>, timings: &mut StageTimings) -> R
                 decay,
                 discount: particles_rank::stale_support_discount(set, row, &premises, policies),
             };
-            let similarity = similarities.map(|s| s[position]);
+            let (low, high) = similarities.map_or((None, None), |s| {
+                let (low, high) = s.interval(position);
+                (Some(low), Some(high))
+            });
+            let exact = similarities.is_none_or(|s| s.is_exact(position));
             match particles_rank::score_with_similarity(
                 set,
                 row,
                 &factors,
-                similarity,
+                low,
                 min_confidence,
                 policies,
             ) {
-                Some(ranked) => scores.push(ranked.score),
+                Some(ranked) if exact => scores.push(ranked.score),
+                Some(ranked) => bounded.push(Bounded {
+                    position,
+                    low: ranked.score,
+                    high: policies.rank_score(
+                        set.traits(row).narrative,
+                        high.unwrap_or(ranked.similarity),
+                        ranked.effective_confidence,
+                    ),
+                    effective: ranked.effective_confidence,
+                }),
                 None => below += 1,
             }
         }
-        (scores, below)
+        (scores, bounded, below)
     };
     let parts = crate::cores::on_cores(positions.len(), PARALLEL_BAND_MIN, |range| {
         score(&positions[range.clone()], &source_of[range])
     });
-    timings.scoring += started.elapsed().as_secs_f64();
     let mut band = Band {
         scores: Vec::with_capacity(positions.len()),
         scored: positions.len(),
         below_min_confidence: 0,
+        read_exactly: 0,
     };
-    for (scores, below) in parts {
+    let mut bounded = Vec::new();
+    for (scores, rows, below) in parts {
         band.scores.extend(scores);
+        bounded.extend(rows);
         band.below_min_confidence += below;
     }
+    if !bounded.is_empty() {
+        decide(input, &mut band, bounded)?;
+    }
+    timings.scoring += started.elapsed().as_secs_f64();
     Ok(band)
+}
+
+/// Settles the rows scored from intervals: reads exactly those that could be
+/// the best score or could fall on either side of the count's floor, reports
+/// the others by their low end when it counts (see [`Band`]).
+fn decide(input: &BandInput<'_>, band: &mut Band, bounded: Vec<Bounded>) -> Result<()> {
+    // The best low end met: no row whose high end is below it can be the best.
+    let best_low = band
+        .scores
+        .iter()
+        .chain(bounded.iter().map(|b| &b.low))
+        .copied()
+        .filter(|score| !score.is_nan())
+        .fold(f64::NEG_INFINITY, f64::max);
+    let undecided = |b: &Bounded| {
+        b.low.is_nan()
+            || b.high.is_nan()
+            || b.high >= best_low
+            || input
+                .count_floor
+                .is_none_or(|floor| floor.is_nan() || (b.low < floor && b.high >= floor))
+    };
+    let (read, settled): (Vec<Bounded>, Vec<Bounded>) = bounded.into_iter().partition(undecided);
+    for b in settled {
+        if input.count_floor.is_some_and(|floor| b.low >= floor) {
+            band.scores.push(b.low);
+        }
+    }
+    let Some(query) = input.query else {
+        return Ok(());
+    };
+    band.read_exactly = read.len();
+    let (set, survivors, policies) = (input.set, input.survivors, input.policies);
+    let exact = |part: &[Bounded]| -> Result<Vec<f64>> {
+        part.iter()
+            .map(|b| {
+                let row = survivors[b.position];
+                let similarity = particles_rank::similarity(set, row, query)?;
+                Ok(policies.rank_score(set.traits(row).narrative, similarity, b.effective))
+            })
+            .collect()
+    };
+    for part in crate::cores::on_cores(read.len(), PARALLEL_BAND_MIN, |range| exact(&read[range])) {
+        band.scores.extend(part?);
+    }
+    Ok(())
 }

@@ -16,7 +16,7 @@ use particles_store::Store;
 
 use crate::{
     collect::{BoundOrder, Scored, TopK},
-    scan::{scan_candidates, Scanned},
+    scan::{exact_similarity, scan_candidates, Scanned, Similarities},
     Error, QueryStats, Result, StageTimings, WorkCounters,
 };
 
@@ -53,8 +53,9 @@ pub(crate) struct Gathered {
     /// The scanned survivors (rows of the selection's set), in loader order: what a
     /// federation looks a pruned candidate up in.
     pub(crate) survivors: Vec<usize>,
-    /// The similarities of the survivors (parallel), with a query vector.
-    pub(crate) similarities: Option<Vec<f64>>,
+    /// The similarities of the survivors (parallel), with a query vector: exact,
+    /// or intervals read from the half copy.
+    pub(crate) similarities: Option<Similarities>,
     /// The score bounds of the survivors (parallel): what the truncation band is
     /// picked by (`crate::band`).
     pub(crate) bounds: Vec<f64>,
@@ -148,7 +149,13 @@ impl Gather<'_> {
         for ((&position, &row), (source, discount)) in positions.iter().zip(&rows).zip(facts) {
             let factors =
                 particles_rank::factors(set, row, &source, discount, self.policies, self.now)?;
-            let similarity = gathered.similarities.as_ref().map(|s| s[position]);
+            let similarity = exact_similarity(
+                gathered.similarities.as_ref(),
+                position,
+                set,
+                row,
+                self.query,
+            )?;
             self.work.candidates_scored += 1;
             out.push(
                 particles_rank::score_with_similarity(
@@ -326,7 +333,13 @@ impl Gather<'_> {
                     decay,
                     discount,
                 };
-                let similarity = scanned.similarities.as_ref().map(|s| s[position]);
+                let similarity = exact_similarity(
+                    scanned.similarities.as_ref(),
+                    position,
+                    set,
+                    row,
+                    self.query,
+                )?;
                 self.work.candidates_scored += 1;
                 match particles_rank::score_with_similarity(
                     set,

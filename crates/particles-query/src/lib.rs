@@ -155,6 +155,12 @@ pub struct QueryInput<'a> {
     /// `max(truncation_near_margin, truncation_min_gap)`, so that every score the
     /// truncation warning reads is computed.
     pub prune_margin: f64,
+    /// The truncation warning's `near_margin`, when the response will compute
+    /// the warning ([`QueryInput::with_truncation`] sets it with
+    /// `prune_margin`): after a half-precision scan the band then reads exactly
+    /// only the rows whose interval straddles the warning's floor or could be the
+    /// best score. `None` reads every band row that has only an interval.
+    pub near_margin: Option<f64>,
     /// Called once the ranking is done, before the counts the answer reports are
     /// read: a test's chance to commit a write from another connection and show
     /// that the answer still reads one snapshot.
@@ -209,7 +215,19 @@ impl<'a> QueryInput<'a> {
             norm_kernel: NormKernel::detect(),
             exhaustive: false,
             prune_margin: 0.0,
+            near_margin: None,
             after_ranking: None,
+        }
+    }
+
+    /// This input with what the truncation warning reads computed: the walk's
+    /// margin ([`TruncationSettings::prune_margin`]) and the warning's
+    /// `near_margin`.
+    pub fn with_truncation(self, settings: &TruncationSettings) -> Self {
+        QueryInput {
+            prune_margin: settings.prune_margin(),
+            near_margin: Some(settings.near_margin),
+            ..self
         }
     }
 }
@@ -421,18 +439,21 @@ pub(crate) fn finish(
     timings.collapse = collapse_started.elapsed().as_secs_f64();
     let mut stats = gathered.stats;
     stats.collapsed = cut - kept.len();
-    let band_floor =
+    // The last hit's score, as the warning computes it.
+    let last_score =
         kept.last()
             .filter(|_| input.scores_band_after_cut())
             .map(|&(index, effective)| {
                 let last = &gathered.scored[index];
                 let narrative = set.traits(last.ranked.row).narrative;
                 policies.rank_score(narrative, last.ranked.similarity, effective)
-                    - input.prune_margin
             });
-    let beyond_cut: Vec<f64> = match band_floor {
+    let beyond_cut: Vec<f64> = match last_score {
         // The walk stopped at the cut: the band beyond it is scored now.
-        Some(floor) => {
+        Some(last) => {
+            let query = input
+                .vector
+                .map(|v| particles_rank::QueryVector::new(v.to_vec(), input.norm_kernel));
             let in_cut: Vec<usize> = gathered.scored[..cut].iter().map(|s| s.position).collect();
             let band = band::score_band(
                 &band::BandInput {
@@ -442,16 +463,19 @@ pub(crate) fn finish(
                     now: gathered.now,
                     min_confidence: request.min_confidence,
                     survivors: &gathered.survivors,
-                    similarities: gathered.similarities.as_deref(),
+                    similarities: gathered.similarities.as_ref(),
+                    query: query.as_ref(),
+                    count_floor: input.near_margin.map(|margin| last - margin),
                     bounds: &gathered.bounds,
                     in_cut: &in_cut,
-                    floor,
+                    floor: last - input.prune_margin,
                 },
                 &mut timings,
             )?;
             stats.below_min_confidence += band.below_min_confidence;
             stats.pruned = gathered.survivors.len().saturating_sub(cut + band.scored);
             work.candidates_scored += band.scored;
+            work.band_rows_read_exactly += band.read_exactly;
             band.scores
         }
         None => gathered.scored[cut..]

@@ -116,6 +116,9 @@ pub struct WorkCounters {
     pub snapshot_ids_looked_up: usize,
     /// Distinct corpus-entry ids looked up for source facts.
     pub entry_ids_looked_up: usize,
+    /// Truncation-band rows whose exact vector was read because their
+    /// half-precision interval could not settle the warning (see `crate::band`).
+    pub band_rows_read_exactly: usize,
 }
 
 /// A query's answer, every part of it read in one snapshot of the store.
@@ -149,7 +152,11 @@ pub struct QueryOutcome {
     /// The rank scores of scored candidates after the cut at `top_k`, in no
     /// particular order: the truncation warning's input. With a pruning margin,
     /// every candidate beyond the cut scoring within the margin of the last hit is
-    /// here; others may be absent (pruned).
+    /// here; others may be absent (pruned). After a half-precision scan, with
+    /// [`crate::QueryInput::near_margin`], a candidate the band settled by its
+    /// interval is here by a lower bound of its score that is at least the
+    /// warning's floor, or absent below it: the warning's count and best score are
+    /// those of the exact scores.
     #[serde(skip)]
     pub beyond_cut: Vec<f64>,
     /// Where the time went.

@@ -6,8 +6,16 @@
 //! question while it sits in the L1 cache. The memory read dominates a scan, so a
 //! batch of questions costs little more than one; every lane's values are
 //! computed exactly as a lone scan computes them.
+//!
+//! When the set holds a half-precision copy of its vectors
+//! ([`CandidateSet::prepare_half`], made by long-lived processes) the pass reads
+//! that instead, half the bytes, and keeps each row's cosine as an interval that
+//! holds the exact value ([`Similarities::Bounded`]). The walk and the band then
+//! read the exact `f32` row only where an interval cannot decide: the answer is
+//! the exact path's, bit for bit (`tests/it/band.rs` checks it against the
+//! exhaustive walk over the exact scan).
 
-use particles_candidates::CandidateSet;
+use particles_candidates::{CandidateSet, HalfDot, HalfView};
 use particles_rank::{Policies, QueryVector};
 
 use crate::{Error, Result};
@@ -20,8 +28,82 @@ const PARALLEL_SCAN_MIN: usize = 4_096;
 /// What the scan keeps of each surviving candidate, in loader order.
 pub(crate) struct Scanned {
     pub(crate) survivors: Vec<usize>,
-    pub(crate) similarities: Option<Vec<f64>>,
+    pub(crate) similarities: Option<Similarities>,
     pub(crate) bounds: Vec<f64>,
+}
+
+/// Each survivor's cosine with the question (parallel to the survivors).
+#[derive(Debug, PartialEq)]
+pub(crate) enum Similarities {
+    /// Read from the `f32` rows: the exact values.
+    Exact(Vec<f64>),
+    /// Read from the half-precision copy: `[low, high]`, with the exact value
+    /// between them. A row read exactly (no interval was sound) holds its value
+    /// twice.
+    Bounded(Vec<[f32; 2]>),
+}
+
+impl Similarities {
+    /// `(low, high)` of survivor `position`'s cosine.
+    pub(crate) fn interval(&self, position: usize) -> (f64, f64) {
+        match self {
+            Similarities::Exact(values) => (values[position], values[position]),
+            Similarities::Bounded(bounds) => {
+                let [low, high] = bounds[position];
+                (f64::from(low), f64::from(high))
+            }
+        }
+    }
+
+    /// Whether survivor `position`'s interval is its exact value: the same bits
+    /// twice, and not a zero (an interval of `+0.0` twice may hold a `-0.0`).
+    pub(crate) fn is_exact(&self, position: usize) -> bool {
+        match self {
+            Similarities::Exact(_) => true,
+            Similarities::Bounded(bounds) => {
+                let [low, high] = bounds[position];
+                low.to_bits() == high.to_bits() && low != 0.0
+            }
+        }
+    }
+
+    /// Survivor `position`'s exact cosine, reading row `row` (its integrity
+    /// checked) when the scan kept only an interval.
+    pub(crate) fn exact(
+        &self,
+        position: usize,
+        set: &CandidateSet,
+        row: usize,
+        query: &QueryVector,
+    ) -> Result<f64> {
+        match self {
+            Similarities::Exact(values) => Ok(values[position]),
+            Similarities::Bounded(bounds) => {
+                if self.is_exact(position) {
+                    Ok(f64::from(bounds[position][0]))
+                } else {
+                    Ok(particles_rank::similarity(set, row, query)?)
+                }
+            }
+        }
+    }
+}
+
+/// Survivor `position`'s exact similarity, when there is a question.
+pub(crate) fn exact_similarity(
+    similarities: Option<&Similarities>,
+    position: usize,
+    set: &CandidateSet,
+    row: usize,
+    query: Option<&QueryVector>,
+) -> Result<Option<f64>> {
+    match (similarities, query) {
+        (Some(similarities), Some(query)) => {
+            Ok(Some(similarities.exact(position, set, row, query)?))
+        }
+        (Some(similarities), None) => Ok(Some(similarities.interval(position).0)),
+        (None, _) => Ok(None),
+    }
 }
 
 /// A per-row filter, run in the scan when it needs no store read.
@@ -60,11 +142,35 @@ pub(crate) fn scan_candidates(
 }
 
 fn empty(capacity: usize, with_similarities: bool) -> Scanned {
+    empty_as(capacity, with_similarities.then_some(false))
+}
+
+/// An empty result; `bounded`: `None` without a question, else whether the
+/// similarities are intervals.
+fn empty_as(capacity: usize, bounded: Option<bool>) -> Scanned {
     Scanned {
         survivors: Vec::with_capacity(capacity),
-        similarities: with_similarities.then(|| Vec::with_capacity(capacity)),
+        similarities: bounded.map(|bounded| {
+            if bounded {
+                Similarities::Bounded(Vec::with_capacity(capacity))
+            } else {
+                Similarities::Exact(Vec::with_capacity(capacity))
+            }
+        }),
         bounds: Vec::with_capacity(capacity),
     }
+}
+
+/// The half copy and its kernel, when `lane` may read intervals from it: the
+/// set has one, there is a question small enough for sound intervals, and a
+/// higher similarity never lowers the score (so an interval bounds it).
+fn half_for<'a>(set: &'a CandidateSet, lane: &Lane<'_>) -> Option<(HalfView<'a>, HalfDot)> {
+    let query = lane.query?;
+    if !query.has_intervals() || !lane.policies.settings.score_rises_with_similarity() {
+        return None;
+    }
+    set.half()
+        .map(|half| (half, particles_candidates::half_dot_kernel()))
 }
 
 /// One lane's results over a chunk of rows, with its first filter error and first
@@ -84,11 +190,14 @@ pub(crate) fn scan_lanes(
     rows: &[usize],
     lanes: &[Lane<'_>],
 ) -> Vec<Result<Scanned>> {
+    let halves: Vec<Option<(HalfView<'_>, HalfDot)>> =
+        lanes.iter().map(|lane| half_for(set, lane)).collect();
     let scan = |rows: &[usize]| -> Vec<Part> {
         let mut parts: Vec<Part> = lanes
             .iter()
-            .map(|lane| Part {
-                scanned: empty(rows.len(), lane.query.is_some()),
+            .zip(&halves)
+            .map(|(lane, half)| Part {
+                scanned: empty_as(rows.len(), lane.query.map(|_| half.is_some())),
                 filter_error: None,
                 similarity_error: None,
             })
@@ -105,7 +214,7 @@ pub(crate) fn scan_lanes(
             // views of the file map, which a program writing the file in place
             // can change under a state that was checked when it was opened.
             let mut verified = false;
-            for (lane, part) in lanes.iter().zip(parts.iter_mut()) {
+            for ((lane, part), half) in lanes.iter().zip(parts.iter_mut()).zip(&halves) {
                 if part.filter_error.is_some() {
                     continue;
                 }
@@ -123,9 +232,26 @@ pub(crate) fn scan_lanes(
                     // Only the filters still matter: they may fail further on.
                     continue;
                 }
-                let similarity = match lane.query {
-                    None => None,
-                    Some(query) => {
+                // From the half copy: an interval, when one is sound for this row.
+                let interval = match (lane.query, half) {
+                    (Some(query), Some((half, dot))) => {
+                        let vector = half.vector(row);
+                        if vector.len() == query.len() {
+                            query.similarity_interval(
+                                dot(query.values(), vector),
+                                half.radius(row),
+                                set.norm(row),
+                            )
+                        } else {
+                            None
+                        }
+                    }
+                    _ => None,
+                };
+                let similarity = match (lane.query, interval) {
+                    (None, _) => None,
+                    (Some(_), Some((_, high))) => Some(high),
+                    (Some(query), None) => {
                         let value = if verified {
                             particles_rank::similarity_of_verified(set, row, query)
                         } else {
@@ -145,9 +271,17 @@ pub(crate) fn scan_lanes(
                 };
                 let out = &mut part.scanned;
                 out.survivors.push(row);
-                if let (Some(all), Some(value)) = (out.similarities.as_mut(), similarity) {
-                    all.push(value);
+                match (out.similarities.as_mut(), similarity) {
+                    (Some(Similarities::Exact(all)), Some(value)) => all.push(value),
+                    (Some(Similarities::Bounded(all)), Some(value)) => {
+                        // Values are f32 widened, so the narrowing is exact.
+                        let [low, high] = interval.map_or([value; 2], |(low, high)| [low, high]);
+                        all.push([low as f32, high as f32]);
+                    }
+                    _ => {}
                 }
+                // The bound from the interval's high end: the score rises with
+                // the similarity, so it bounds the exact score too.
                 out.bounds.push(particles_rank::score_bound(
                     set,
                     row,
@@ -192,12 +326,21 @@ fn join(mut parts: Vec<Part>, capacity: usize, with_similarities: bool) -> Resul
             return Ok(part.scanned);
         }
     }
-    let mut out = empty(capacity, with_similarities);
+    let bounded = parts
+        .first()
+        .is_some_and(|p| matches!(p.scanned.similarities, Some(Similarities::Bounded(_))));
+    let mut out = empty_as(capacity, with_similarities.then_some(bounded));
     for part in parts {
         let part = part.scanned;
         out.survivors.extend(part.survivors);
-        if let (Some(all), Some(values)) = (out.similarities.as_mut(), part.similarities) {
-            all.extend(values);
+        match (out.similarities.as_mut(), part.similarities) {
+            (Some(Similarities::Exact(all)), Some(Similarities::Exact(values))) => {
+                all.extend(values);
+            }
+            (Some(Similarities::Bounded(all)), Some(Similarities::Bounded(values))) => {
+                all.extend(values);
+            }
+            _ => {}
         }
         out.bounds.extend(part.bounds);
     }
@@ -309,7 +452,7 @@ mod tests {
                     .iter()
                     .map(|&row| particles_rank::similarity(&set, row, query).unwrap())
                     .collect();
-                assert_eq!(shared.similarities, Some(direct));
+                assert_eq!(shared.similarities, Some(Similarities::Exact(direct)));
             }
         }
     }

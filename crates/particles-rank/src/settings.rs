@@ -59,6 +59,15 @@ pub struct RankSettings {
     pub conformance_cap: Option<ConformanceCap>,
 }
 
+impl RankSettings {
+    /// Whether a higher similarity never lowers a rank score (`sw·sim + cw·eff`,
+    /// times the narrative weight): what lets bounds of a similarity bound the
+    /// score. False for a negative (or NaN) similarity or narrative weight.
+    pub fn score_rises_with_similarity(&self) -> bool {
+        self.similarity_weight >= 0.0 && self.narrative_rank_weight >= 0.0
+    }
+}
+
 impl Default for RankSettings {
     fn default() -> Self {
         let rule = |half_life_days, floor| DecayRule {

@@ -9,7 +9,7 @@
 //! `particles_candidates::einsum_dot`, shared with the candidate sets' stored norms.) Rust never contracts `a * b + c` into an FMA unless
 //! asked, which the einsum path relies on; the BLAS path asks explicitly.
 
-use particles_candidates::einsum_dot;
+use particles_candidates::{einsum_dot, round_down_f32, round_up_f32};
 
 /// The OpenBLAS `sdot` kernel whose rounding the query norm reproduces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,13 +126,35 @@ fn sdot_haswell(x: &[f32]) -> f32 {
 pub struct QueryVector {
     values: Vec<f32>,
     norm: f32,
+    /// `|values|₂` in f64, rounded up, when the question is small enough for
+    /// half-precision intervals to be sound ([`QueryVector::similarity_interval`]).
+    reach: Option<f64>,
 }
 
 impl QueryVector {
     /// Prepares a query vector, computing its norm with the given BLAS kernel.
     pub fn new(values: Vec<f32>, kernel: NormKernel) -> QueryVector {
         let norm = sdot_openblas(&values, kernel).sqrt();
-        QueryVector { values, norm }
+        let length = values
+            .iter()
+            .map(|&v| f64::from(v) * f64::from(v))
+            .sum::<f64>()
+            .sqrt()
+            * (1.0 + 1e-9);
+        // Past 1e15 a product could come near f32's overflow, where the reference's
+        // dot and an interval's could fall on different sides of infinity.
+        let reach = (length.is_finite() && length <= 1e15).then_some(length);
+        QueryVector {
+            values,
+            norm,
+            reach,
+        }
+    }
+
+    /// Whether [`QueryVector::similarity_interval`] can give intervals for this
+    /// question (finite, and far from f32's overflow).
+    pub fn has_intervals(&self) -> bool {
+        self.reach.is_some()
     }
 
     /// The vector.
@@ -163,6 +185,41 @@ impl QueryVector {
         self.cosine_from_dot(einsum_dot(candidate, &self.values), candidate_norm)
     }
 
+    /// Bounds of [`QueryVector::cosine_with_norm`] from a dot product `approx`
+    /// read from a half-precision copy of the candidate whose `radius` bounds the
+    /// gap to the reference's dot (`particles_candidates::HalfView::radius`):
+    /// `(low, high)` with the exact cosine between them, bit for bit as the exact
+    /// path would compute it. `None` when no interval is sound (a NaN radius, a
+    /// non-finite value, a question too large); then read the row exactly.
+    ///
+    /// Sound because the reference's f32 dot lies in `approx ± |x|·radius`, the
+    /// bounds are rounded outward to f32, and f32 division by the same positive
+    /// denominator, and the clamp, are monotonic.
+    pub fn similarity_interval(
+        &self,
+        approx: f32,
+        radius: f32,
+        candidate_norm: f32,
+    ) -> Option<(f64, f64)> {
+        let reach = self.reach?;
+        let spread = reach * f64::from(radius) * (1.0 + 1e-6) + 1e-30;
+        let approx = f64::from(approx);
+        let (low, high) = (approx - spread, approx + spread);
+        if !(low.is_finite() && high.is_finite()) {
+            return None;
+        }
+        let denominator = candidate_norm * self.norm + 1e-10f32;
+        if !(denominator.is_finite() && denominator > 0.0) {
+            return None;
+        }
+        let low = round_down_f32(low) / denominator;
+        let high = round_up_f32(high) / denominator;
+        Some((
+            f64::from(low.clamp(0.0, 1.0)),
+            f64::from(high.clamp(0.0, 1.0)),
+        ))
+    }
+
     /// The cosine from a dot product already computed in einsum order.
     pub fn cosine_from_dot(&self, dot: f32, candidate_norm: f32) -> f64 {
         let denominator = candidate_norm * self.norm + 1e-10f32;
@@ -181,6 +238,46 @@ mod tests {
         let q = QueryVector::new(vec![1.0; 384], NormKernel::SkylakeX);
         assert_eq!(q.cosine(&[0.0; 384]), 0.0);
         assert!(q.cosine(&[f32::NAN; 384]).is_nan());
+    }
+
+    proptest::proptest! {
+        /// Over a half copy of the candidate, the interval holds the exact cosine.
+        #[test]
+        fn the_interval_holds_the_exact_cosine(
+            row in proptest::collection::vec(-1.0f32..1.0, 384),
+            question in proptest::collection::vec(-1.0f32..1.0, 384),
+            bias in -1.0f32..1.0,
+        ) {
+            // A bias makes large cosines as likely as small ones.
+            let row: Vec<f32> = row.iter().zip(&question).map(|(r, q)| r + bias * q).collect();
+            let mut set = particles_candidates::CandidateSet::new();
+            let particle = particles_model::parse_particle_json(
+                r#"{"id": "p", "content": "c", "confidence": {"value": 0.5}, "asserted_by": "t", "uncertainty_nature": "EPISTEMIC",
+                    "asserted_at": "2025-01-01T00:00:00"}"#,
+            ).unwrap().into_inner();
+            set.push(1, &particle, &row, None);
+            set.prepare_half();
+            let half = set.half().unwrap();
+            for kernel in [NormKernel::SkylakeX, NormKernel::Haswell] {
+                let query = QueryVector::new(question.clone(), kernel);
+                let exact = query.cosine_with_norm(&row, set.norm(0));
+                let approx = particles_candidates::half_dot_kernel()(query.values(), half.vector(0));
+                let (low, high) = query
+                    .similarity_interval(approx, half.radius(0), set.norm(0))
+                    .unwrap();
+                proptest::prop_assert!(low <= exact && exact <= high, "{low} <= {exact} <= {high}");
+                proptest::prop_assert!(high - low < 1e-3, "{low}..{high}");
+            }
+        }
+    }
+
+    #[test]
+    fn no_interval_without_a_radius_or_for_a_huge_question() {
+        let query = QueryVector::new(vec![1.0; 4], NormKernel::Haswell);
+        assert!(query.similarity_interval(1.0, f32::NAN, 2.0).is_none());
+        assert!(query.similarity_interval(1.0, 1e-4, 2.0).is_some());
+        let huge = QueryVector::new(vec![1e20; 4], NormKernel::Haswell);
+        assert!(huge.similarity_interval(1.0, 1e-4, 2.0).is_none());
     }
 
     #[test]

@@ -82,9 +82,9 @@ fn concurrent_answers_equal_lone_answers() {
                         &store,
                         &QueryInput {
                             settings: &settings.rank,
-                            prune_margin: settings.truncation.prune_margin(),
                             ..QueryInput::new(&request, Some(&vector), now)
-                        },
+                        }
+                        .with_truncation(&settings.truncation),
                     )
                     .unwrap();
                     let ids: Vec<&str> = response.particles.iter().map(|p| p.id.as_str()).collect();

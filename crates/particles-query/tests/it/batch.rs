@@ -4,8 +4,9 @@
 
 use std::path::PathBuf;
 
+use particles_cache::CandidateCache;
 use particles_model::{AssertionModality, QueryRequest, Timestamp, UncertaintyNature};
-use particles_query::{run_query, run_query_batch, QueryInput};
+use particles_query::{run_query, run_query_batch, QueryInput, TruncationSettings};
 use particles_rank::NormKernel;
 use particles_store::{Store, UncachedLoader};
 use proptest::prelude::*;
@@ -112,13 +113,44 @@ proptest! {
             .iter()
             .zip(&vectors)
             .zip(&specs)
-            .map(|((request, vector), spec)| QueryInput {
-                norm_kernel: NormKernel::SkylakeX,
-                prune_margin: if spec.margin { 0.15 } else { 0.0 },
-                ..QueryInput::new(request, vector.as_deref(), now)
+            .map(|((request, vector), spec)| {
+                let input = QueryInput {
+                    norm_kernel: NormKernel::SkylakeX,
+                    ..QueryInput::new(request, vector.as_deref(), now)
+                };
+                if spec.margin {
+                    input.with_truncation(&TruncationSettings::default())
+                } else {
+                    input
+                }
             })
             .collect();
         let batch = run_query_batch(&store, &mut UncachedLoader, &inputs).unwrap();
+        // The same batch over a half-precision scan (as `serve` runs it): the same
+        // hits, and the same truncation count and best score.
+        let mut cache = CandidateCache::new();
+        cache.set_half_precision(true);
+        let half = run_query_batch(&store, &mut cache, &inputs).unwrap();
+        for ((input, half), spec) in inputs.iter().zip(half).zip(&specs) {
+            let alone = run_query(&store, input).unwrap();
+            let half = half.unwrap();
+            prop_assert_eq!(&half.hits, &alone.hits);
+            if spec.margin {
+                if let Some(last) = alone.hits.last() {
+                    let last = particles_rank::rank_score(
+                        input.settings,
+                        last.particle.particle_type == particles_model::ParticleType::Narrative,
+                        last.similarity,
+                        last.effective_confidence,
+                    );
+                    let floor = last - TruncationSettings::default().near_margin;
+                    let near = |s: &[f64]| s.iter().filter(|s| **s >= floor).count();
+                    let best = |s: &[f64]| s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                    prop_assert_eq!(near(&half.beyond_cut), near(&alone.beyond_cut));
+                    prop_assert_eq!(best(&half.beyond_cut).to_bits(), best(&alone.beyond_cut).to_bits());
+                }
+            }
+        }
         for (input, batched) in inputs.iter().zip(batch) {
             let alone = run_query(&store, input).unwrap();
             let batched = batched.unwrap();
