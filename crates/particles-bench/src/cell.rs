@@ -200,7 +200,10 @@ pub fn run_cell(spec_path: &Path) -> Result<()> {
     });
     // The warm cell stands for `serve`, which keeps its vectors in huge pages.
     cache.set_huge_pages(spec.mode == "warm");
-    cache.set_half_precision(spec.mode == "warm" && spec.half_precision);
+    cache.set_half_precision(
+        (spec.mode == "warm" && spec.half_precision)
+            .then_some(particles_cache::HALF_PRECISION_MIN_BYTES),
+    );
     let now = Timestamp::parse("2026-06-01T00:00:00Z").expect("a fixed instant parses");
     let ask = |index: usize, loader: &mut dyn CandidateLoader| -> Result<(f64, QueryOutcome)> {
         let request = QueryRequest {

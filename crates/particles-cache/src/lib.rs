@@ -220,6 +220,13 @@ impl CacheState {
     }
 }
 
+/// Below this many bytes of `f32` vectors the half-precision scan does not pay:
+/// the scan is bound by computing, not by memory, and intervals cost more than
+/// they save. Measured on the warm cells (Intel Xeon, 2 cores, alternating): at
+/// 10k rows (15 MB) the bare ranking took 2.5-3.3 ms with the copy against
+/// 2.2-2.8 ms without; at 100k (150 MB) 13.6 ms against 19-20 ms.
+pub const HALF_PRECISION_MIN_BYTES: usize = 64 << 20;
+
 /// The candidate cache of one store. Use one per store file; it is a
 /// [`CandidateLoader`] for `particles_query::run_query_with`.
 #[derive(Default)]
@@ -235,7 +242,9 @@ pub struct CandidateCache {
     notes: Vec<String>,
     progress: Option<BuildProgress>,
     huge_pages: bool,
-    half_precision: bool,
+    /// With the half-precision scan: the least `f32` vector bytes a state
+    /// needs for its copy to be made.
+    half_precision: Option<usize>,
 }
 
 impl CandidateCache {
@@ -260,14 +269,16 @@ impl CandidateCache {
         self.huge_pages = on;
     }
 
-    /// Gives each state a half-precision copy of its vectors
-    /// (`CandidateSet::prepare_half`), which the scan then reads instead: half the
-    /// bytes per question, the answer unchanged. It costs one pass on the first
-    /// query of a new state (about 0.25 s at 1M rows on 2 cores), a copy on a
-    /// delta, and half the vectors' size again in memory (768 MB at 1M). For
-    /// long-lived processes that ask many questions of one state.
-    pub fn set_half_precision(&mut self, on: bool) {
-        self.half_precision = on;
+    /// Gives each state whose `f32` vectors hold at least `from_bytes` a
+    /// half-precision copy of them (`CandidateSet::prepare_half`), which the scan
+    /// then reads instead: half the bytes per question, the answer unchanged
+    /// (`None`: never). It costs one pass on the first query of a new state
+    /// (about 0.25 s at 1M rows on 2 cores), a copy on a delta, and half the
+    /// vectors' size again in memory (768 MB at 1M). For long-lived processes
+    /// that ask many questions of one state; [`HALF_PRECISION_MIN_BYTES`] is where
+    /// it starts to pay.
+    pub fn set_half_precision(&mut self, from_bytes: Option<usize>) {
+        self.half_precision = from_bytes;
     }
 
     /// Reports a full build's progress to `progress(rows read, ACTIVE rows)`.
@@ -538,7 +549,10 @@ impl CandidateLoader for CandidateCache {
             .state
             .as_ref()
             .expect("refresh leaves a state when it returns a route");
-        if self.half_precision {
+        if self
+            .half_precision
+            .is_some_and(|min| std::mem::size_of_val(state.set.vector_data()) >= min)
+        {
             state.set.prepare_half();
         }
         select_from(state, store, min_confidence, subject_id)

@@ -40,7 +40,7 @@ pub use crate::{
     einsum::{einsum_dot, einsum_dot_checked, einsum_dot_portable, fold_bits},
     filters::{
         document_meta_flag, has_stance_marker, keys, non_asserted_flag, passes_filters,
-        within_recency_window, FilterFlag,
+        within_recency_window, FilterFlag, RowFilter,
     },
     half::{half_dot_kernel, half_dot_portable, round_down_f32, round_up_f32, HalfDot, HalfView},
     selection::Selection,

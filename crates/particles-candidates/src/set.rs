@@ -247,6 +247,17 @@ impl CandidateSet {
         self.checks[row]
     }
 
+    /// The row's traits as stored (what [`crate::RowFilter`] tests).
+    pub(crate) fn packed_traits(&self, row: usize) -> PackedTraits {
+        self.traits[row]
+    }
+
+    /// Whether the row is a narrative (its traits' flag, without unpacking
+    /// them: the scan's score bound reads it for every row).
+    pub fn narrative(&self, row: usize) -> bool {
+        self.traits[row].is_narrative()
+    }
+
     /// The row's traits.
     pub fn traits(&self, row: usize) -> RowTraits {
         self.traits[row].unpack()

@@ -96,6 +96,11 @@ impl PackedTraits {
         }
     }
 
+    /// The narrative flag alone.
+    pub(crate) fn is_narrative(self) -> bool {
+        self.flags & 1 != 0
+    }
+
     pub(crate) fn unpack(self) -> RowTraits {
         let verdict = |bits: u32, key: &'static str| match bits & 3 {
             0 => FilterFlag::Keep,

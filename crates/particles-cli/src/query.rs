@@ -214,6 +214,46 @@ pub(crate) struct SidecarArgs {
     pub(crate) no_sidecar: bool,
 }
 
+/// How a long-lived process (`serve`, `mcp`) scans its stores' vectors.
+#[derive(Debug, Args)]
+pub(crate) struct ScanArgs {
+    /// Scan a half-precision copy of the vectors, kept beside them in memory
+    /// (half their size again): half the bytes read per question, and the same
+    /// answers, bit for bit (the exact vector is read wherever the copy's error
+    /// bound cannot decide). `auto` makes the copy for stores whose vectors take
+    /// at least 64 MiB (about 43k beliefs), where it pays.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "WHEN",
+        default_value_t = HalfPrecision::Auto,
+        env = "PARTICLES_RS_HALF_PRECISION"
+    )]
+    pub(crate) half_precision: HalfPrecision,
+}
+
+/// `--half-precision`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum HalfPrecision {
+    /// For stores whose vectors take at least 64 MiB.
+    Auto,
+    /// For every store.
+    On,
+    /// Never: scan the `f32` vectors.
+    Off,
+}
+
+impl ScanArgs {
+    /// The cache's setting: the least vector bytes a state needs for a copy.
+    pub(crate) fn half_precision_from(&self) -> Option<usize> {
+        match self.half_precision {
+            HalfPrecision::Auto => Some(particles_cache::HALF_PRECISION_MIN_BYTES),
+            HalfPrecision::On => Some(0),
+            HalfPrecision::Off => None,
+        }
+    }
+}
+
 impl SidecarArgs {
     /// The cache this process queries through: with the store's sidecar, unless
     /// `--no-sidecar`.
@@ -400,12 +440,12 @@ impl OpenStores {
         self.caches.first().and_then(Option::as_ref)
     }
 
-    /// Turns on huge pages and the half-precision scan for every cache
-    /// (long-lived processes).
-    pub(crate) fn set_huge_pages(&mut self) {
+    /// Sets every cache up for a long-lived process: huge pages, and the
+    /// half-precision scan as `scan` asks.
+    pub(crate) fn set_long_lived(&mut self, scan: &ScanArgs) {
         for cache in self.caches.iter_mut().flatten() {
             cache.set_huge_pages(true);
-            cache.set_half_precision(true);
+            cache.set_half_precision(scan.half_precision_from());
         }
     }
 

@@ -38,7 +38,7 @@ fn respond(
             sidecar_dir: sidecar.sidecar_dir.clone(),
             write: Some(particles_cache::SidecarWrite::OnChange),
             huge_pages: false,
-            half_precision: false,
+            half_precision: None,
             uncached: false,
         },
         None,

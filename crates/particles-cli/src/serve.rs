@@ -53,6 +53,9 @@ pub(crate) struct ServeArgs {
 
     #[command(flatten)]
     sidecar: crate::query::SidecarArgs,
+
+    #[command(flatten)]
+    scan: crate::query::ScanArgs,
 }
 
 pub(crate) fn run(args: &ServeArgs, config: &crate::config_cmd::Configured) -> Result<()> {
@@ -61,6 +64,7 @@ pub(crate) fn run(args: &ServeArgs, config: &crate::config_cmd::Configured) -> R
             &args.http_args,
             &args.stores,
             &args.sidecar,
+            &args.scan,
             args.model_dir.as_deref(),
             config,
         );
@@ -72,7 +76,7 @@ pub(crate) fn run(args: &ServeArgs, config: &crate::config_cmd::Configured) -> R
         &args.sidecar,
         particles_cache::SidecarWrite::OnRebuild,
     )?;
-    stores.set_huge_pages();
+    stores.set_long_lived(&args.scan);
     let mut encoder = crate::encode::LazyEncoder::new(args.model_dir.clone());
     let stdin = std::io::stdin();
     let stdout = std::io::stdout();

@@ -50,6 +50,7 @@ pub(crate) fn build_engine(
     configured: &Configured,
     stores: &[String],
     sidecar: &crate::query::SidecarArgs,
+    scan: &crate::query::ScanArgs,
     model_dir: Option<&std::path::Path>,
 ) -> Result<(Engine, PathBuf)> {
     let selection = configured.stores(stores)?;
@@ -70,7 +71,7 @@ pub(crate) fn build_engine(
         sidecar_dir: sidecar.sidecar_dir.clone(),
         write: Some(particles_cache::SidecarWrite::OnRebuild),
         huge_pages: true,
-        half_precision: true,
+        half_precision: scan.half_precision_from(),
         uncached: false,
     };
     let encoder = load_encoder(model_dir);
@@ -105,10 +106,11 @@ pub(crate) fn run_http(
     args: &HttpArgs,
     stores: &[String],
     sidecar: &crate::query::SidecarArgs,
+    scan: &crate::query::ScanArgs,
     model_dir: Option<&std::path::Path>,
     configured: &Configured,
 ) -> Result<()> {
-    let (engine, store) = build_engine(configured, stores, sidecar, model_dir)?;
+    let (engine, store) = build_engine(configured, stores, sidecar, scan, model_dir)?;
     let backend = Arc::new(particles_server::Backend::new(
         Arc::new(engine),
         &configured.loaded,
@@ -159,6 +161,9 @@ pub(crate) struct McpArgs {
 
     #[command(flatten)]
     sidecar: crate::query::SidecarArgs,
+
+    #[command(flatten)]
+    scan: crate::query::ScanArgs,
 }
 
 pub(crate) fn run_mcp(args: &McpArgs, configured: &Configured) -> Result<()> {
@@ -166,6 +171,7 @@ pub(crate) fn run_mcp(args: &McpArgs, configured: &Configured) -> Result<()> {
         configured,
         &args.stores,
         &args.sidecar,
+        &args.scan,
         args.model_dir.as_deref(),
     )?;
     let backend = Arc::new(particles_server::Backend::new(

@@ -31,10 +31,11 @@ pub struct CacheOptions {
     pub write: Option<SidecarWrite>,
     /// Keep vectors in huge pages (long-lived processes).
     pub huge_pages: bool,
-    /// Scan a half-precision copy of the vectors, reading exact rows only where
-    /// an interval cannot decide (long-lived processes; same answers, half the
-    /// bytes per question, half the vectors' size again in memory).
-    pub half_precision: bool,
+    /// Scan a half-precision copy of the vectors of every state whose `f32`
+    /// vectors hold at least this many bytes, reading exact rows only where an
+    /// interval cannot decide (long-lived processes; same answers, half the bytes
+    /// per question, half the vectors' size again in memory). `None`: never.
+    pub half_precision: Option<usize>,
     /// Rank every query from the store itself, through the uncached loader:
     /// no cache state is kept or read. Slow on a large store; it is the oracle
     /// the cached path is checked against.

@@ -30,7 +30,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         write: particles_cache::SidecarWrite::OnRebuild,
     });
     cache.set_huge_pages(true);
-    cache.set_half_precision(std::env::var_os("F32_SCAN").is_none());
+    cache.set_half_precision(std::env::var_os("F32_SCAN").is_none().then_some(0));
     let margin = TruncationSettings::default().prune_margin();
     for (i, vector) in vectors.iter().take(n + 1).enumerate() {
         let request = QueryRequest {

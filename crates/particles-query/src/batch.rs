@@ -163,9 +163,9 @@ fn run_group(
         .map(|&at| {
             let request = inputs[at].request;
             let now = Route::clock(request, inputs[at].now);
+            let filter = particles_candidates::RowFilter::new(request, now);
             Box::new(move |row: usize| -> Result<bool> {
-                Ok(particles_candidates::passes_filters(set, row, request)?
-                    && particles_candidates::within_recency_window(set, row, request, now))
+                Ok(filter.passes(set, row, request, now)?)
             }) as Box<dyn Fn(usize) -> Result<bool> + Sync + '_>
         })
         .collect();

@@ -206,10 +206,8 @@ impl Gather<'_> {
             self.timings.scoring += started.elapsed().as_secs_f64();
             Ok((scanned, filtered))
         } else {
-            let keep = |row: usize| -> Result<bool> {
-                Ok(particles_candidates::passes_filters(set, row, request)?
-                    && particles_candidates::within_recency_window(set, row, request, now))
-            };
+            let filter = particles_candidates::RowFilter::new(request, now);
+            let keep = |row: usize| -> Result<bool> { Ok(filter.passes(set, row, request, now)?) };
             let scanned = scan_candidates(
                 set,
                 rows,

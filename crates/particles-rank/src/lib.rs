@@ -249,7 +249,7 @@ pub fn score_bound(
         1.0
     };
     policies.rank_score(
-        set.traits(row).narrative,
+        set.narrative(row),
         similarity.unwrap_or(confidence_bound),
         confidence_bound,
     )

@@ -142,6 +142,7 @@ fn engine(store: &Path, uncached: bool) -> (particles_engine::Engine, particles_
         &particles_engine::CacheOptions {
             no_sidecar: true,
             uncached,
+            half_precision: Some(0),
             ..Default::default()
         },
         Some(Arc::new(|text: &str| Ok(vector_for(text)))),

@@ -31,10 +31,14 @@ pub fn isolated_home() -> &'static Path {
 }
 
 /// The binary, with sidecars kept in [`sidecar_dir`] and the configuration
-/// isolated: no `PARTICLES_CONFIG`, no `DATABASE_URL`, an empty `HOME`.
+/// isolated: no `PARTICLES_CONFIG`, no `DATABASE_URL`, an empty `HOME`. Its
+/// servers scan the half-precision copy even of the small fixtures
+/// (`--half-precision on`), so every check of a served answer against the
+/// reference checks that path too.
 pub fn particles_rs_command() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_particles-rs"));
     command
+        .env("PARTICLES_RS_HALF_PRECISION", "on")
         .env("PARTICLES_MODEL_DIR", particles_testkit::model_dir())
         .env("PARTICLES_SIDECAR_DIR", sidecar_dir())
         .env("HOME", isolated_home())

@@ -62,7 +62,7 @@ proptest! {
         let band = run_query(&store, &input(false)).unwrap();
         let every = run_query(&store, &input(true)).unwrap();
         let mut cache = CandidateCache::new();
-        cache.set_half_precision(true);
+        cache.set_half_precision(Some(0));
         let half = run_query_with(&store, &mut cache, &input(false)).unwrap();
         prop_assert!(cache.candidates().is_some_and(|set| set.half().is_some()));
         prop_assert_eq!(&band.hits, &every.hits);
@@ -124,7 +124,7 @@ fn the_half_precision_band_settles_rows_without_reading_them() {
     }
     .with_truncation(&settings);
     let mut cache = CandidateCache::new();
-    cache.set_half_precision(true);
+    cache.set_half_precision(Some(0));
     let half = run_query_with(&store, &mut cache, &input).unwrap();
     let exact = run_query(&store, &input).unwrap();
     assert_eq!(half.hits, exact.hits);

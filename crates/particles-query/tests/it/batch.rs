@@ -129,7 +129,7 @@ proptest! {
         // The same batch over a half-precision scan (as `serve` runs it): the same
         // hits, and the same truncation count and best score.
         let mut cache = CandidateCache::new();
-        cache.set_half_precision(true);
+        cache.set_half_precision(Some(0));
         let half = run_query_batch(&store, &mut cache, &inputs).unwrap();
         for ((input, half), spec) in inputs.iter().zip(half).zip(&specs) {
             let alone = run_query(&store, input).unwrap();

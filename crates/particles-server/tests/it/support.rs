@@ -87,8 +87,12 @@ impl TestServer {
             particles_engine::Settings::from_config(config),
             particles_engine::answer_settings(config, &std::collections::HashMap::new()),
             &selection,
+            // The half-precision scan even on small fixtures, as `serve
+            // --half-precision on` runs it: every served answer checked
+            // against the reference checks that path too.
             &particles_engine::CacheOptions {
                 no_sidecar: true,
+                half_precision: Some(0),
                 ..Default::default()
             },
             setup.encoder,
