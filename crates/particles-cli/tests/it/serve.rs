@@ -80,3 +80,59 @@ fn answers_line_by_line_and_survives_bad_requests() {
     assert_eq!(responses[6]["cache"]["route"], "reuse");
     assert_eq!(responses[6]["hits"], responses[0]["hits"]);
 }
+
+/// `--half-precision`: with the copy the cache holds more (the copy itself) and
+/// every answer is the one without it, bit for bit.
+#[test]
+fn the_half_precision_copy_changes_memory_not_answers() {
+    let fixtures = workspace_root().join("tests/fixtures/stores");
+    let vector = std::fs::read_to_string(fixtures.join("coins-b.question.json")).unwrap();
+    let requests: Vec<String> = [3, 10, 40]
+        .iter()
+        .map(|top_k| {
+            format!(
+                r#"{{"question": "q", "vector": {}, "top_k": {top_k}, "now": "2026-06-01T00:00:00Z"}}"#,
+                vector.trim()
+            )
+        })
+        .collect();
+    let serve = |when: &str| -> Vec<Value> {
+        let sidecars = tempfile::tempdir().unwrap();
+        let mut child = crate::support::particles_rs_command()
+            .env("PARTICLES_SIDECAR_DIR", sidecars.path())
+            .args(["serve", "--stdio", "--half-precision", when, "--store"])
+            .arg(fixtures.join("coins-b.db"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        for request in &requests {
+            writeln!(stdin, "{request}").unwrap();
+        }
+        drop(stdin);
+        let output = child.wait_with_output().unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout)
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
+    };
+    let (on, off, auto) = (serve("on"), serve("off"), serve("auto"));
+    assert_eq!(on.len(), requests.len());
+    for ((on, off), auto) in on.iter().zip(&off).zip(&auto) {
+        assert!(!on["hits"].as_array().unwrap().is_empty());
+        assert_eq!(on["hits"], off["hits"]);
+        assert_eq!(on["hits"], auto["hits"]);
+        let heap = |v: &Value| v["cache"]["heap_bytes"].as_u64().unwrap();
+        // A fixture is far below the 64 MiB where `auto` makes a copy.
+        assert!(heap(on) > heap(off), "{} vs {}", heap(on), heap(off));
+        assert_eq!(heap(auto), heap(off));
+    }
+}
