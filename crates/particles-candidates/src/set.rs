@@ -63,6 +63,10 @@ pub struct SourceIndex {
     /// The distinct sources as `(entry, snapshot)` interned ids (`None`: no
     /// `SOURCE` ref), in the order of their first row.
     pub keys: Vec<Option<(u32, Option<u32>)>>,
+    /// This index's id, unique in the process: what a cache of facts by index
+    /// slot is keyed by (a set's rows, and so its slots, change only with a new
+    /// index).
+    pub id: u64,
 }
 
 /// Every column of a set, owned or viewed, for building one from a sidecar read
@@ -256,6 +260,21 @@ impl CandidateSet {
     /// them: the scan's score bound reads it for every row).
     pub fn narrative(&self, row: usize) -> bool {
         self.traits[row].is_narrative()
+    }
+
+    /// Whether the row is derived (has premises), without unpacking its traits.
+    pub fn derived(&self, row: usize) -> bool {
+        self.traits[row].is_derived()
+    }
+
+    /// The row's extractor id (interned), without unpacking its traits.
+    pub fn extractor(&self, row: usize) -> Option<u32> {
+        self.traits[row].extractor()
+    }
+
+    /// The row's calibration source, without unpacking its other traits.
+    pub fn calibration_source(&self, row: usize) -> particles_model::CalibrationSource {
+        self.traits[row].calibration_source()
     }
 
     /// The row's traits.
@@ -499,9 +518,11 @@ impl CandidateSet {
         self.sources.get_or_init(|| {
             let mut dense: HashMap<Option<(u32, Option<u32>)>, u32, foldhash::fast::RandomState> =
                 HashMap::default();
+            static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
             let mut index = SourceIndex {
                 of_row: Vec::with_capacity(self.len()),
                 keys: Vec::new(),
+                id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             };
             for row in 0..self.len() {
                 let key = self.traits(row).source;

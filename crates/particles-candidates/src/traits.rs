@@ -101,6 +101,25 @@ impl PackedTraits {
         self.flags & 1 != 0
     }
 
+    /// The derived flag alone.
+    pub(crate) fn is_derived(self) -> bool {
+        self.flags & 2 != 0
+    }
+
+    /// The extractor alone.
+    pub(crate) fn extractor(self) -> Option<u32> {
+        (self.extractor != Self::NONE).then_some(self.extractor)
+    }
+
+    /// The calibration source alone.
+    pub(crate) fn calibration_source(self) -> CalibrationSource {
+        let calibration = ((self.flags >> 24) & 0xf) as usize;
+        CalibrationSource::ALL
+            .get(calibration)
+            .copied()
+            .unwrap_or(CalibrationSource::ALL[0])
+    }
+
     pub(crate) fn unpack(self) -> RowTraits {
         let verdict = |bits: u32, key: &'static str| match bits & 3 {
             0 => FilterFlag::Keep,

@@ -149,26 +149,39 @@ pub(crate) fn score_band(input: &BandInput<'_>, timings: &mut StageTimings) -> R
     let index = set.source_index();
     let mut local = vec![u32::MAX; index.keys.len()];
     let mut keys: Vec<SourceKey> = Vec::new();
+    let mut slots: Vec<u32> = Vec::new();
     let mut source_of: Vec<u32> = Vec::with_capacity(positions.len());
     let mut premise_ids: Vec<&str> = Vec::new();
     for &position in &positions {
         let row = input.survivors[position];
-        let global = index.of_row[row] as usize;
-        if local[global] == u32::MAX {
-            local[global] = keys.len() as u32;
-            keys.push(index.keys[global]);
+        let global = index.of_row[row];
+        if local[global as usize] == u32::MAX {
+            local[global as usize] = keys.len() as u32;
+            keys.push(index.keys[global as usize]);
+            slots.push(global);
         }
-        source_of.push(local[global]);
-        if set.traits(row).derived {
+        source_of.push(local[global as usize]);
+        if set.derived(row) {
             premise_ids.extend(set.premises(row).iter().map(String::as_str));
         }
     }
-    let refs: Vec<(&str, Option<&str>)> = keys
+    // Fetched by the index's slots: the connection remembers them by slot too.
+    let wanted: Vec<(u32, (&str, Option<&str>))> = keys
         .iter()
-        .flatten()
-        .map(|&(entry, snapshot)| (set.string(entry), snapshot.map(|s| set.string(s))))
+        .zip(&slots)
+        .filter_map(|(key, &slot)| {
+            key.map(|(entry, snapshot)| {
+                (slot, (set.string(entry), snapshot.map(|s| set.string(s))))
+            })
+        })
         .collect();
-    let mut fetched = particles_store::shared_source_facts(input.store, &refs)?.into_iter();
+    let mut fetched = particles_store::shared_source_facts_by_slot(
+        input.store,
+        index.id,
+        index.keys.len(),
+        &wanted,
+    )?
+    .into_iter();
     let facts: Vec<std::sync::Arc<SourceFacts>> = keys
         .iter()
         .map(|key| match key {
@@ -195,11 +208,12 @@ pub(crate) fn score_band(input: &BandInput<'_>, timings: &mut StageTimings) -> R
 
     let started = std::time::Instant::now();
     // Only what the threads read: the store's connection stays on this one.
-    let (survivors, similarities, policies, min_confidence) = (
+    let (survivors, similarities, policies, min_confidence, query) = (
         input.survivors,
         input.similarities,
         input.policies,
         input.min_confidence,
+        input.query,
     );
     let score = |part: &[usize], sources: &[u32]| -> (Vec<f64>, Vec<Bounded>, usize) {
         let mut scores = Vec::with_capacity(part.len());
@@ -208,7 +222,7 @@ pub(crate) fn score_band(input: &BandInput<'_>, timings: &mut StageTimings) -> R
         for (&position, &source) in part.iter().zip(sources) {
             let row = survivors[position];
             let (source_trust, decay) = factors[source as usize];
-            let extractor = set.traits(row).extractor;
+            let extractor = set.extractor(row);
             let factors = Factors {
                 extractor_weight: weights.get(&extractor).copied().unwrap_or(1.0),
                 source_trust,
@@ -216,7 +230,7 @@ pub(crate) fn score_band(input: &BandInput<'_>, timings: &mut StageTimings) -> R
                 discount: particles_rank::stale_support_discount(set, row, &premises, policies),
             };
             let (low, high) = similarities.map_or((None, None), |s| {
-                let (low, high) = s.interval(position);
+                let (low, high) = s.interval(position, set, row, query);
                 (Some(low), Some(high))
             });
             let exact = similarities.is_none_or(|s| s.is_exact(position));
@@ -233,7 +247,7 @@ pub(crate) fn score_band(input: &BandInput<'_>, timings: &mut StageTimings) -> R
                     position,
                     low: ranked.score,
                     high: policies.rank_score(
-                        set.traits(row).narrative,
+                        set.narrative(row),
                         high.unwrap_or(ranked.similarity),
                         ranked.effective_confidence,
                     ),
@@ -302,7 +316,7 @@ fn decide(input: &BandInput<'_>, band: &mut Band, bounded: Vec<Bounded>) -> Resu
             .map(|b| {
                 let row = survivors[b.position];
                 let similarity = particles_rank::similarity(set, row, query)?;
-                Ok(policies.rank_score(set.traits(row).narrative, similarity, b.effective))
+                Ok(policies.rank_score(set.narrative(row), similarity, b.effective))
             })
             .collect()
     };

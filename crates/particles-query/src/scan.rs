@@ -37,33 +37,49 @@ pub(crate) struct Scanned {
 pub(crate) enum Similarities {
     /// Read from the `f32` rows: the exact values.
     Exact(Vec<f64>),
-    /// Read from the half-precision copy: `[low, high]`, with the exact value
-    /// between them. A row read exactly (no interval was sound) holds its value
-    /// twice.
+    /// Read from the half-precision copy: `[dot, high]`, the half dot product
+    /// and the interval's high end; the low end is computed when asked for
+    /// (most rows never are). A row read exactly (no interval was sound) holds
+    /// `[+inf, value]`: a half dot is never infinite.
     Bounded(Vec<[f32; 2]>),
 }
 
 impl Similarities {
-    /// `(low, high)` of survivor `position`'s cosine.
-    pub(crate) fn interval(&self, position: usize) -> (f64, f64) {
+    /// `(low, high)` of survivor `position`'s cosine (row `row` of `set`).
+    pub(crate) fn interval(
+        &self,
+        position: usize,
+        set: &CandidateSet,
+        row: usize,
+        query: Option<&QueryVector>,
+    ) -> (f64, f64) {
         match self {
             Similarities::Exact(values) => (values[position], values[position]),
             Similarities::Bounded(bounds) => {
-                let [low, high] = bounds[position];
-                (f64::from(low), f64::from(high))
+                let [dot, high] = bounds[position];
+                let high = f64::from(high);
+                if dot == f32::INFINITY {
+                    return (high, high);
+                }
+                // A cosine is clamped to 0..=1, so 0 bounds it from below
+                // whenever no tighter end is sound.
+                let low = set
+                    .half()
+                    .zip(query)
+                    .and_then(|(half, query)| {
+                        query.similarity_low(dot, half.radius(row), set.norm(row))
+                    })
+                    .unwrap_or(0.0);
+                (low, high)
             }
         }
     }
 
-    /// Whether survivor `position`'s interval is its exact value: the same bits
-    /// twice, and not a zero (an interval of `+0.0` twice may hold a `-0.0`).
+    /// Whether survivor `position`'s similarity is known exactly.
     pub(crate) fn is_exact(&self, position: usize) -> bool {
         match self {
             Similarities::Exact(_) => true,
-            Similarities::Bounded(bounds) => {
-                let [low, high] = bounds[position];
-                low.to_bits() == high.to_bits() && low != 0.0
-            }
+            Similarities::Bounded(bounds) => bounds[position][0] == f32::INFINITY,
         }
     }
 
@@ -80,7 +96,7 @@ impl Similarities {
             Similarities::Exact(values) => Ok(values[position]),
             Similarities::Bounded(bounds) => {
                 if self.is_exact(position) {
-                    Ok(f64::from(bounds[position][0]))
+                    Ok(f64::from(bounds[position][1]))
                 } else {
                     Ok(particles_rank::similarity(set, row, query)?)
                 }
@@ -101,8 +117,8 @@ pub(crate) fn exact_similarity(
         (Some(similarities), Some(query)) => {
             Ok(Some(similarities.exact(position, set, row, query)?))
         }
-        (Some(similarities), None) => Ok(Some(similarities.interval(position).0)),
-        (None, _) => Ok(None),
+        // Similarities come with a question; without one there are none.
+        (Some(_), None) | (None, _) => Ok(None),
     }
 }
 
@@ -232,16 +248,16 @@ pub(crate) fn scan_lanes(
                     // Only the filters still matter: they may fail further on.
                     continue;
                 }
-                // From the half copy: an interval, when one is sound for this row.
+                // From the half copy: the dot and the interval's high end, when
+                // an interval is sound for this row.
                 let interval = match (lane.query, half) {
                     (Some(query), Some((half, dot))) => {
                         let vector = half.vector(row);
                         if vector.len() == query.len() {
-                            query.similarity_interval(
-                                dot(query.values(), vector),
-                                half.radius(row),
-                                set.norm(row),
-                            )
+                            let dot = dot(query.values(), vector);
+                            query
+                                .similarity_high(dot, half.radius(row), set.norm(row))
+                                .map(|high| (dot, high))
                         } else {
                             None
                         }
@@ -275,8 +291,10 @@ pub(crate) fn scan_lanes(
                     (Some(Similarities::Exact(all)), Some(value)) => all.push(value),
                     (Some(Similarities::Bounded(all)), Some(value)) => {
                         // Values are f32 widened, so the narrowing is exact.
-                        let [low, high] = interval.map_or([value; 2], |(low, high)| [low, high]);
-                        all.push([low as f32, high as f32]);
+                        all.push(match interval {
+                            Some((dot, high)) => [dot, high as f32],
+                            None => [f32::INFINITY, value as f32],
+                        });
                     }
                     _ => {}
                 }

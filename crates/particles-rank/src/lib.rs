@@ -90,7 +90,7 @@ pub fn stale_support_discount(
     premise_status: &HashMap<String, Status>,
     policies: &Policies,
 ) -> f64 {
-    if !set.traits(row).derived {
+    if !set.derived(row) {
         return 1.0;
     }
     let stale = set
@@ -147,7 +147,7 @@ pub fn source_factors(
 
 /// The extractor trust weight of candidate `row` (see [`Policies::extractor_weight`]).
 pub fn extractor_weight(set: &CandidateSet, row: usize, policies: &Policies) -> f64 {
-    let extractor = set.traits(row).extractor.map(|at| set.string(at));
+    let extractor = set.extractor(row).map(|at| set.string(at));
     policies.extractor_weight(extractor)
 }
 
@@ -207,9 +207,8 @@ pub fn score_with_similarity(
     min_confidence: f64,
     policies: &Policies,
 ) -> Option<Ranked> {
-    let traits = set.traits(row);
     let effective = effective_confidence(
-        policies.capped_confidence(set.confidence(row), traits.calibration_source),
+        policies.capped_confidence(set.confidence(row), set.calibration_source(row)),
         factors.extractor_weight,
         factors.source_trust,
         factors.decay,
@@ -223,7 +222,7 @@ pub fn score_with_similarity(
         row,
         similarity,
         effective_confidence: effective,
-        score: policies.rank_score(traits.narrative, similarity, effective),
+        score: policies.rank_score(set.narrative(row), similarity, effective),
     })
 }
 

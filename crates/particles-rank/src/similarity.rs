@@ -201,23 +201,50 @@ impl QueryVector {
         radius: f32,
         candidate_norm: f32,
     ) -> Option<(f64, f64)> {
+        Some((
+            self.similarity_low(approx, radius, candidate_norm)?,
+            self.similarity_high(approx, radius, candidate_norm)?,
+        ))
+    }
+
+    /// The high end of [`QueryVector::similarity_interval`] alone: what a scan
+    /// needs of every row (the low end only matters near the cut).
+    pub fn similarity_high(&self, approx: f32, radius: f32, candidate_norm: f32) -> Option<f64> {
+        self.interval_end(approx, radius, candidate_norm, true)
+    }
+
+    /// The low end of [`QueryVector::similarity_interval`] alone.
+    pub fn similarity_low(&self, approx: f32, radius: f32, candidate_norm: f32) -> Option<f64> {
+        self.interval_end(approx, radius, candidate_norm, false)
+    }
+
+    fn interval_end(
+        &self,
+        approx: f32,
+        radius: f32,
+        candidate_norm: f32,
+        high: bool,
+    ) -> Option<f64> {
         let reach = self.reach?;
         let spread = reach * f64::from(radius) * (1.0 + 1e-6) + 1e-30;
-        let approx = f64::from(approx);
-        let (low, high) = (approx - spread, approx + spread);
-        if !(low.is_finite() && high.is_finite()) {
+        let end = if high {
+            f64::from(approx) + spread
+        } else {
+            f64::from(approx) - spread
+        };
+        if !end.is_finite() {
             return None;
         }
         let denominator = candidate_norm * self.norm + 1e-10f32;
         if !(denominator.is_finite() && denominator > 0.0) {
             return None;
         }
-        let low = round_down_f32(low) / denominator;
-        let high = round_up_f32(high) / denominator;
-        Some((
-            f64::from(low.clamp(0.0, 1.0)),
-            f64::from(high.clamp(0.0, 1.0)),
-        ))
+        let end = if high {
+            round_up_f32(end)
+        } else {
+            round_down_f32(end)
+        };
+        Some(f64::from((end / denominator).clamp(0.0, 1.0)))
     }
 
     /// The cosine from a dot product already computed in einsum order.

@@ -83,8 +83,8 @@ pub use crate::{
     sources::{
         assemble_source_facts, claim_coverage_counts, co_evidential_edges, co_evidential_edges_of,
         expand_tags, particle_ids_for_tags, premise_statuses, shared_source_facts,
-        snapshot_source_facts, source_facts, subject_is_known, subject_particle_ids, tag_is_known,
-        SnapshotFacts,
+        shared_source_facts_by_slot, snapshot_source_facts, source_facts, subject_is_known,
+        subject_particle_ids, tag_is_known, SnapshotFacts,
     },
     store::{create_store, Store, ALEMBIC_HEAD},
     subjects::{resolve_subject, MatchedBy, SubjectCandidate, SubjectResolution},

@@ -35,6 +35,10 @@ pub(crate) struct SourceMemo {
     /// bucket, for the rare collision): what a query's scoring shares.
     sources: HashMap<u64, Vec<RememberedSource>, Fixed>,
     sources_len: usize,
+    /// Assembled facts by a caller's dense numbering of its refs (a candidate
+    /// set's source index, named by its `owner` id): an array read instead of a
+    /// hash of the ref's strings. One numbering at a time.
+    slots: Option<(u64, Vec<Option<Arc<SourceFacts>>>)>,
 }
 
 /// One ref's assembled facts.
@@ -54,6 +58,7 @@ impl SourceMemo {
         self.entries.clear();
         self.sources.clear();
         self.sources_len = 0;
+        self.slots = None;
     }
 
     fn len(&self) -> usize {
@@ -67,6 +72,19 @@ impl SourceMemo {
             .iter()
             .find(|r| r.entry == entry && r.snapshot.as_deref() == snapshot)
             .map(|r| &r.facts)
+    }
+
+    /// The slots of numbering `owner` (with room for `count`), made empty when
+    /// another numbering held them.
+    pub(crate) fn slots(&mut self, owner: u64, count: usize) -> &mut Vec<Option<Arc<SourceFacts>>> {
+        if self.slots.as_ref().is_none_or(|(held, _)| *held != owner) {
+            self.slots = Some((owner, Vec::new()));
+        }
+        let (_, slots) = self.slots.get_or_insert_with(|| (owner, Vec::new()));
+        if slots.len() < count {
+            slots.resize(count, None);
+        }
+        slots
     }
 
     /// Remembers a ref's facts.
@@ -257,5 +275,46 @@ mod tests {
             );
             assert_ne!(after, before);
         }
+    }
+
+    /// Facts remembered by slot are those of the caller's snapshot: the same as
+    /// by ref while the file is unchanged, and read again after another
+    /// connection's commit; another numbering does not see them.
+    #[test]
+    fn facts_by_slot_follow_the_file_like_facts_by_ref() {
+        let (_dir, path) = copy_of("coins-a.db", true);
+        let writer = Connection::open(&path).unwrap();
+        let (snapshot, entry): (String, String) = writer
+            .query_row(
+                "SELECT snapshot_id, entry_id FROM snapshots ORDER BY snapshot_id LIMIT 1",
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .unwrap();
+        let store = Store::open_read_only(&path).unwrap();
+        let wanted = [(3u32, (entry.as_str(), Some(snapshot.as_str())))];
+        let by_slot = |owner: u64| {
+            store
+                .read_snapshot(|s| crate::shared_source_facts_by_slot(s, owner, 8, &wanted))
+                .unwrap()
+        };
+        let by_ref = || {
+            store
+                .read_snapshot(|s| crate::shared_source_facts(s, &[wanted[0].1]))
+                .unwrap()
+        };
+        let first = by_slot(7);
+        assert_eq!(first, by_ref());
+        assert_eq!(by_slot(7), first, "from the slots");
+        writer
+            .execute(
+                "UPDATE snapshots SET author_id = 'someone-else' WHERE snapshot_id = ?1",
+                [&snapshot],
+            )
+            .unwrap();
+        let after = by_slot(7);
+        assert_ne!(after, first, "the commit is seen");
+        assert_eq!(after[0].author_id.as_deref(), Some("someone-else"));
+        assert_eq!(by_slot(9), after, "another numbering reads its own");
     }
 }
