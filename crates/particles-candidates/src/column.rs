@@ -123,6 +123,7 @@ impl<T: Pod> Column<T> {
     }
 
     /// The elements.
+    #[inline]
     pub fn as_slice(&self) -> &[T] {
         match &self.repr {
             Repr::Owned(v) => v,
@@ -178,6 +179,7 @@ impl<T: Pod> Clone for Column<T> {
 
 impl<T: Pod> Deref for Column<T> {
     type Target = [T];
+    #[inline]
     fn deref(&self) -> &[T] {
         self.as_slice()
     }

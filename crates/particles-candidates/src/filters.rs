@@ -125,7 +125,7 @@ pub fn passes_filters(set: &CandidateSet, row: usize, request: &QueryRequest) ->
 /// and and a compare instead of unpacking the row's traits twice. A row the mask
 /// does not pass goes through the two functions, so exclusions and errors are
 /// theirs.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RowFilter {
     mask: u32,
     want: u32,
@@ -168,6 +168,7 @@ impl RowFilter {
     /// # Errors
     ///
     /// [`passes_filters`]'s.
+    #[inline]
     pub fn passes(
         &self,
         set: &CandidateSet,

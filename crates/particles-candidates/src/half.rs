@@ -93,6 +93,7 @@ fn radius(vector: &[f32], copy: &[f16]) -> f32 {
 }
 
 /// The smallest `f32` at least `value` (NaN for NaN).
+#[inline]
 pub fn round_up_f32(value: f64) -> f32 {
     let rounded = value as f32;
     if f64::from(rounded) < value {
@@ -103,12 +104,14 @@ pub fn round_up_f32(value: f64) -> f32 {
 }
 
 /// The largest `f32` at most `value` (NaN for NaN).
+#[inline]
 pub fn round_down_f32(value: f64) -> f32 {
     -round_up_f32(-value)
 }
 
 /// The next `f32` towards +∞ (`f32::next_up`, stable only after this crate's
 /// minimum Rust).
+#[inline]
 fn next_up(value: f32) -> f32 {
     if value.is_nan() || value == f32::INFINITY {
         return value;
@@ -129,12 +132,14 @@ pub struct HalfView<'a> {
 
 impl<'a> HalfView<'a> {
     /// Row `row`'s half vector.
+    #[inline]
     pub fn vector(&self, row: usize) -> &'a [f16] {
         &self.copy.data[self.offsets[row] as usize..self.offsets[row + 1] as usize]
     }
 
     /// Row `row`'s radius: the reference's dot of a question `x` with the row
     /// lies within `half_dot(x, row) ± |x|·radius`. NaN: no interval.
+    #[inline]
     pub fn radius(&self, row: usize) -> f32 {
         self.copy.radius[row]
     }

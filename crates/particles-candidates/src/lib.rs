@@ -11,8 +11,9 @@
 //!
 //! Columns are [`column::Column`]s: a `Vec`, or a view of shared bytes (a sidecar's
 //! memory map) behind the same slice, so a scan never copies a map. That view, and
-//! the SSE dot kernel ([`einsum_dot`], NumPy's reduction order, used for the stored
-//! norms), are this crate's only `unsafe` code; each block states its invariant.
+//! the SIMD dot kernels ([`einsum_dot`], NumPy's reduction order, used for the
+//! stored norms; the scan's tiles, [`einsum_tile_checked`] and [`HalfTile`]), are
+//! this crate's only `unsafe` code; each block states its invariant.
 //!
 //! ```
 //! use particles_candidates::{CandidateSet, Selection};
@@ -33,6 +34,7 @@ mod half;
 mod interner;
 mod selection;
 mod set;
+mod tiles;
 mod traits;
 
 pub use crate::{
@@ -47,6 +49,10 @@ pub use crate::{
     set::{
         row_check, CandidateColumns, CandidateSet, ColumnSlices, ColumnsError, Replaced,
         SourceIndex,
+    },
+    tiles::{
+        einsum_tile_checked, half_tile_kernel, half_tile_portable, prefetch, HalfTile,
+        PREFETCH_ROWS,
     },
     traits::{PackedTraits, RowTraits},
 };

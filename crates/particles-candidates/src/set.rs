@@ -226,6 +226,7 @@ impl CandidateSet {
     }
 
     /// The row's stored confidence value.
+    #[inline]
     pub fn confidence(&self, row: usize) -> f64 {
         self.confidence[row]
     }
@@ -236,33 +237,39 @@ impl CandidateSet {
     }
 
     /// The row's vector.
+    #[inline]
     pub fn vector(&self, row: usize) -> &[f32] {
         &self.vectors[self.offsets[row] as usize..self.offsets[row + 1] as usize]
     }
 
     /// The row's vector norm (einsum order, f32 square root).
+    #[inline]
     pub fn norm(&self, row: usize) -> f32 {
         self.norms[row]
     }
 
     /// The row's integrity check, as stored ([`row_check`] of its vector and norm
     /// when it was added).
+    #[inline]
     pub fn check(&self, row: usize) -> u32 {
         self.checks[row]
     }
 
     /// The row's traits as stored (what [`crate::RowFilter`] tests).
+    #[inline]
     pub(crate) fn packed_traits(&self, row: usize) -> PackedTraits {
         self.traits[row]
     }
 
     /// Whether the row is a narrative (its traits' flag, without unpacking
     /// them: the scan's score bound reads it for every row).
+    #[inline]
     pub fn narrative(&self, row: usize) -> bool {
         self.traits[row].is_narrative()
     }
 
     /// Whether the row is derived (has premises), without unpacking its traits.
+    #[inline]
     pub fn derived(&self, row: usize) -> bool {
         self.traits[row].is_derived()
     }
@@ -278,6 +285,7 @@ impl CandidateSet {
     }
 
     /// The row's traits.
+    #[inline]
     pub fn traits(&self, row: usize) -> RowTraits {
         self.traits[row].unpack()
     }

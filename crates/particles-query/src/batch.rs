@@ -157,13 +157,23 @@ fn run_group(
     let loaded = route.load(store, first.request)?;
     let selection = &loaded.selection;
     let set = selection.set.as_ref();
-    // Each request's per-row filters, run inside the shared pass.
-    let keeps: Vec<Box<dyn Fn(usize) -> Result<bool> + Sync + '_>> = members
+    // Each request's per-row filters, run inside the shared pass. Requests
+    // whose compiled filters are equal keep the same rows (the mask, the wanted
+    // bits and the recency cutoff decide both the mask test and the functions
+    // behind it), so they form one filter group: filtered once per row.
+    let filters: Vec<particles_candidates::RowFilter> = members
         .iter()
         .map(|&at| {
             let request = inputs[at].request;
+            particles_candidates::RowFilter::new(request, Route::clock(request, inputs[at].now))
+        })
+        .collect();
+    let keeps: Vec<Box<dyn Fn(usize) -> Result<bool> + Sync + '_>> = members
+        .iter()
+        .zip(&filters)
+        .map(|(&at, &filter)| {
+            let request = inputs[at].request;
             let now = Route::clock(request, inputs[at].now);
-            let filter = particles_candidates::RowFilter::new(request, now);
             Box::new(move |row: usize| -> Result<bool> {
                 Ok(filter.passes(set, row, request, now)?)
             }) as Box<dyn Fn(usize) -> Result<bool> + Sync + '_>
@@ -177,6 +187,10 @@ fn run_group(
             at_most_one: policies.factors_at_most_one(),
             policies,
             keep: Some(&*keeps[member] as Keep<'_>),
+            filter_group: filters
+                .iter()
+                .position(|f| *f == filters[member])
+                .unwrap_or(member),
         })
         .collect();
     let scan_started = Instant::now();

@@ -8,6 +8,67 @@ use std::ops::Range;
 /// At most this many threads, whatever the machine offers.
 const MAX_THREADS: usize = 8;
 
+/// How many threads a pass over `len` items uses: one below `min` (spawning
+/// would cost more than it saves) or on a one-core machine, else one per core.
+fn threads_for(len: usize, min: usize) -> usize {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(MAX_THREADS);
+    if threads < 2 || len < min {
+        1
+    } else {
+        threads
+    }
+}
+
+/// `0..len` split into one contiguous range per thread [`on_cores`] would use:
+/// for callers that hand each thread its own part of their buffers
+/// ([`on_each`]).
+pub(crate) fn ranges(len: usize, min: usize) -> Vec<Range<usize>> {
+    let threads = threads_for(len, min);
+    if threads == 1 || len == 0 {
+        return std::iter::once(0..len).collect();
+    }
+    let chunk = len.div_ceil(threads);
+    (0..len)
+        .step_by(chunk)
+        .map(|start| start..(start + chunk).min(len))
+        .collect()
+}
+
+/// Runs `work` on each state, one scoped thread per state but the last, which
+/// runs on this thread. Returns the results in state order. A panic in a worker
+/// is resumed here.
+pub(crate) fn on_each<S: Send, R: Send>(
+    mut states: Vec<S>,
+    work: impl Fn(S) -> R + Sync,
+) -> Vec<R> {
+    let Some(last) = states.pop() else {
+        return Vec::new();
+    };
+    if states.is_empty() {
+        return vec![work(last)];
+    }
+    let work = &work;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = states
+            .into_iter()
+            .map(|state| scope.spawn(move || work(state)))
+            .collect();
+        let mine = work(last);
+        let mut out: Vec<R> = handles
+            .into_iter()
+            .map(|handle| {
+                handle
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect();
+        out.push(mine);
+        out
+    })
+}
+
 /// Runs `work` over `0..len` split into one contiguous range per core, or over
 /// the whole range on this thread when `len` is below `min` (spawning would cost
 /// more than it saves) or the machine has one core. Returns each range's result in
@@ -17,28 +78,24 @@ pub(crate) fn on_cores<R: Send>(
     min: usize,
     work: impl Fn(Range<usize>) -> R + Sync,
 ) -> Vec<R> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, usize::from)
-        .min(MAX_THREADS);
-    if threads < 2 || len < min {
-        return vec![work(0..len)];
+    on_each(ranges(len, min), work)
+}
+
+/// `values` cut into consecutive mutable parts of the ranges' lengths (the
+/// ranges cover `0..values.len()` in order, as [`ranges`] gives them).
+pub(crate) fn split_by<'a, T>(
+    mut values: &'a mut [T],
+    ranges: &[Range<usize>],
+) -> Vec<&'a mut [T]> {
+    let mut parts = Vec::with_capacity(ranges.len());
+    for range in ranges {
+        let taken = std::mem::take(&mut values);
+        let at = range.len().min(taken.len());
+        let (part, rest) = taken.split_at_mut(at);
+        parts.push(part);
+        values = rest;
     }
-    let chunk = len.div_ceil(threads);
-    let work = &work;
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..len)
-            .step_by(chunk)
-            .map(|start| scope.spawn(move || work(start..(start + chunk).min(len))))
-            .collect();
-        handles
-            .into_iter()
-            .map(|handle| {
-                handle
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect()
-    })
+    parts
 }
 
 #[cfg(test)]
@@ -52,5 +109,22 @@ mod tests {
             let covered: Vec<usize> = ranges.into_iter().flatten().collect();
             assert_eq!(covered, (0..len).collect::<Vec<_>>(), "len {len}");
         }
+    }
+
+    #[test]
+    fn each_state_runs_once_in_order() {
+        let out = on_each((0..5).collect(), |state: usize| state * 10);
+        assert_eq!(out, vec![0, 10, 20, 30, 40]);
+        assert!(on_each(Vec::<usize>::new(), |s| s).is_empty());
+    }
+
+    #[test]
+    fn buffers_split_by_the_ranges() {
+        let mut values: Vec<usize> = (0..10).collect();
+        let ranges = [0..4, 4..8, 8..10];
+        let parts = split_by(&mut values, &ranges);
+        let lengths: Vec<usize> = parts.iter().map(|p| p.len()).collect();
+        assert_eq!(lengths, vec![4, 4, 2]);
+        assert_eq!(parts[1][0], 4);
     }
 }

@@ -51,8 +51,9 @@ pub(crate) struct Gathered {
     /// With a project observer, its note.
     pub(crate) observer: Option<particles_model::response::ObserverScopeNote>,
     /// The scanned survivors (rows of the selection's set), in loader order: what a
-    /// federation looks a pruned candidate up in.
-    pub(crate) survivors: Vec<usize>,
+    /// federation looks a pruned candidate up in. Shared with the other
+    /// requests of a pass that kept the same rows.
+    pub(crate) survivors: std::sync::Arc<Vec<usize>>,
     /// The similarities of the survivors (parallel), with a query vector: exact,
     /// or intervals read from the half copy.
     pub(crate) similarities: Option<Similarities>,

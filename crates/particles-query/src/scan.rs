@@ -15,7 +15,9 @@
 //! the exact path's, bit for bit (`tests/it/band.rs` checks it against the
 //! exhaustive walk over the exact scan).
 
-use particles_candidates::{CandidateSet, HalfDot, HalfView};
+use std::sync::Arc;
+
+use particles_candidates::{CandidateSet, HalfView, PREFETCH_ROWS};
 use particles_rank::{Policies, QueryVector};
 
 use crate::{Error, Result};
@@ -27,7 +29,8 @@ const PARALLEL_SCAN_MIN: usize = 4_096;
 
 /// What the scan keeps of each surviving candidate, in loader order.
 pub(crate) struct Scanned {
-    pub(crate) survivors: Vec<usize>,
+    /// Shared by the lanes of a pass that keep the same rows.
+    pub(crate) survivors: Arc<Vec<usize>>,
     pub(crate) similarities: Option<Similarities>,
     pub(crate) bounds: Vec<f64>,
 }
@@ -131,6 +134,10 @@ pub(crate) struct Lane<'a> {
     pub(crate) at_most_one: bool,
     pub(crate) policies: &'a Policies,
     pub(crate) keep: Option<Keep<'a>>,
+    /// Lanes of one group keep the same rows (the caller's promise: the same
+    /// filters, or none): their filters run once per row and they share their
+    /// survivors.
+    pub(crate) filter_group: usize,
 }
 
 /// One pass over the candidates, split across the available cores for large sets:
@@ -151,218 +158,610 @@ pub(crate) fn scan_candidates(
         at_most_one,
         policies,
         keep,
+        filter_group: 0,
     };
     scan_lanes(set, rows, std::slice::from_ref(&lane))
         .pop()
-        .unwrap_or_else(|| Ok(empty(rows.len(), query.is_some())))
+        .unwrap_or_else(|| {
+            Ok(Scanned {
+                survivors: Arc::default(),
+                similarities: query.map(|_| Similarities::Exact(Vec::new())),
+                bounds: Vec::new(),
+            })
+        })
 }
 
-fn empty(capacity: usize, with_similarities: bool) -> Scanned {
-    empty_as(capacity, with_similarities.then_some(false))
-}
-
-/// An empty result; `bounded`: `None` without a question, else whether the
-/// similarities are intervals.
-fn empty_as(capacity: usize, bounded: Option<bool>) -> Scanned {
-    Scanned {
-        survivors: Vec::with_capacity(capacity),
-        similarities: bounded.map(|bounded| {
-            if bounded {
-                Similarities::Bounded(Vec::with_capacity(capacity))
-            } else {
-                Similarities::Exact(Vec::with_capacity(capacity))
-            }
-        }),
-        bounds: Vec::with_capacity(capacity),
-    }
-}
-
-/// The half copy and its kernel, when `lane` may read intervals from it: the
-/// set has one, there is a question small enough for sound intervals, and a
-/// higher similarity never lowers the score (so an interval bounds it).
-fn half_for<'a>(set: &'a CandidateSet, lane: &Lane<'_>) -> Option<(HalfView<'a>, HalfDot)> {
+/// The half copy, when `lane` may read intervals from it: the set has one,
+/// there is a question small enough for sound intervals, and a higher
+/// similarity never lowers the score (so an interval bounds it).
+fn half_for<'a>(set: &'a CandidateSet, lane: &Lane<'_>) -> Option<HalfView<'a>> {
     let query = lane.query?;
     if !query.has_intervals() || !lane.policies.settings.score_rises_with_similarity() {
         return None;
     }
     set.half()
-        .map(|half| (half, particles_candidates::half_dot_kernel()))
 }
 
-/// One lane's results over a chunk of rows, with its first filter error and first
-/// similarity error kept apart: the reference filters every candidate before it
-/// computes any similarity, so a filter error anywhere wins over a similarity
-/// error.
-struct Part {
-    scanned: Scanned,
-    filter_error: Option<Error>,
-    similarity_error: Option<Error>,
+/// Rows a block holds: the unit of the tiles' work and of the prefetch ahead.
+/// The masks are `u32`s, one bit per row.
+const BLOCK: usize = 16;
+
+/// How each lane reads its similarities, fixed for the pass.
+#[derive(Clone, Copy, PartialEq)]
+enum Read {
+    /// No question: no similarity.
+    Nothing,
+    /// The exact `f32` rows, through tile `tile` (column `at` of its dots).
+    Exact { tile: usize, at: usize },
+    /// The half copy, through tile `tile` (column `at`), an interval per row.
+    Half { tile: usize, at: usize },
+}
+
+/// The questions one tile computes with: all of one kind and one length (in
+/// practice one tile of each kind at most; questions of another length get a
+/// tile of their own, so each row is read as a lone scan reads it).
+struct TileSpec<'a> {
+    half: bool,
+    len: usize,
+    queries: Vec<&'a [f32]>,
+}
+
+/// A lane's similarities over the whole pass, written in place.
+enum SimBuffer {
+    None,
+    Exact(Vec<f64>),
+    Bounded(Vec<[f32; 2]>),
+}
+
+/// One thread's part of a lane's similarities.
+enum SimPart<'a> {
+    None,
+    Exact(&'a mut [f64]),
+    Bounded(&'a mut [[f32; 2]]),
+}
+
+/// What one thread writes: its part of every buffer, at its range's offset.
+struct ThreadParts<'a> {
+    rows: &'a [usize],
+    /// Per filter group.
+    survivors: Vec<&'a mut [usize]>,
+    /// Per lane.
+    similarities: Vec<SimPart<'a>>,
+    bounds: Vec<&'a mut [f64]>,
+}
+
+/// What one thread reports: how many survivors each group kept, and each
+/// lane's first filter error and first similarity error (kept apart: the
+/// reference filters every candidate before it computes any similarity, so a
+/// filter error anywhere wins over a similarity error).
+struct ThreadOut {
+    written: Vec<usize>,
+    filter_error: Vec<Option<Error>>,
+    similarity_error: Vec<Option<Error>>,
 }
 
 /// The shared pass: every lane over the same rows, each row's vector read once.
 /// Returns each lane's result, in lane order.
+///
+/// Rows are taken a block at a time. First each filter group's filters mark the
+/// rows it keeps; then one tile computes the dots of the block's marked rows
+/// with every lane's question (the exact tile for the lanes that read `f32`
+/// rows, the half tile for those that read the half copy), prefetching the
+/// next block's rows; then each lane turns its dots into similarities and
+/// bounds, in row order. Each thread writes its range's results in place, at
+/// the range's offset, so joining the threads' parts moves nothing unless a
+/// filter dropped rows. Every value is the one a lone scan of the row computes.
 pub(crate) fn scan_lanes(
     set: &CandidateSet,
     rows: &[usize],
     lanes: &[Lane<'_>],
 ) -> Vec<Result<Scanned>> {
-    let halves: Vec<Option<(HalfView<'_>, HalfDot)>> =
-        lanes.iter().map(|lane| half_for(set, lane)).collect();
-    let scan = |rows: &[usize]| -> Vec<Part> {
-        let mut parts: Vec<Part> = lanes
-            .iter()
-            .zip(&halves)
-            .map(|(lane, half)| Part {
-                scanned: empty_as(rows.len(), lane.query.map(|_| half.is_some())),
-                filter_error: None,
-                similarity_error: None,
-            })
-            .collect();
-        for &row in rows {
-            // The row's integrity is checked by the first lane that reads its
-            // vector; the others read the same bytes, already vouched for.
-            //
-            // Every scan checks, a warm `serve` too, not once per opened state: the
-            // check rides on loads the dot product makes anyway (one integer add
-            // per four floats; its cost is measured in docs/reliability.md), a
-            // query reads only the rows its filters keep, so no single query could
-            // vouch for a whole state, and in `serve` the norms and checks stay
-            // views of the file map, which a program writing the file in place
-            // can change under a state that was checked when it was opened.
-            let mut verified = false;
-            for ((lane, part), half) in lanes.iter().zip(parts.iter_mut()).zip(&halves) {
-                if part.filter_error.is_some() {
-                    continue;
+    let halves: Vec<Option<HalfView<'_>>> = lanes.iter().map(|lane| half_for(set, lane)).collect();
+    let half = halves.iter().flatten().next().copied();
+    // Each lane's tile and column in its dots.
+    let mut tiles: Vec<TileSpec<'_>> = Vec::new();
+    let reads: Vec<Read> = lanes
+        .iter()
+        .zip(&halves)
+        .map(|(lane, view)| {
+            let Some(query) = lane.query else {
+                return Read::Nothing;
+            };
+            let half = view.is_some();
+            let values = query.values();
+            let tile = match tiles
+                .iter()
+                .position(|t| t.half == half && t.len == values.len())
+            {
+                Some(tile) => tile,
+                None => {
+                    tiles.push(TileSpec {
+                        half,
+                        len: values.len(),
+                        queries: Vec::new(),
+                    });
+                    tiles.len() - 1
                 }
-                if let Some(keep) = lane.keep {
-                    match keep(row) {
-                        Ok(true) => {}
-                        Ok(false) => continue,
-                        Err(e) => {
-                            part.filter_error = Some(e);
-                            continue;
-                        }
-                    }
-                }
-                if part.similarity_error.is_some() {
-                    // Only the filters still matter: they may fail further on.
-                    continue;
-                }
-                // From the half copy: the dot and the interval's high end, when
-                // an interval is sound for this row.
-                let interval = match (lane.query, half) {
-                    (Some(query), Some((half, dot))) => {
-                        let vector = half.vector(row);
-                        if vector.len() == query.len() {
-                            let dot = dot(query.values(), vector);
-                            query
-                                .similarity_high(dot, half.radius(row), set.norm(row))
-                                .map(|high| (dot, high))
-                        } else {
-                            None
-                        }
-                    }
-                    _ => None,
-                };
-                let similarity = match (lane.query, interval) {
-                    (None, _) => None,
-                    (Some(_), Some((_, high))) => Some(high),
-                    (Some(query), None) => {
-                        let value = if verified {
-                            particles_rank::similarity_of_verified(set, row, query)
-                        } else {
-                            particles_rank::similarity(set, row, query)
-                        };
-                        match value {
-                            Ok(value) => {
-                                verified = true;
-                                Some(value)
-                            }
-                            Err(e) => {
-                                part.similarity_error = Some(e.into());
-                                continue;
-                            }
-                        }
-                    }
-                };
-                let out = &mut part.scanned;
-                out.survivors.push(row);
-                match (out.similarities.as_mut(), similarity) {
-                    (Some(Similarities::Exact(all)), Some(value)) => all.push(value),
-                    (Some(Similarities::Bounded(all)), Some(value)) => {
-                        // Values are f32 widened, so the narrowing is exact.
-                        all.push(match interval {
-                            Some((dot, high)) => [dot, high as f32],
-                            None => [f32::INFINITY, value as f32],
-                        });
-                    }
-                    _ => {}
-                }
-                // The bound from the interval's high end: the score rises with
-                // the similarity, so it bounds the exact score too.
-                out.bounds.push(particles_rank::score_bound(
-                    set,
-                    row,
-                    similarity,
-                    lane.at_most_one,
-                    lane.policies,
-                ));
+            };
+            tiles[tile].queries.push(values);
+            let at = tiles[tile].queries.len() - 1;
+            if half {
+                Read::Half { tile, at }
+            } else {
+                Read::Exact { tile, at }
             }
-        }
-        parts
-    };
-    let chunks: Vec<Vec<Part>> =
-        crate::cores::on_cores(rows.len(), PARALLEL_SCAN_MIN, |range| scan(&rows[range]));
-    // Regroup by lane: each lane's parts in row order.
-    let mut by_lane: Vec<Vec<Part>> = lanes.iter().map(|_| Vec::new()).collect();
-    for chunk in chunks {
-        for (lane, part) in chunk.into_iter().enumerate() {
-            by_lane[lane].push(part);
+        })
+        .collect();
+    // Filter groups: each lane's group index, and each group's first lane.
+    let mut leaders: Vec<usize> = Vec::new();
+    let group_of: Vec<usize> = lanes
+        .iter()
+        .enumerate()
+        .map(|(at, lane)| {
+            match leaders
+                .iter()
+                .position(|&leader| lanes[leader].filter_group == lane.filter_group)
+            {
+                Some(group) => group,
+                None => {
+                    leaders.push(at);
+                    leaders.len() - 1
+                }
+            }
+        })
+        .collect();
+
+    let n = rows.len();
+    let ranges = crate::cores::ranges(n, PARALLEL_SCAN_MIN);
+    let mut survivors: Vec<Vec<usize>> = leaders.iter().map(|_| vec![0usize; n]).collect();
+    let mut similarities: Vec<SimBuffer> = reads
+        .iter()
+        .map(|read| match read {
+            Read::Nothing => SimBuffer::None,
+            Read::Exact { .. } => SimBuffer::Exact(vec![0.0; n]),
+            Read::Half { .. } => SimBuffer::Bounded(vec![[0.0; 2]; n]),
+        })
+        .collect();
+    let mut bounds: Vec<Vec<f64>> = lanes.iter().map(|_| vec![0.0; n]).collect();
+
+    // Every buffer cut by the threads' ranges, then gathered per thread.
+    let mut parts: Vec<ThreadParts<'_>> = ranges
+        .iter()
+        .map(|range| ThreadParts {
+            rows: &rows[range.clone()],
+            survivors: Vec::new(),
+            similarities: Vec::new(),
+            bounds: Vec::new(),
+        })
+        .collect();
+    for buffer in &mut survivors {
+        for (part, slice) in parts
+            .iter_mut()
+            .zip(crate::cores::split_by(buffer, &ranges))
+        {
+            part.survivors.push(slice);
         }
     }
-    by_lane
-        .into_iter()
-        .zip(lanes)
-        .map(|(parts, lane)| join(parts, rows.len(), lane.query.is_some()))
+    for buffer in &mut similarities {
+        let pieces: Vec<SimPart<'_>> = match buffer {
+            SimBuffer::None => ranges.iter().map(|_| SimPart::None).collect(),
+            SimBuffer::Exact(values) => crate::cores::split_by(values, &ranges)
+                .into_iter()
+                .map(SimPart::Exact)
+                .collect(),
+            SimBuffer::Bounded(values) => crate::cores::split_by(values, &ranges)
+                .into_iter()
+                .map(SimPart::Bounded)
+                .collect(),
+        };
+        for (part, piece) in parts.iter_mut().zip(pieces) {
+            part.similarities.push(piece);
+        }
+    }
+    for buffer in &mut bounds {
+        for (part, slice) in parts
+            .iter_mut()
+            .zip(crate::cores::split_by(buffer, &ranges))
+        {
+            part.bounds.push(slice);
+        }
+    }
+
+    let pass = Pass {
+        set,
+        lanes,
+        reads: &reads,
+        group_of: &group_of,
+        leaders: &leaders,
+        half,
+        half_tile: particles_candidates::half_tile_kernel(),
+        tiles: &tiles,
+    };
+    let outs: Vec<ThreadOut> = crate::cores::on_each(parts, |part| pass.run(part));
+
+    // Join: each group's survivors (and its lanes' values) moved down where a
+    // thread kept fewer rows than its range holds; then truncated.
+    let mut kept = vec![0usize; leaders.len()];
+    for (group, kept) in kept.iter_mut().enumerate() {
+        let mut to = 0;
+        for (range, out) in ranges.iter().zip(&outs) {
+            let count = out.written[group];
+            if to != range.start {
+                let from = range.start..range.start + count;
+                survivors[group].copy_within(from.clone(), to);
+                for (lane, _) in group_of.iter().enumerate().filter(|(_, &g)| g == group) {
+                    match &mut similarities[lane] {
+                        SimBuffer::None => {}
+                        SimBuffer::Exact(values) => values.copy_within(from.clone(), to),
+                        SimBuffer::Bounded(values) => values.copy_within(from.clone(), to),
+                    }
+                    bounds[lane].copy_within(from.clone(), to);
+                }
+            }
+            to += count;
+        }
+        *kept = to;
+        survivors[group].truncate(to);
+    }
+    let survivors: Vec<Arc<Vec<usize>>> = survivors.into_iter().map(Arc::new).collect();
+    let mut outs = outs;
+    lanes
+        .iter()
+        .enumerate()
+        .zip(similarities.into_iter().zip(bounds))
+        .map(|((lane, _), (similarities, mut bounds))| {
+            // The first thread (in row order) with an error holds the first
+            // failing row's.
+            for out in outs.iter_mut() {
+                if let Some(error) = out.filter_error[lane].take() {
+                    return Err(error);
+                }
+            }
+            for out in outs.iter_mut() {
+                if let Some(error) = out.similarity_error[lane].take() {
+                    return Err(error);
+                }
+            }
+            let group = group_of[lane];
+            let count = kept[group];
+            bounds.truncate(count);
+            Ok(Scanned {
+                survivors: Arc::clone(&survivors[group]),
+                similarities: match similarities {
+                    SimBuffer::None => None,
+                    SimBuffer::Exact(mut values) => {
+                        values.truncate(count);
+                        Some(Similarities::Exact(values))
+                    }
+                    SimBuffer::Bounded(mut values) => {
+                        values.truncate(count);
+                        Some(Similarities::Bounded(values))
+                    }
+                },
+                bounds,
+            })
+        })
         .collect()
 }
 
-/// One lane's parts joined in row order, or the error of its first failing row.
-fn join(mut parts: Vec<Part>, capacity: usize, with_similarities: bool) -> Result<Scanned> {
-    if let Some(at) = parts.iter().position(|p| p.filter_error.is_some()) {
-        if let Some(error) = parts.swap_remove(at).filter_error {
-            return Err(error);
-        }
-    }
-    if let Some(at) = parts.iter().position(|p| p.similarity_error.is_some()) {
-        if let Some(error) = parts.swap_remove(at).similarity_error {
-            return Err(error);
-        }
-    }
-    if parts.len() == 1 {
-        if let Some(part) = parts.pop() {
-            return Ok(part.scanned);
-        }
-    }
-    let bounded = parts
-        .first()
-        .is_some_and(|p| matches!(p.scanned.similarities, Some(Similarities::Bounded(_))));
-    let mut out = empty_as(capacity, with_similarities.then_some(bounded));
-    for part in parts {
-        let part = part.scanned;
-        out.survivors.extend(part.survivors);
-        match (out.similarities.as_mut(), part.similarities) {
-            (Some(Similarities::Exact(all)), Some(Similarities::Exact(values))) => {
-                all.extend(values);
+/// What every thread of one pass reads.
+struct Pass<'a, 'l> {
+    set: &'a CandidateSet,
+    lanes: &'a [Lane<'l>],
+    reads: &'a [Read],
+    group_of: &'a [usize],
+    leaders: &'a [usize],
+    half: Option<HalfView<'a>>,
+    half_tile: particles_candidates::HalfTile,
+    tiles: &'a [TileSpec<'a>],
+}
+
+/// One tile's work space in a thread: its dots and folds over a block, and which
+/// rows of the block it took (bit i: row i).
+struct TileWork {
+    dots: Vec<f32>,
+    folds: [u32; BLOCK],
+    tiled: u32,
+}
+
+impl Pass<'_, '_> {
+    /// One thread's range, block by block.
+    fn run(&self, mut part: ThreadParts<'_>) -> ThreadOut {
+        let (set, lanes, reads) = (self.set, self.lanes, self.reads);
+        let rows = part.rows;
+        let mut out = ThreadOut {
+            written: vec![0; self.leaders.len()],
+            filter_error: lanes.iter().map(|_| None).collect(),
+            similarity_error: lanes.iter().map(|_| None).collect(),
+        };
+        let mut group_failed = vec![false; self.leaders.len()];
+        let mut group_mask = vec![0u32; self.leaders.len()];
+        let mut work: Vec<TileWork> = self
+            .tiles
+            .iter()
+            .map(|tile| TileWork {
+                dots: vec![0.0; BLOCK * tile.queries.len()],
+                folds: [0; BLOCK],
+                tiled: 0,
+            })
+            .collect();
+        let mut picked: Vec<usize> = Vec::with_capacity(BLOCK);
+        let mut exact_rows: Vec<&[f32]> = Vec::with_capacity(BLOCK);
+        let mut half_rows = Vec::with_capacity(BLOCK);
+        // The first rows of the next block, for the tiles to prefetch.
+        let mut exact_ahead: Vec<&[f32]> = Vec::with_capacity(PREFETCH_ROWS);
+        let mut half_ahead = Vec::with_capacity(PREFETCH_ROWS);
+        let any_exact = self.tiles.iter().any(|t| !t.half);
+        let any_half = self.tiles.iter().any(|t| t.half);
+        for (at, block) in rows.chunks(BLOCK).enumerate() {
+            let next = rows.iter().skip((at + 1) * BLOCK).take(PREFETCH_ROWS);
+            exact_ahead.clear();
+            half_ahead.clear();
+            if any_exact {
+                exact_ahead.extend(next.clone().map(|&row| set.vector(row)));
             }
-            (Some(Similarities::Bounded(all)), Some(Similarities::Bounded(values))) => {
-                all.extend(values);
+            if let (true, Some(view)) = (any_half, self.half) {
+                half_ahead.extend(next.map(|&row| view.vector(row)));
             }
-            _ => {}
+            let full = if block.len() >= 32 {
+                u32::MAX
+            } else {
+                (1u32 << block.len()) - 1
+            };
+            // Each group's filters, in row order, once for all its lanes. A
+            // group that failed a filter keeps nothing more; a lane that failed
+            // a similarity reads nothing more (its group still filters, for
+            // the others and for a filter error further on).
+            for (group, &leader) in self.leaders.iter().enumerate() {
+                group_mask[group] = 0;
+                if group_failed[group] {
+                    continue;
+                }
+                let Some(keep) = lanes[leader].keep else {
+                    group_mask[group] = full;
+                    continue;
+                };
+                let mut mask = 0u32;
+                for (i, &row) in block.iter().enumerate() {
+                    match keep(row) {
+                        Ok(true) => mask |= 1 << i,
+                        Ok(false) => {}
+                        Err(_) => {
+                            // Each lane of the group reports its own filter's
+                            // error for this row.
+                            group_failed[group] = true;
+                            for (lane, _) in self.lanes_of(group) {
+                                out.filter_error[lane] =
+                                    lanes[lane].keep.and_then(|keep| keep(row).err());
+                            }
+                            mask = 0;
+                            break;
+                        }
+                    }
+                }
+                group_mask[group] = mask;
+            }
+            let lane_mask = |lane: usize, out: &ThreadOut| -> u32 {
+                if out.similarity_error[lane].is_some() || out.filter_error[lane].is_some() {
+                    0
+                } else {
+                    group_mask[self.group_of[lane]]
+                }
+            };
+            // The tiles, each over the rows its lanes kept.
+            for (spec_at, (spec, work)) in self.tiles.iter().zip(work.iter_mut()).enumerate() {
+                let mut want = 0u32;
+                for (lane, read) in reads.iter().enumerate() {
+                    if let Read::Exact { tile, .. } | Read::Half { tile, .. } = *read {
+                        if tile == spec_at {
+                            want |= lane_mask(lane, &out);
+                        }
+                    }
+                }
+                work.tiled = 0;
+                if want == 0 {
+                    continue;
+                }
+                let width = spec.queries.len();
+                picked.clear();
+                if spec.half {
+                    let Some(view) = self.half else {
+                        continue;
+                    };
+                    half_rows.clear();
+                    for (i, &row) in block.iter().enumerate() {
+                        let vector = view.vector(row);
+                        if want & (1 << i) != 0 && vector.len() == spec.len {
+                            picked.push(i);
+                            half_rows.push(vector);
+                        }
+                    }
+                    (self.half_tile)(
+                        &half_rows,
+                        &half_ahead,
+                        &spec.queries,
+                        &mut work.dots[..picked.len() * width],
+                    );
+                } else {
+                    exact_rows.clear();
+                    for (i, &row) in block.iter().enumerate() {
+                        let vector = set.vector(row);
+                        if want & (1 << i) != 0 && vector.len() == spec.len {
+                            picked.push(i);
+                            exact_rows.push(vector);
+                        }
+                    }
+                    particles_candidates::einsum_tile_checked(
+                        &exact_rows,
+                        &exact_ahead,
+                        &spec.queries,
+                        &mut work.dots[..picked.len() * width],
+                        &mut work.folds[..picked.len()],
+                    );
+                }
+                // Spread to block positions, last first so nothing is
+                // overwritten before it moves.
+                for (k, &i) in picked.iter().enumerate().rev() {
+                    work.tiled |= 1 << i;
+                    if k != i {
+                        work.dots.copy_within(k * width..(k + 1) * width, i * width);
+                        work.folds[i] = work.folds[k];
+                    }
+                }
+            }
+            // Each lane's similarities and bounds, in row order, at its group's
+            // next positions.
+            for (lane, spec) in lanes.iter().enumerate() {
+                let mask = lane_mask(lane, &out);
+                if mask == 0 {
+                    continue;
+                }
+                let base = out.written[self.group_of[lane]];
+                let mut kept_rows = [0usize; BLOCK];
+                let mut at_block = [0usize; BLOCK];
+                let mut m = 0;
+                let mut bits = mask;
+                while bits != 0 {
+                    let i = bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    kept_rows[m] = block[i];
+                    at_block[m] = i;
+                    m += 1;
+                }
+                let (kept_rows, at_block) = (&kept_rows[..m], &at_block[..m]);
+                let mut values = [0.0f64; BLOCK];
+                // How many of the kept rows were read (all, unless one failed).
+                let read = match (reads[lane], spec.query) {
+                    (Read::Nothing, _) | (_, None) => m,
+                    (Read::Exact { tile, at }, Some(query)) => {
+                        let (work, width) = (&work[tile], self.tiles[tile].queries.len());
+                        let SimPart::Exact(sims) = &mut part.similarities[lane] else {
+                            continue;
+                        };
+                        let mut dots = [0.0f32; BLOCK];
+                        let mut norms = [0.0f32; BLOCK];
+                        for (j, &i) in at_block.iter().enumerate() {
+                            dots[j] = work.dots[i * width + at];
+                            norms[j] = set.norm(kept_rows[j]);
+                        }
+                        query.cosines_from_dots(&dots[..m], &norms[..m], &mut values[..m]);
+                        // The integrity check of every row the tile read, and
+                        // a lone read of any row it did not take.
+                        let mut read = m;
+                        for (j, (&row, &i)) in kept_rows.iter().zip(at_block).enumerate() {
+                            let checked = if work.tiled & (1 << i) != 0 {
+                                let sum = work.folds[i].wrapping_add(norms[j].to_bits());
+                                if sum == set.check(row) {
+                                    Ok(values[j])
+                                } else {
+                                    particles_rank::similarity_from_dot(
+                                        set,
+                                        row,
+                                        query,
+                                        dots[j],
+                                        work.folds[i],
+                                    )
+                                }
+                            } else {
+                                particles_rank::similarity(set, row, query)
+                            };
+                            match checked {
+                                Ok(value) => values[j] = value,
+                                Err(e) => {
+                                    out.similarity_error[lane] = Some(e.into());
+                                    read = j;
+                                    break;
+                                }
+                            }
+                        }
+                        sims[base..base + read].copy_from_slice(&values[..read]);
+                        read
+                    }
+                    (Read::Half { tile, at }, Some(query)) => {
+                        let (work, width) = (&work[tile], self.tiles[tile].queries.len());
+                        let SimPart::Bounded(sims) = &mut part.similarities[lane] else {
+                            continue;
+                        };
+                        let mut dots = [0.0f32; BLOCK];
+                        let mut radii = [f32::NAN; BLOCK];
+                        let mut norms = [0.0f32; BLOCK];
+                        for (j, (&row, &i)) in kept_rows.iter().zip(at_block).enumerate() {
+                            if work.tiled & (1 << i) != 0 {
+                                dots[j] = work.dots[i * width + at];
+                                radii[j] = self.half.map_or(f32::NAN, |view| view.radius(row));
+                            }
+                            norms[j] = set.norm(row);
+                        }
+                        // NaN: no sound interval (a NaN radius, a row the tile
+                        // did not take): the row is read exactly.
+                        query.similarity_high_many(
+                            &dots[..m],
+                            &radii[..m],
+                            &norms[..m],
+                            &mut values[..m],
+                        );
+                        let mut read = m;
+                        for (j, &row) in kept_rows.iter().enumerate() {
+                            let high = values[j];
+                            // Values are f32 widened, so the narrowing is exact.
+                            let pair = if high.is_nan() {
+                                match particles_rank::similarity(set, row, query) {
+                                    Ok(value) => {
+                                        values[j] = value;
+                                        // Marked as exact by a dot no half row
+                                        // gives.
+                                        [f32::INFINITY, value as f32]
+                                    }
+                                    Err(e) => {
+                                        out.similarity_error[lane] = Some(e.into());
+                                        read = j;
+                                        break;
+                                    }
+                                }
+                            } else {
+                                [dots[j], high as f32]
+                            };
+                            sims[base + j] = pair;
+                        }
+                        read
+                    }
+                };
+                // The bounds, from the interval's high end where there is one:
+                // the score rises with the similarity, so it bounds the exact
+                // score too.
+                particles_rank::score_bounds(
+                    set,
+                    &kept_rows[..read],
+                    spec.query.map(|_| &values[..read]),
+                    spec.at_most_one,
+                    spec.policies,
+                    &mut part.bounds[lane][base..base + read],
+                );
+            }
+            // The groups' survivors.
+            for (group, &mask) in group_mask.iter().enumerate() {
+                let survivors = &mut *part.survivors[group];
+                let mut k = out.written[group];
+                let mut bits = mask;
+                while bits != 0 {
+                    let i = bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    survivors[k] = block[i];
+                    k += 1;
+                }
+                out.written[group] = k;
+            }
         }
-        out.bounds.extend(part.bounds);
+        out
     }
-    Ok(out)
+
+    /// The lanes of filter group `group`, with their index.
+    fn lanes_of(&self, group: usize) -> impl Iterator<Item = (usize, &Lane<'_>)> {
+        self.lanes
+            .iter()
+            .enumerate()
+            .filter(move |(lane, _)| self.group_of[*lane] == group)
+    }
 }
 
 #[cfg(test)]
@@ -423,24 +822,28 @@ mod tests {
                 at_most_one: true,
                 policies: &policies,
                 keep: None,
+                filter_group: 0,
             },
             Lane {
                 query: Some(&queries[1]),
                 at_most_one: true,
                 policies: &policies,
                 keep: Some(&aleatory_only),
+                filter_group: 1,
             },
             Lane {
                 query: None,
                 at_most_one: false,
                 policies: &policies,
                 keep: None,
+                filter_group: 0,
             },
             Lane {
                 query: Some(&queries[2]),
                 at_most_one: false,
                 policies: &policies,
                 keep: Some(&aleatory_only),
+                filter_group: 1,
             },
         ];
         let shared = scan_lanes(&set, &rows, &lanes);
@@ -464,7 +867,7 @@ mod tests {
                 .copied()
                 .filter(|&row| lane.keep.is_none_or(|keep| keep(row).unwrap()))
                 .collect();
-            assert_eq!(shared.survivors, sequential);
+            assert_eq!(*shared.survivors, sequential);
             if let Some(query) = lane.query {
                 let direct: Vec<f64> = sequential
                     .iter()

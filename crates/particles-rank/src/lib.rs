@@ -168,8 +168,28 @@ pub fn similarity(set: &CandidateSet, row: usize, query: &QueryVector) -> Result
             found: vector.len(),
         });
     }
-    let norm = set.norm(row);
     let (dot, fold) = particles_candidates::einsum_dot_checked(vector, query.values());
+    similarity_from_dot(set, row, query, dot, fold)
+}
+
+/// [`similarity`] from the einsum dot of the row's vector with the query and the
+/// fold of the vector's bits, computed elsewhere (a scan's tile,
+/// `particles_candidates::einsum_tile_checked`): the same value, after the same
+/// check. The caller has checked that the dimensions agree.
+///
+/// # Errors
+///
+/// [`Error::DamagedVector`] when the fold and the norm do not match the row's
+/// check.
+#[inline]
+pub fn similarity_from_dot(
+    set: &CandidateSet,
+    row: usize,
+    query: &QueryVector,
+    dot: f32,
+    fold: u32,
+) -> Result<f64> {
+    let norm = set.norm(row);
     if fold.wrapping_add(norm.to_bits()) != set.check(row) {
         return Err(Error::DamagedVector {
             id: set.id(row).to_owned(),
@@ -235,6 +255,7 @@ pub fn score_with_similarity(
 /// (and from the similarity, or the bound itself without a query vector) is never
 /// below the candidate's true score: a candidate whose bound is below the k-th best
 /// score found so far cannot enter the top k.
+#[inline]
 pub fn score_bound(
     set: &CandidateSet,
     row: usize,
@@ -252,6 +273,29 @@ pub fn score_bound(
         similarity.unwrap_or(confidence_bound),
         confidence_bound,
     )
+}
+
+/// [`score_bound`] of many rows at once: `out[j]` for `rows[j]` with
+/// `similarities[j]` (or without a similarity), the same values bit for bit,
+/// as straight-line code over the rows.
+pub fn score_bounds(
+    set: &CandidateSet,
+    rows: &[usize],
+    similarities: Option<&[f64]>,
+    factors_at_most_one: bool,
+    policies: &Policies,
+    out: &mut [f64],
+) {
+    let settings = &policies.settings;
+    for (j, (&row, out)) in rows.iter().zip(out.iter_mut()).enumerate() {
+        let confidence_bound = if factors_at_most_one {
+            set.confidence(row).clamp(0.0, 1.0)
+        } else {
+            1.0
+        };
+        let similarity = similarities.map_or(confidence_bound, |s| s[j]);
+        *out = score::rank_score(settings, set.narrative(row), similarity, confidence_bound);
+    }
 }
 
 /// Sorts by score descending, keeping the loader's order among equal scores (a stable

@@ -289,6 +289,7 @@ impl Policies {
     }
 
     /// The rank score with the configured weights (see [`crate::rank_score`]).
+    #[inline]
     pub fn rank_score(&self, narrative: bool, similarity: f64, effective: f64) -> f64 {
         crate::score::rank_score(&self.settings, narrative, similarity, effective)
     }

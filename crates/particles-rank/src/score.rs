@@ -29,6 +29,7 @@ pub fn effective_confidence(value: f64, weight: f64, trust: f64, decay: f64, dis
 /// multiply-add), then × the narrative weight for a narrative. Not simplified:
 /// with no query vector (`sim == eff`) it can differ from `eff` in the last bit,
 /// as the reference's does.
+#[inline]
 pub fn rank_score(
     settings: &crate::RankSettings,
     narrative: bool,

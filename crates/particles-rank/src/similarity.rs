@@ -153,16 +153,19 @@ impl QueryVector {
 
     /// Whether [`QueryVector::similarity_interval`] can give intervals for this
     /// question (finite, and far from f32's overflow).
+    #[inline]
     pub fn has_intervals(&self) -> bool {
         self.reach.is_some()
     }
 
     /// The vector.
+    #[inline]
     pub fn values(&self) -> &[f32] {
         &self.values
     }
 
     /// Its dimension.
+    #[inline]
     pub fn len(&self) -> usize {
         self.values.len()
     }
@@ -209,15 +212,18 @@ impl QueryVector {
 
     /// The high end of [`QueryVector::similarity_interval`] alone: what a scan
     /// needs of every row (the low end only matters near the cut).
+    #[inline]
     pub fn similarity_high(&self, approx: f32, radius: f32, candidate_norm: f32) -> Option<f64> {
         self.interval_end(approx, radius, candidate_norm, true)
     }
 
     /// The low end of [`QueryVector::similarity_interval`] alone.
+    #[inline]
     pub fn similarity_low(&self, approx: f32, radius: f32, candidate_norm: f32) -> Option<f64> {
         self.interval_end(approx, radius, candidate_norm, false)
     }
 
+    #[inline]
     fn interval_end(
         &self,
         approx: f32,
@@ -247,7 +253,62 @@ impl QueryVector {
         Some(f64::from((end / denominator).clamp(0.0, 1.0)))
     }
 
+    /// [`QueryVector::similarity_high`] of many rows at once: `out[j]` is its
+    /// value for `dots[j]`, `radii[j]`, `norms[j]` where that is `Some`, and NaN
+    /// where it is `None` (a `Some` is never NaN). The same arithmetic, bit for
+    /// bit, as straight-line code over the slices, so that the compiler runs it
+    /// on vector registers: a scan calls it for every block of rows.
+    pub fn similarity_high_many(
+        &self,
+        dots: &[f32],
+        radii: &[f32],
+        norms: &[f32],
+        out: &mut [f64],
+    ) {
+        let Some(reach) = self.reach else {
+            out.iter_mut().for_each(|v| *v = f64::NAN);
+            return;
+        };
+        let norm = self.norm;
+        for (((out, &dot), &radius), &candidate_norm) in
+            out.iter_mut().zip(dots).zip(radii).zip(norms)
+        {
+            let spread = reach * f64::from(radius) * (1.0 + 1e-6) + 1e-30;
+            let end = f64::from(dot) + spread;
+            let denominator = candidate_norm * norm + 1e-10f32;
+            // `round_up_f32`, without branches: the nearest f32, moved one step
+            // up when it fell below.
+            let nearest = end as f32;
+            let bits = nearest.to_bits();
+            let up = if f64::from(nearest) < end {
+                f32::from_bits(if nearest == 0.0 {
+                    1
+                } else if nearest > 0.0 {
+                    bits.wrapping_add(1)
+                } else {
+                    bits.wrapping_sub(1)
+                })
+            } else {
+                nearest
+            };
+            let value = f64::from((up / denominator).clamp(0.0, 1.0));
+            let sound = end.is_finite() && denominator.is_finite() && denominator > 0.0;
+            *out = if sound { value } else { f64::NAN };
+        }
+    }
+
+    /// [`QueryVector::cosine_from_dot`] of many rows at once, as straight-line
+    /// code the compiler vectorizes: `out[j]` for `dots[j]` and `norms[j]`.
+    pub fn cosines_from_dots(&self, dots: &[f32], norms: &[f32], out: &mut [f64]) {
+        let norm = self.norm;
+        for ((out, &dot), &candidate_norm) in out.iter_mut().zip(dots).zip(norms) {
+            let denominator = candidate_norm * norm + 1e-10f32;
+            *out = f64::from((dot / denominator).clamp(0.0, 1.0));
+        }
+    }
+
     /// The cosine from a dot product already computed in einsum order.
+    #[inline]
     pub fn cosine_from_dot(&self, dot: f32, candidate_norm: f32) -> f64 {
         let denominator = candidate_norm * self.norm + 1e-10f32;
         let raw = dot / denominator;
@@ -267,7 +328,51 @@ mod tests {
         assert!(q.cosine(&[f32::NAN; 384]).is_nan());
     }
 
+    /// Floats of every kind a scan meets: ordinary, tiny, huge, zero of both
+    /// signs, infinite and NaN.
+    fn any_float() -> impl proptest::strategy::Strategy<Value = f32> {
+        use proptest::prelude::*;
+        prop_oneof![
+            6 => -2.0f32..2.0,
+            1 => prop::sample::select(vec![
+                0.0f32, -0.0, 1e-38, -1e-38, 1e-45, 3.0e38, -3.0e38, f32::MAX, f32::INFINITY,
+                f32::NEG_INFINITY, f32::NAN, 1.0, -1.0,
+            ]),
+            1 => any::<f32>(),
+        ]
+    }
+
     proptest::proptest! {
+        /// The block functions are the row functions, bit for bit.
+        #[test]
+        fn the_block_ends_are_the_row_ends(
+            question in proptest::collection::vec(-1.0f32..1.0, 1..40),
+            scale in proptest::sample::select(vec![1.0f32, 1e-20, 1e20, 1e16]),
+            rows in proptest::collection::vec((any_float(), any_float(), any_float()), 0..40),
+        ) {
+            let question: Vec<f32> = question.iter().map(|v| v * scale).collect();
+            let q = QueryVector::new(question, NormKernel::SkylakeX);
+            let dots: Vec<f32> = rows.iter().map(|r| r.0).collect();
+            let radii: Vec<f32> = rows.iter().map(|r| r.1.abs()).collect();
+            let norms: Vec<f32> = rows.iter().map(|r| r.2).collect();
+            let mut highs = vec![0.0; rows.len()];
+            q.similarity_high_many(&dots, &radii, &norms, &mut highs);
+            let mut cosines = vec![0.0; rows.len()];
+            q.cosines_from_dots(&dots, &norms, &mut cosines);
+            for j in 0..rows.len() {
+                let one = q.similarity_high(dots[j], radii[j], norms[j]);
+                proptest::prop_assert_eq!(
+                    one.map(f64::to_bits),
+                    (!highs[j].is_nan()).then_some(highs[j].to_bits()),
+                    "row {}", j
+                );
+                proptest::prop_assert_eq!(
+                    q.cosine_from_dot(dots[j], norms[j]).to_bits(),
+                    cosines[j].to_bits()
+                );
+            }
+        }
+
         /// Over a half copy of the candidate, the interval holds the exact cosine.
         #[test]
         fn the_interval_holds_the_exact_cosine(
