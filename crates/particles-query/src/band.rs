@@ -31,12 +31,12 @@ use std::collections::HashMap;
 
 use particles_candidates::CandidateSet;
 use particles_model::Timestamp;
-use particles_rank::{Factors, Policies, QueryVector};
+use particles_rank::{Factors, Policies, QueryVector, SourceStatics};
 use particles_store::Store;
 
 use particles_model::policy::SourceFacts;
 
-use crate::{gather::SourceKey, scan::Similarities, Result, StageTimings};
+use crate::{scan::Similarities, Result, StageTimings};
 
 /// Below this many band rows the scores are computed on one thread.
 const PARALLEL_BAND_MIN: usize = 16_384;
@@ -83,56 +83,157 @@ pub(crate) struct Band {
     pub(crate) read_exactly: usize,
 }
 
-/// A band row scored from its similarity interval: its position, the score at
-/// both ends, and its effective confidence.
-struct Bounded {
-    position: usize,
-    low: f64,
-    high: f64,
-    effective: f64,
+/// What a connection remembers of the band's sources across queries
+/// ([`particles_store::Store::with_remembered`]): each source slot's statics
+/// under one set's source index and one set of settings.
+#[derive(Default)]
+struct BandMemo {
+    owner: u64,
+    settings: Option<particles_rank::RankSettings>,
+    statics: Vec<Option<SourceStatics>>,
 }
 
-/// `(trust, decay)` of each source, split across the cores when there are many:
-/// each is a pure function of its facts, the policies and `now`. The error is
-/// the first failing source's, in order, as a sequential pass gives it.
-fn source_factors(
-    facts: &[std::sync::Arc<SourceFacts>],
-    policies: &Policies,
-    now: Timestamp,
-) -> Result<Vec<(f64, f64)>> {
-    let one = |part: &[std::sync::Arc<SourceFacts>]| -> Result<Vec<(f64, f64)>> {
-        part.iter()
-            .map(|facts| Ok(particles_rank::source_factors(facts, policies, now)?))
-            .collect()
-    };
-    let parts =
-        crate::cores::on_cores(
-            facts.len(),
-            PARALLEL_SOURCES_MIN,
-            |range| one(&facts[range]),
-        );
-    let mut out = Vec::with_capacity(facts.len());
-    for part in parts {
-        out.extend(part?);
+/// The facts of the sources at `slots` of `index`, in order (the default facts
+/// for a slot without a `SOURCE` ref).
+fn facts_of(
+    store: &Store,
+    set: &CandidateSet,
+    index: &particles_candidates::SourceIndex,
+    slots: impl Iterator<Item = u32>,
+) -> Result<Vec<std::sync::Arc<SourceFacts>>> {
+    let slots: Vec<u32> = slots.collect();
+    let wanted: Vec<(u32, (&str, Option<&str>))> = slots
+        .iter()
+        .filter_map(|&slot| {
+            index.keys[slot as usize].map(|(entry, snapshot)| {
+                (slot, (set.string(entry), snapshot.map(|s| set.string(s))))
+            })
+        })
+        .collect();
+    let mut fetched =
+        particles_store::shared_source_facts_by_slot(store, index.id, index.keys.len(), &wanted)?
+            .into_iter();
+    Ok(slots
+        .iter()
+        .map(|&slot| match index.keys[slot as usize] {
+            None => std::sync::Arc::default(),
+            Some(_) => fetched.next().unwrap_or_default(),
+        })
+        .collect())
+}
+
+/// The extractor weights a thread met, by interned extractor: a store names few
+/// extractors, so a short list read in order beats hashing each row's.
+struct Weights<'a> {
+    set: &'a CandidateSet,
+    policies: &'a Policies,
+    few: Vec<(Option<u32>, f64)>,
+    many: FastMap<Option<u32>, f64>,
+}
+
+impl Weights<'_> {
+    fn of(&mut self, extractor: Option<u32>) -> f64 {
+        if let Some(&(_, weight)) = self.few.iter().find(|(e, _)| *e == extractor) {
+            return weight;
+        }
+        if let Some(&weight) = self.many.get(&extractor) {
+            return weight;
+        }
+        let weight = self
+            .policies
+            .extractor_weight(extractor.map(|at| self.set.string(at)));
+        if self.few.len() < 16 {
+            self.few.push((extractor, weight));
+        } else {
+            self.many.insert(extractor, weight);
+        }
+        weight
     }
-    Ok(out)
+}
+
+/// A band row that may still have to be read exactly: its interval could hold
+/// the best score beyond the cut (its high end reached the best low end met so
+/// far), and whether its low end was already counted (at `scores[at]`).
+struct MaybeBest {
+    position: usize,
+    effective: f64,
+    high: f64,
+    counted_at: Option<usize>,
+}
+
+/// A row to read exactly: its position, its effective confidence, and where
+/// its low end was counted (part, index), if it was.
+type ToRead = (usize, f64, Option<(usize, usize)>);
+
+/// One thread's share of the band: the scores settled so far, the rows to read
+/// exactly, the rows that might be the best, and the best low end met.
+#[derive(Default)]
+struct Part {
+    scores: Vec<f64>,
+    read: Vec<(usize, f64)>,
+    maybe_best: Vec<MaybeBest>,
+    best_low: f64,
+    below_min_confidence: usize,
+    /// Derived rows, scored once their premises' statuses are read.
+    derived: Vec<usize>,
 }
 
 /// Scores every candidate beyond the cut whose bound reaches `floor`.
+///
+/// Three passes, the first and last on every core:
+///
+/// 1. the band's positions (bound at least `floor`, not in the cut) and the
+///    source slots they name (the set's own `SourceIndex`);
+/// 2. each named source's trust and decay, once per source (what they depend
+///    on besides `now`, the connection remembers);
+/// 3. each row scored with its source's factors, and, after a half-precision
+///    scan, settled by its interval as it goes: counted by its low end when the
+///    whole interval is at or above the count's floor, left out when wholly
+///    below, read exactly when it straddles the floor; a row whose high end
+///    reaches the best low end met so far is kept aside until the best low end
+///    of the whole band is known, and read exactly if it could be the best.
+///    Derived rows wait for their premises' statuses (one statement).
 pub(crate) fn score_band(input: &BandInput<'_>, timings: &mut StageTimings) -> Result<Band> {
     let set = input.set;
     let mut in_cut = input.in_cut.to_vec();
     in_cut.sort_unstable();
-    let positions: Vec<usize> = input
-        .bounds
-        .iter()
-        .enumerate()
-        .filter(|&(position, &bound)| {
-            (bound >= input.floor || bound.is_nan()) && in_cut.binary_search(&position).is_err()
-        })
-        .map(|(position, _)| position)
-        .collect();
-    if positions.is_empty() {
+    let index = set.source_index();
+    // Only what the threads read: the store's connection stays on this one.
+    let (survivors, bounds, floor, min_confidence) = (
+        input.survivors,
+        input.bounds,
+        input.floor,
+        input.min_confidence,
+    );
+
+    // 1. Positions and the slots they name (a bitmap per thread, joined). The
+    // rows' traits are not read here: they are 32 bytes a row, read once, when
+    // scoring.
+    let words = index.keys.len().div_ceil(64);
+    let picked = crate::cores::on_cores(bounds.len(), PARALLEL_BAND_MIN, |range| {
+        let mut positions: Vec<usize> = Vec::with_capacity(range.len() / 2);
+        let mut named = vec![0u64; words];
+        for position in range {
+            let bound = bounds[position];
+            if !(bound >= floor || bound.is_nan()) || in_cut.binary_search(&position).is_ok() {
+                continue;
+            }
+            let slot = index.of_row[survivors[position]] as usize;
+            named[slot / 64] |= 1 << (slot % 64);
+            positions.push(position);
+        }
+        (positions, named)
+    });
+    let mut named = vec![0u64; words];
+    let mut chunks: Vec<Vec<usize>> = Vec::with_capacity(picked.len());
+    for (positions, part) in picked {
+        for (word, bits) in named.iter_mut().zip(part) {
+            *word |= bits;
+        }
+        chunks.push(positions);
+    }
+    let band_rows: usize = chunks.iter().map(Vec::len).sum();
+    if band_rows == 0 {
         return Ok(Band {
             scores: Vec::new(),
             scored: 0,
@@ -141,187 +242,265 @@ pub(crate) fn score_band(input: &BandInput<'_>, timings: &mut StageTimings) -> R
         });
     }
 
-    // Each row's source as a dense index into the distinct sources met, through
-    // the set's own source index (built once per set). Candidates share sources
-    // (~31k for ~372k band rows at 1M), so each source's facts are fetched, and
-    // its trust and decay computed, once.
+    // 2. Each named source's trust and decay. What they depend on besides
+    // `now` (`SourceStatics`) the connection remembers by slot, for as long as
+    // the file and the settings are unchanged; the facts of a source met for
+    // the first time are fetched by slot (the connection remembers those too).
     let started = std::time::Instant::now();
-    let index = set.source_index();
-    let mut local = vec![u32::MAX; index.keys.len()];
-    let mut keys: Vec<SourceKey> = Vec::new();
-    let mut slots: Vec<u32> = Vec::new();
-    let mut source_of: Vec<u32> = Vec::with_capacity(positions.len());
-    let mut premise_ids: Vec<&str> = Vec::new();
-    for &position in &positions {
-        let row = input.survivors[position];
-        let global = index.of_row[row];
-        if local[global as usize] == u32::MAX {
-            local[global as usize] = keys.len() as u32;
-            keys.push(index.keys[global as usize]);
-            slots.push(global);
-        }
-        source_of.push(local[global as usize]);
-        if set.derived(row) {
-            premise_ids.extend(set.premises(row).iter().map(String::as_str));
-        }
-    }
-    // Fetched by the index's slots: the connection remembers them by slot too.
-    let wanted: Vec<(u32, (&str, Option<&str>))> = keys
+    let slots: Vec<u32> = named
         .iter()
-        .zip(&slots)
-        .filter_map(|(key, &slot)| {
-            key.map(|(entry, snapshot)| {
-                (slot, (set.string(entry), snapshot.map(|s| set.string(s))))
+        .enumerate()
+        .flat_map(|(word, &bits)| {
+            let mut bits = bits;
+            std::iter::from_fn(move || {
+                (bits != 0).then(|| {
+                    let bit = bits.trailing_zeros();
+                    bits &= bits - 1;
+                    (word * 64) as u32 + bit
+                })
             })
         })
         .collect();
-    let mut fetched = particles_store::shared_source_facts_by_slot(
-        input.store,
-        index.id,
-        index.keys.len(),
-        &wanted,
-    )?
-    .into_iter();
-    let facts: Vec<std::sync::Arc<SourceFacts>> = keys
-        .iter()
-        .map(|key| match key {
-            None => std::sync::Arc::default(),
-            Some(_) => fetched.next().unwrap_or_default(),
-        })
-        .collect();
-    timings.source_rows += started.elapsed().as_secs_f64();
-    let factors = source_factors(&facts, input.policies, input.now)?;
-    let started = std::time::Instant::now();
-    let premises = particles_store::premise_statuses(input.store, premise_ids)?;
-    timings.support_discounts += started.elapsed().as_secs_f64();
-
-    // The extractor weight depends on the extractor alone.
-    let mut weights: FastMap<Option<u32>, f64> = FastMap::default();
-    for &position in &positions {
-        let extractor = set.traits(input.survivors[position]).extractor;
-        weights.entry(extractor).or_insert_with(|| {
-            input
-                .policies
-                .extractor_weight(extractor.map(|at| set.string(at)))
-        });
-    }
-
-    let started = std::time::Instant::now();
-    // Only what the threads read: the store's connection stays on this one.
-    let (survivors, similarities, policies, min_confidence, query) = (
-        input.survivors,
-        input.similarities,
-        input.policies,
-        input.min_confidence,
-        input.query,
-    );
-    let score = |part: &[usize], sources: &[u32]| -> (Vec<f64>, Vec<Bounded>, usize) {
-        let mut scores = Vec::with_capacity(part.len());
-        let mut bounded = Vec::new();
-        let mut below = 0;
-        for (&position, &source) in part.iter().zip(sources) {
-            let row = survivors[position];
-            let (source_trust, decay) = factors[source as usize];
-            let extractor = set.extractor(row);
-            let factors = Factors {
-                extractor_weight: weights.get(&extractor).copied().unwrap_or(1.0),
-                source_trust,
-                decay,
-                discount: particles_rank::stale_support_discount(set, row, &premises, policies),
+    let settings = &input.policies.settings;
+    let remembered = input.store.with_remembered(|memo: &mut BandMemo| {
+        if memo.owner != index.id || memo.settings.as_ref() != Some(settings) {
+            *memo = BandMemo {
+                owner: index.id,
+                settings: Some(settings.clone()),
+                statics: vec![None; index.keys.len()],
             };
-            let (low, high) = similarities.map_or((None, None), |s| {
-                let (low, high) = s.interval(position, set, row, query);
-                (Some(low), Some(high))
-            });
-            let exact = similarities.is_none_or(|s| s.is_exact(position));
-            match particles_rank::score_with_similarity(
-                set,
-                row,
-                &factors,
-                low,
-                min_confidence,
-                policies,
-            ) {
-                Some(ranked) if exact => scores.push(ranked.score),
-                Some(ranked) => bounded.push(Bounded {
-                    position,
-                    low: ranked.score,
-                    high: policies.rank_score(
-                        set.narrative(row),
-                        high.unwrap_or(ranked.similarity),
-                        ranked.effective_confidence,
-                    ),
-                    effective: ranked.effective_confidence,
-                }),
-                None => below += 1,
+        }
+        slots
+            .iter()
+            .map(|&slot| memo.statics.get(slot as usize).copied().flatten())
+            .collect::<Vec<_>>()
+    })?;
+    let mut statics: Vec<Option<SourceStatics>> =
+        remembered.unwrap_or_else(|| vec![None; slots.len()]);
+    let missing: Vec<usize> = (0..slots.len())
+        .filter(|&at| statics[at].is_none())
+        .collect();
+    if !missing.is_empty() {
+        let facts = facts_of(input.store, set, index, missing.iter().map(|&at| slots[at]))?;
+        let computed = crate::cores::on_cores(missing.len(), PARALLEL_SOURCES_MIN, |range| {
+            facts[range]
+                .iter()
+                .map(|facts| SourceStatics::of(facts, input.policies))
+                .collect::<Vec<_>>()
+        });
+        for (&at, one) in missing.iter().zip(computed.into_iter().flatten()) {
+            statics[at] = Some(one);
+        }
+        input.store.with_remembered(|memo: &mut BandMemo| {
+            for &at in &missing {
+                if let Some(slot) = memo.statics.get_mut(slots[at] as usize) {
+                    *slot = statics[at];
+                }
+            }
+        })?;
+    }
+    timings.source_rows += started.elapsed().as_secs_f64();
+    let now = input.now;
+    let computed: Vec<std::result::Result<Option<(f64, f64)>, particles_rank::Error>> =
+        crate::cores::on_cores(slots.len(), PARALLEL_SOURCES_MIN, |range| {
+            statics[range]
+                .iter()
+                .map(|one| one.map_or(Ok(None), |one| one.factors(now)))
+                .collect::<Vec<_>>()
+        })
+        .into_iter()
+        .flatten()
+        .collect();
+    // By slot; a failing source fails the query with the error of the first
+    // band row (in loader order) that names one, as a sequential pass meets it.
+    let mut factors = vec![(1.0, 1.0); index.keys.len()];
+    let mut failed: Vec<u32> = Vec::new();
+    for (&slot, result) in slots.iter().zip(&computed) {
+        match result {
+            Ok(Some(pair)) => factors[slot as usize] = *pair,
+            Ok(None) | Err(_) => failed.push(slot),
+        }
+    }
+    if !failed.is_empty() {
+        for &position in chunks.iter().flatten() {
+            let slot = index.of_row[survivors[position]];
+            if failed.binary_search(&slot).is_ok() {
+                let facts = facts_of(input.store, set, index, std::iter::once(slot))?;
+                if let Some(facts) = facts.first() {
+                    particles_rank::source_factors(facts, input.policies, now)?;
+                }
             }
         }
-        (scores, bounded, below)
+    }
+    // 3. Score and settle, on every core. A derived row's discount needs its
+    // premises' statuses (a store read): derived rows are set aside, their
+    // premises read in one statement, and scored after.
+    let started = std::time::Instant::now();
+    let (similarities, policies, query) = (input.similarities, input.policies, input.query);
+    let count_floor = input.count_floor.filter(|floor| !floor.is_nan());
+    let factors = &factors;
+    let score_row = |part: &mut Part, weights: &mut Weights<'_>, position: usize, discount: f64| {
+        let row = survivors[position];
+        let (source_trust, decay) = factors[index.of_row[row] as usize];
+        let factors = Factors {
+            extractor_weight: weights.of(set.extractor(row)),
+            source_trust,
+            decay,
+            discount,
+        };
+        let (low, high) = similarities.map_or((None, None), |s| {
+            let (low, high) = s.interval(position, set, row, query);
+            (Some(low), Some(high))
+        });
+        let exact = similarities.is_none_or(|s| s.is_exact(position));
+        let Some(ranked) = particles_rank::score_with_similarity(
+            set,
+            row,
+            &factors,
+            low,
+            min_confidence,
+            policies,
+        ) else {
+            part.below_min_confidence += 1;
+            return;
+        };
+        let low = ranked.score;
+        if !low.is_nan() && low > part.best_low {
+            part.best_low = low;
+        }
+        if exact {
+            part.scores.push(low);
+            return;
+        }
+        let effective = ranked.effective_confidence;
+        let high = policies.rank_score(
+            set.narrative(row),
+            high.unwrap_or(ranked.similarity),
+            effective,
+        );
+        let straddles = count_floor.is_none_or(|floor| low < floor && high >= floor);
+        if low.is_nan() || high.is_nan() || straddles {
+            part.read.push((position, effective));
+            return;
+        }
+        let counted_at = count_floor.is_some_and(|floor| low >= floor).then(|| {
+            part.scores.push(low);
+            part.scores.len() - 1
+        });
+        if high >= part.best_low {
+            part.maybe_best.push(MaybeBest {
+                position,
+                effective,
+                high,
+                counted_at,
+            });
+        }
     };
-    let parts = crate::cores::on_cores(positions.len(), PARALLEL_BAND_MIN, |range| {
-        score(&positions[range.clone()], &source_of[range])
+    let new_part = || Part {
+        best_low: f64::NEG_INFINITY,
+        ..Part::default()
+    };
+    let weights_for = || Weights {
+        set,
+        policies,
+        few: Vec::new(),
+        many: FastMap::default(),
+    };
+    let mut parts: Vec<Part> = crate::cores::on_each(chunks, |positions| {
+        let mut part = new_part();
+        let mut weights = weights_for();
+        // Highest confidence first (loader order ascends by it): the best low
+        // end met rises early, so few rows are kept aside as maybe the best.
+        for &position in positions.iter().rev() {
+            if set.derived(survivors[position]) {
+                part.derived.push(position);
+            } else {
+                score_row(&mut part, &mut weights, position, 1.0);
+            }
+        }
+        part
     });
+    let derived: Vec<usize> = parts.iter_mut().flat_map(|p| p.derived.drain(..)).collect();
+    if !derived.is_empty() {
+        let premises = particles_store::premise_statuses(
+            input.store,
+            derived
+                .iter()
+                .flat_map(|&position| set.premises(survivors[position]).iter().map(String::as_str)),
+        )?;
+        let mut part = new_part();
+        let mut weights = weights_for();
+        for &position in &derived {
+            let discount = particles_rank::stale_support_discount(
+                set,
+                survivors[position],
+                &premises,
+                policies,
+            );
+            score_row(&mut part, &mut weights, position, discount);
+        }
+        parts.push(part);
+    }
+    let best_low = parts
+        .iter()
+        .map(|part| part.best_low)
+        .fold(f64::NEG_INFINITY, f64::max);
+    // The rows left to read: those that straddle the floor, and those whose
+    // interval reaches the band's best low end (the best score could be theirs).
+    let mut read: Vec<ToRead> = Vec::new();
+    for (at, part) in parts.iter_mut().enumerate() {
+        read.extend(
+            part.read
+                .drain(..)
+                .map(|(position, effective)| (position, effective, None)),
+        );
+        for maybe in part.maybe_best.drain(..) {
+            if maybe.high >= best_low {
+                read.push((
+                    maybe.position,
+                    maybe.effective,
+                    maybe.counted_at.map(|counted| (at, counted)),
+                ));
+            }
+        }
+    }
     let mut band = Band {
-        scores: Vec::with_capacity(positions.len()),
-        scored: positions.len(),
-        below_min_confidence: 0,
+        scores: Vec::with_capacity(
+            parts.iter().map(|p| p.scores.len()).sum::<usize>() + read.len(),
+        ),
+        scored: band_rows,
+        below_min_confidence: parts.iter().map(|p| p.below_min_confidence).sum(),
         read_exactly: 0,
     };
-    let mut bounded = Vec::new();
-    for (scores, rows, below) in parts {
-        band.scores.extend(scores);
-        bounded.extend(rows);
-        band.below_min_confidence += below;
+    if let Some(query) = query.filter(|_| !read.is_empty()) {
+        band.read_exactly = read.len();
+        let exact = |part: &[ToRead]| -> Result<Vec<f64>> {
+            part.iter()
+                .map(|&(position, effective, _)| {
+                    let row = survivors[position];
+                    let similarity = particles_rank::similarity(set, row, query)?;
+                    Ok(policies.rank_score(set.narrative(row), similarity, effective))
+                })
+                .collect()
+        };
+        let scored: Vec<f64> =
+            crate::cores::on_cores(read.len(), PARALLEL_BAND_MIN, |range| exact(&read[range]))
+                .into_iter()
+                .collect::<Result<Vec<Vec<f64>>>>()?
+                .into_iter()
+                .flatten()
+                .collect();
+        for (&(_, _, counted), score) in read.iter().zip(scored) {
+            match counted {
+                // Its low end was counted: the exact score takes its place.
+                Some((part, at)) => parts[part].scores[at] = score,
+                None => band.scores.push(score),
+            }
+        }
     }
-    if !bounded.is_empty() {
-        decide(input, &mut band, bounded)?;
+    for part in parts {
+        band.scores.extend(part.scores);
     }
     timings.scoring += started.elapsed().as_secs_f64();
     Ok(band)
-}
-
-/// Settles the rows scored from intervals: reads exactly those that could be
-/// the best score or could fall on either side of the count's floor, reports
-/// the others by their low end when it counts (see [`Band`]).
-fn decide(input: &BandInput<'_>, band: &mut Band, bounded: Vec<Bounded>) -> Result<()> {
-    // The best low end met: no row whose high end is below it can be the best.
-    let best_low = band
-        .scores
-        .iter()
-        .chain(bounded.iter().map(|b| &b.low))
-        .copied()
-        .filter(|score| !score.is_nan())
-        .fold(f64::NEG_INFINITY, f64::max);
-    let undecided = |b: &Bounded| {
-        b.low.is_nan()
-            || b.high.is_nan()
-            || b.high >= best_low
-            || input
-                .count_floor
-                .is_none_or(|floor| floor.is_nan() || (b.low < floor && b.high >= floor))
-    };
-    let (read, settled): (Vec<Bounded>, Vec<Bounded>) = bounded.into_iter().partition(undecided);
-    for b in settled {
-        if input.count_floor.is_some_and(|floor| b.low >= floor) {
-            band.scores.push(b.low);
-        }
-    }
-    let Some(query) = input.query else {
-        return Ok(());
-    };
-    band.read_exactly = read.len();
-    let (set, survivors, policies) = (input.set, input.survivors, input.policies);
-    let exact = |part: &[Bounded]| -> Result<Vec<f64>> {
-        part.iter()
-            .map(|b| {
-                let row = survivors[b.position];
-                let similarity = particles_rank::similarity(set, row, query)?;
-                Ok(policies.rank_score(set.narrative(row), similarity, b.effective))
-            })
-            .collect()
-    };
-    for part in crate::cores::on_cores(read.len(), PARALLEL_BAND_MIN, |range| exact(&read[range])) {
-        band.scores.extend(part?);
-    }
-    Ok(())
 }

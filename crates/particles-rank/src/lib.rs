@@ -145,6 +145,56 @@ pub fn source_factors(
     ))
 }
 
+/// What a source's factors depend on besides `now`: its trust, the decay rule
+/// that applies to it and its publication instant. Computed once per source
+/// and policy set, it gives [`source_factors`] at any `now` for the price of
+/// the decay's power (trust alone is a domain lookup, a URL split and every
+/// pattern of the policy).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SourceStatics {
+    /// The source trust; `None` when evaluating it fails (then
+    /// [`source_factors`] gives the error).
+    pub trust: Option<f64>,
+    /// The decay rule's `(half_life_days, floor)`, if one applies.
+    pub decay: Option<(f64, f64)>,
+    /// The source's publication instant.
+    pub published_at: Option<Timestamp>,
+}
+
+impl SourceStatics {
+    /// The statics of `source` under `policies`.
+    pub fn of(source: &SourceFacts, policies: &Policies) -> SourceStatics {
+        SourceStatics {
+            trust: policies
+                .trust
+                .evaluate(source)
+                .ok()
+                .map(|trust| trust.unwrap_or(1.0)),
+            decay: policies
+                .decay
+                .resolve(&source.source_type, source.uri.as_deref()),
+            published_at: source.published_at,
+        }
+    }
+
+    /// `(trust, decay)` at `now`, the value [`source_factors`] returns; `None`
+    /// when the trust failed (call [`source_factors`] for its error).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DecayHalfLife`] as [`source_factors`].
+    pub fn factors(&self, now: Timestamp) -> Result<Option<(f64, f64)>> {
+        let Some(trust) = self.trust else {
+            return Ok(None);
+        };
+        let decay = match self.decay {
+            None => 1.0,
+            Some((half_life, floor)) => recency_factor(self.published_at, half_life, floor, now)?,
+        };
+        Ok(Some((trust, decay)))
+    }
+}
+
 /// The extractor trust weight of candidate `row` (see [`Policies::extractor_weight`]).
 pub fn extractor_weight(set: &CandidateSet, row: usize, policies: &Policies) -> f64 {
     let extractor = set.extractor(row).map(|at| set.string(at));

@@ -39,6 +39,9 @@ pub(crate) struct SourceMemo {
     /// set's source index, named by its `owner` id): an array read instead of a
     /// hash of the ref's strings. One numbering at a time.
     slots: Option<(u64, Vec<Option<Arc<SourceFacts>>>)>,
+    /// What a caller derived from this file state ([`Store::with_remembered`]),
+    /// of the type it asked for last.
+    derived: Option<Box<dyn std::any::Any>>,
 }
 
 /// One ref's assembled facts.
@@ -59,6 +62,7 @@ impl SourceMemo {
         self.sources.clear();
         self.sources_len = 0;
         self.slots = None;
+        self.derived = None;
     }
 
     fn len(&self) -> usize {
@@ -174,6 +178,36 @@ impl Store {
             memo.version = Some(version);
         }
         Ok(Some(memo))
+    }
+}
+
+impl Store {
+    /// Runs `f` with what this connection remembers under type `T` for the
+    /// caller's read snapshot: a `T::default()` the first time, and again
+    /// whenever another connection committed to the file since (the memo's
+    /// `data_version` rule), so `T` may hold anything derived from the
+    /// snapshot's rows. One type at a time: asking for another replaces it.
+    /// `None` when this connection does not remember (it can write, or no read
+    /// transaction is open). `f` must not read the store itself.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Query`] when SQLite fails reading the version.
+    pub fn with_remembered<T: Default + 'static, R>(
+        &self,
+        f: impl FnOnce(&mut T) -> R,
+    ) -> Result<Option<R>> {
+        let Some(mut memo) = self.source_memo()? else {
+            return Ok(None);
+        };
+        if !memo.derived.as_ref().is_some_and(|d| d.is::<T>()) {
+            memo.derived = Some(Box::<T>::default());
+        }
+        Ok(memo
+            .derived
+            .as_mut()
+            .and_then(|derived| derived.downcast_mut::<T>())
+            .map(f))
     }
 }
 
@@ -316,5 +350,40 @@ mod tests {
         assert_ne!(after, first, "the commit is seen");
         assert_eq!(after[0].author_id.as_deref(), Some("someone-else"));
         assert_eq!(by_slot(9), after, "another numbering reads its own");
+    }
+
+    /// What a caller derives is kept across read transactions while the file
+    /// is unchanged, forgotten after another connection's commit, replaced when
+    /// another type is asked for, and not offered outside a transaction.
+    #[test]
+    fn a_derived_value_lives_as_long_as_the_file_state() {
+        let (_dir, path) = copy_of("coins-a.db", true);
+        let writer = Connection::open(&path).unwrap();
+        let store = Store::open_read_only(&path).unwrap();
+        let bump = |store: &Store| {
+            store
+                .read_snapshot(|s| {
+                    Ok(s.with_remembered(|count: &mut u32| {
+                        *count += 1;
+                        *count
+                    })?)
+                })
+                .unwrap()
+        };
+        assert_eq!(bump(&store), Some(1));
+        assert_eq!(bump(&store), Some(2), "kept across transactions");
+        writer
+            .execute("UPDATE snapshots SET author_id = 'x' WHERE rowid = 1", [])
+            .unwrap();
+        assert_eq!(bump(&store), Some(1), "forgotten after a commit elsewhere");
+        let other = store
+            .read_snapshot(|s| Ok(s.with_remembered(|text: &mut String| text.len())?))
+            .unwrap();
+        assert_eq!(other, Some(0), "another type starts fresh");
+        assert_eq!(bump(&store), Some(1), "and replaced the first");
+        assert_eq!(
+            store.with_remembered(|count: &mut u32| *count).unwrap(),
+            None
+        );
     }
 }
