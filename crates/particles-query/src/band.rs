@@ -31,7 +31,7 @@ use std::collections::HashMap;
 
 use particles_candidates::CandidateSet;
 use particles_model::Timestamp;
-use particles_rank::{Factors, Policies, QueryVector, SourceStatics};
+use particles_rank::{Policies, QueryVector, SourceStatics};
 use particles_store::Store;
 
 use particles_model::policy::SourceFacts;
@@ -342,42 +342,47 @@ pub(crate) fn score_band(input: &BandInput<'_>, timings: &mut StageTimings) -> R
     let score_row = |part: &mut Part, weights: &mut Weights<'_>, position: usize, discount: f64| {
         let row = survivors[position];
         let (source_trust, decay) = factors[index.of_row[row] as usize];
-        let factors = Factors {
-            extractor_weight: weights.of(set.extractor(row)),
+        // `score_with_similarity`'s arithmetic, taken apart so that the low end
+        // is computed only for the rows that need it.
+        let effective = particles_rank::effective_confidence(
+            policies.capped_confidence(set.confidence(row), set.calibration_source(row)),
+            weights.of(set.extractor(row)),
             source_trust,
             decay,
             discount,
-        };
-        let (low, high) = similarities.map_or((None, None), |s| {
-            let (low, high) = s.interval(position, set, row, query);
-            (Some(low), Some(high))
-        });
-        let exact = similarities.is_none_or(|s| s.is_exact(position));
-        let Some(ranked) = particles_rank::score_with_similarity(
-            set,
-            row,
-            &factors,
-            low,
-            min_confidence,
-            policies,
-        ) else {
+        );
+        if effective < min_confidence {
             part.below_min_confidence += 1;
             return;
-        };
-        let low = ranked.score;
-        if !low.is_nan() && low > part.best_low {
-            part.best_low = low;
         }
-        if exact {
-            part.scores.push(low);
+        let narrative = set.narrative(row);
+        let exact = match similarities {
+            None => Some(effective),
+            Some(s) if s.is_exact(position) => Some(s.high(position)),
+            Some(_) => None,
+        };
+        if let Some(similarity) = exact {
+            let score = policies.rank_score(narrative, similarity, effective);
+            if score > part.best_low {
+                part.best_low = score;
+            }
+            part.scores.push(score);
             return;
         }
-        let effective = ranked.effective_confidence;
-        let high = policies.rank_score(
-            set.narrative(row),
-            high.unwrap_or(ranked.similarity),
-            effective,
-        );
+        let Some(similarities) = similarities else {
+            return;
+        };
+        let high = policies.rank_score(narrative, similarities.high(position), effective);
+        // Wholly below the count's floor and below the best low end met: it is
+        // neither counted nor the best, and its low end cannot raise the best.
+        if count_floor.is_some_and(|floor| high < floor) && high < part.best_low {
+            return;
+        }
+        let (low, _) = similarities.interval(position, set, row, query);
+        let low = policies.rank_score(narrative, low, effective);
+        if low > part.best_low {
+            part.best_low = low;
+        }
         let straddles = count_floor.is_none_or(|floor| low < floor && high >= floor);
         if low.is_nan() || high.is_nan() || straddles {
             part.read.push((position, effective));

@@ -78,6 +78,17 @@ impl Similarities {
         }
     }
 
+    /// The high end of survivor `position`'s cosine: its exact value where the
+    /// scan read it exactly. Cheaper than [`Similarities::interval`], which
+    /// computes the low end too.
+    #[inline]
+    pub(crate) fn high(&self, position: usize) -> f64 {
+        match self {
+            Similarities::Exact(values) => values[position],
+            Similarities::Bounded(bounds) => f64::from(bounds[position][1]),
+        }
+    }
+
     /// Whether survivor `position`'s similarity is known exactly.
     pub(crate) fn is_exact(&self, position: usize) -> bool {
         match self {

@@ -41,7 +41,7 @@ pub(crate) struct SourceMemo {
     slots: Option<(u64, Vec<Option<Arc<SourceFacts>>>)>,
     /// What a caller derived from this file state ([`Store::with_remembered`]),
     /// of the type it asked for last.
-    derived: Option<Box<dyn std::any::Any>>,
+    derived: Option<Box<dyn std::any::Any + Send>>,
 }
 
 /// One ref's assembled facts.
@@ -193,7 +193,7 @@ impl Store {
     /// # Errors
     ///
     /// [`crate::Error::Query`] when SQLite fails reading the version.
-    pub fn with_remembered<T: Default + 'static, R>(
+    pub fn with_remembered<T: Default + Send + 'static, R>(
         &self,
         f: impl FnOnce(&mut T) -> R,
     ) -> Result<Option<R>> {
