@@ -569,32 +569,33 @@ fn select_from(
     subject_id: Option<&str>,
 ) -> Result<Selection> {
     let set = &state.set;
-    let candidate_rows: Vec<usize> = match subject_id {
-        None => match &state.order {
-            None => (0..set.len()).collect(),
-            Some(order) => order.iter().map(|&row| row as usize).collect(),
-        },
-        Some(subject) => {
-            let mut rows: Vec<usize> = particles_store::subject_particle_ids(store, subject)?
-                .iter()
-                .filter_map(|id| state.row_of(id))
-                .collect();
-            rows.sort_unstable_by(|&a, &b| set.cmp_order_key(a, b));
-            rows.dedup();
-            rows
-        }
-    };
     let mut skipped_other_model = 0;
-    let mut rows = Vec::with_capacity(candidate_rows.len());
-    for row in candidate_rows {
+    // A reused buffer: at 1M rows a fresh one is 8 MB of new pages per query.
+    let mut rows = particles_candidates::scratch::Recycled::with_capacity(set.len());
+    let mut keep = |row: usize| {
         if set.confidence(row) < min_confidence {
-            continue;
+            return;
         }
         if !set.model_current(row) {
             skipped_other_model += 1;
-            continue;
+            return;
         }
         rows.push(row);
+    };
+    match subject_id {
+        None => match &state.order {
+            None => (0..set.len()).for_each(keep),
+            Some(order) => order.iter().for_each(|&row| keep(row as usize)),
+        },
+        Some(subject) => {
+            let mut linked: Vec<usize> = particles_store::subject_particle_ids(store, subject)?
+                .iter()
+                .filter_map(|id| state.row_of(id))
+                .collect();
+            linked.sort_unstable_by(|&a, &b| set.cmp_order_key(a, b));
+            linked.dedup();
+            linked.into_iter().for_each(keep);
+        }
     }
     Ok(Selection {
         set: Arc::clone(set),

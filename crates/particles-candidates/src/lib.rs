@@ -32,6 +32,7 @@ mod einsum;
 mod filters;
 mod half;
 mod interner;
+pub mod scratch;
 mod selection;
 mod set;
 mod tiles;

@@ -29,7 +29,7 @@
 
 use std::collections::HashMap;
 
-use particles_candidates::CandidateSet;
+use particles_candidates::{scratch::Recycled, CandidateSet};
 use particles_model::Timestamp;
 use particles_rank::{Policies, QueryVector, SourceStatics};
 use particles_store::Store;
@@ -211,7 +211,7 @@ pub(crate) fn score_band(input: &BandInput<'_>, timings: &mut StageTimings) -> R
     // scoring.
     let words = index.keys.len().div_ceil(64);
     let picked = crate::cores::on_cores(bounds.len(), PARALLEL_BAND_MIN, |range| {
-        let mut positions: Vec<usize> = Vec::with_capacity(range.len() / 2);
+        let mut positions: Recycled<usize> = Recycled::with_capacity(range.len());
         let mut named = vec![0u64; words];
         for position in range {
             let bound = bounds[position];
@@ -225,14 +225,14 @@ pub(crate) fn score_band(input: &BandInput<'_>, timings: &mut StageTimings) -> R
         (positions, named)
     });
     let mut named = vec![0u64; words];
-    let mut chunks: Vec<Vec<usize>> = Vec::with_capacity(picked.len());
+    let mut chunks: Vec<Recycled<usize>> = Vec::with_capacity(picked.len());
     for (positions, part) in picked {
         for (word, bits) in named.iter_mut().zip(part) {
             *word |= bits;
         }
         chunks.push(positions);
     }
-    let band_rows: usize = chunks.iter().map(Vec::len).sum();
+    let band_rows: usize = chunks.iter().map(|c| c.len()).sum();
     if band_rows == 0 {
         return Ok(Band {
             scores: Vec::new(),
@@ -322,7 +322,7 @@ pub(crate) fn score_band(input: &BandInput<'_>, timings: &mut StageTimings) -> R
         }
     }
     if !failed.is_empty() {
-        for &position in chunks.iter().flatten() {
+        for &position in chunks.iter().flat_map(|c| c.iter()) {
             let slot = index.of_row[survivors[position]];
             if failed.binary_search(&slot).is_ok() {
                 let facts = facts_of(input.store, set, index, std::iter::once(slot))?;

@@ -53,13 +53,13 @@ pub(crate) struct Gathered {
     /// The scanned survivors (rows of the selection's set), in loader order: what a
     /// federation looks a pruned candidate up in. Shared with the other
     /// requests of a pass that kept the same rows.
-    pub(crate) survivors: std::sync::Arc<Vec<usize>>,
+    pub(crate) survivors: std::sync::Arc<particles_candidates::scratch::Recycled<usize>>,
     /// The similarities of the survivors (parallel), with a query vector: exact,
     /// or intervals read from the half copy.
     pub(crate) similarities: Option<Similarities>,
     /// The score bounds of the survivors (parallel): what the truncation band is
     /// picked by (`crate::band`).
-    pub(crate) bounds: Vec<f64>,
+    pub(crate) bounds: particles_candidates::scratch::Recycled<f64>,
     /// The instant decay was evaluated at.
     pub(crate) now: Timestamp,
 }

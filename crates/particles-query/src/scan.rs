@@ -17,7 +17,7 @@
 
 use std::sync::Arc;
 
-use particles_candidates::{CandidateSet, HalfView, PREFETCH_ROWS};
+use particles_candidates::{scratch::Recycled, CandidateSet, HalfView, PREFETCH_ROWS};
 use particles_rank::{Policies, QueryVector};
 
 use crate::{Error, Result};
@@ -30,21 +30,21 @@ const PARALLEL_SCAN_MIN: usize = 4_096;
 /// What the scan keeps of each surviving candidate, in loader order.
 pub(crate) struct Scanned {
     /// Shared by the lanes of a pass that keep the same rows.
-    pub(crate) survivors: Arc<Vec<usize>>,
+    pub(crate) survivors: Arc<Recycled<usize>>,
     pub(crate) similarities: Option<Similarities>,
-    pub(crate) bounds: Vec<f64>,
+    pub(crate) bounds: Recycled<f64>,
 }
 
 /// Each survivor's cosine with the question (parallel to the survivors).
 #[derive(Debug, PartialEq)]
 pub(crate) enum Similarities {
     /// Read from the `f32` rows: the exact values.
-    Exact(Vec<f64>),
+    Exact(Recycled<f64>),
     /// Read from the half-precision copy: `[dot, high]`, the half dot product
     /// and the interval's high end; the low end is computed when asked for
     /// (most rows never are). A row read exactly (no interval was sound) holds
     /// `[+inf, value]`: a half dot is never infinite.
-    Bounded(Vec<[f32; 2]>),
+    Bounded(Recycled<[f32; 2]>),
 }
 
 impl Similarities {
@@ -176,8 +176,8 @@ pub(crate) fn scan_candidates(
         .unwrap_or_else(|| {
             Ok(Scanned {
                 survivors: Arc::default(),
-                similarities: query.map(|_| Similarities::Exact(Vec::new())),
-                bounds: Vec::new(),
+                similarities: query.map(|_| Similarities::Exact(Recycled::default())),
+                bounds: Recycled::default(),
             })
         })
 }
@@ -220,8 +220,8 @@ struct TileSpec<'a> {
 /// A lane's similarities over the whole pass, written in place.
 enum SimBuffer {
     None,
-    Exact(Vec<f64>),
-    Bounded(Vec<[f32; 2]>),
+    Exact(Recycled<f64>),
+    Bounded(Recycled<[f32; 2]>),
 }
 
 /// One thread's part of a lane's similarities.
@@ -324,16 +324,19 @@ pub(crate) fn scan_lanes(
 
     let n = rows.len();
     let ranges = crate::cores::ranges(n, PARALLEL_SCAN_MIN);
-    let mut survivors: Vec<Vec<usize>> = leaders.iter().map(|_| vec![0usize; n]).collect();
+    // Buffers from the previous queries (fresh ones would be new pages to
+    // fault in and zero: 8 MB each at 1M rows); each thread overwrites what it
+    // keeps and the rest is truncated.
+    let mut survivors: Vec<Recycled<usize>> = leaders.iter().map(|_| Recycled::stale(n)).collect();
     let mut similarities: Vec<SimBuffer> = reads
         .iter()
         .map(|read| match read {
             Read::Nothing => SimBuffer::None,
-            Read::Exact { .. } => SimBuffer::Exact(vec![0.0; n]),
-            Read::Half { .. } => SimBuffer::Bounded(vec![[0.0; 2]; n]),
+            Read::Exact { .. } => SimBuffer::Exact(Recycled::stale(n)),
+            Read::Half { .. } => SimBuffer::Bounded(Recycled::stale(n)),
         })
         .collect();
-    let mut bounds: Vec<Vec<f64>> = lanes.iter().map(|_| vec![0.0; n]).collect();
+    let mut bounds: Vec<Recycled<f64>> = lanes.iter().map(|_| Recycled::stale(n)).collect();
 
     // Every buffer cut by the threads' ranges, then gathered per thread.
     let mut parts: Vec<ThreadParts<'_>> = ranges
@@ -414,7 +417,7 @@ pub(crate) fn scan_lanes(
         *kept = to;
         survivors[group].truncate(to);
     }
-    let survivors: Vec<Arc<Vec<usize>>> = survivors.into_iter().map(Arc::new).collect();
+    let survivors: Vec<Arc<Recycled<usize>>> = survivors.into_iter().map(Arc::new).collect();
     let mut outs = outs;
     lanes
         .iter()
@@ -878,13 +881,16 @@ mod tests {
                 .copied()
                 .filter(|&row| lane.keep.is_none_or(|keep| keep(row).unwrap()))
                 .collect();
-            assert_eq!(*shared.survivors, sequential);
+            assert_eq!(**shared.survivors, sequential);
             if let Some(query) = lane.query {
                 let direct: Vec<f64> = sequential
                     .iter()
                     .map(|&row| particles_rank::similarity(&set, row, query).unwrap())
                     .collect();
-                assert_eq!(shared.similarities, Some(Similarities::Exact(direct)));
+                assert_eq!(
+                    shared.similarities,
+                    Some(Similarities::Exact(direct.into()))
+                );
             }
         }
     }
