@@ -143,11 +143,14 @@ pub fn einsum_tile_checked(
 /// the rows read next, prefetched as [`einsum_tile_checked`] does.
 pub type HalfTile = fn(rows: &[&[f16]], ahead: &[&[f16]], queries: &[&[f32]], dots: &mut [f32]);
 
-/// The fastest [`HalfTile`] this CPU runs (AVX2 with F16C and FMA where
-/// present), else [`half_tile_portable`].
+/// The fastest [`HalfTile`] this CPU runs (AVX-512 where present, else AVX2
+/// with F16C and FMA), else [`half_tile_portable`].
 pub fn half_tile_kernel() -> HalfTile {
     #[cfg(target_arch = "x86_64")]
     {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            return avx512::half_tile;
+        }
         if std::arch::is_x86_feature_detected!("avx2")
             && std::arch::is_x86_feature_detected!("fma")
             && std::arch::is_x86_feature_detected!("f16c")
@@ -510,10 +513,173 @@ mod avx {
     }
 }
 
+/// The half tile on 512-bit registers: sixteen values a step, and 32
+/// registers, so a tile holds 4 rows × 4 questions. Where several questions
+/// share a pass the tile is bound by its multiply-adds, which this doubles.
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use core::arch::x86_64::{
+        __m512, _mm256_loadu_si256, _mm512_cvtph_ps, _mm512_fmadd_ps, _mm512_loadu_ps,
+        _mm512_reduce_add_ps, _mm512_setzero_ps, _mm_prefetch, _MM_HINT_T0,
+    };
+
+    use half::f16;
+
+    use super::{row_at, PREFETCH_ROWS};
+
+    const GROUP: usize = 4;
+
+    pub(super) fn half_tile(
+        rows: &[&[f16]],
+        ahead: &[&[f16]],
+        queries: &[&[f32]],
+        dots: &mut [f32],
+    ) {
+        let nq = queries.len();
+        let n = queries.first().map_or(0, |q| q.len());
+        let uniform = rows.iter().all(|r| r.len() == n) && queries.iter().all(|q| q.len() == n);
+        if !uniform || dots.len() < rows.len() * nq {
+            super::half_tile_portable(rows, ahead, queries, dots);
+            return;
+        }
+        // SAFETY: `half_tile_kernel` returns this function only after detecting
+        // AVX-512F on this CPU; every row and question holds exactly `n` values
+        // and `dots` holds `rows × nq` (checked above).
+        unsafe { tiles(rows, ahead, queries, n, dots) }
+    }
+
+    #[target_feature(enable = "avx512f")]
+    unsafe fn tiles(
+        rows: &[&[f16]],
+        ahead: &[&[f16]],
+        queries: &[&[f32]],
+        n: usize,
+        dots: &mut [f32],
+    ) {
+        let nq = queries.len();
+        let mut q0 = 0;
+        while q0 < nq {
+            let g = (nq - q0).min(GROUP);
+            let group = &queries[q0..q0 + g];
+            let ahead = if q0 == 0 { ahead } else { &[] };
+            // SAFETY: as in `half_tile`.
+            unsafe {
+                let done = match g {
+                    1 => run::<4, 1>(rows, ahead, 0, group, n, dots, nq, q0),
+                    2 => run::<4, 2>(rows, ahead, 0, group, n, dots, nq, q0),
+                    3 => run::<4, 3>(rows, ahead, 0, group, n, dots, nq, q0),
+                    _ => run::<4, 4>(rows, ahead, 0, group, n, dots, nq, q0),
+                };
+                match g {
+                    1 => run::<1, 1>(rows, ahead, done, group, n, dots, nq, q0),
+                    2 => run::<1, 2>(rows, ahead, done, group, n, dots, nq, q0),
+                    3 => run::<1, 3>(rows, ahead, done, group, n, dots, nq, q0),
+                    _ => run::<1, 4>(rows, ahead, done, group, n, dots, nq, q0),
+                };
+            }
+            q0 += g;
+        }
+    }
+
+    /// Tiles of `R` rows from `from` while `R` remain; the first row not done.
+    #[allow(clippy::too_many_arguments)]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn run<const R: usize, const L: usize>(
+        rows: &[&[f16]],
+        ahead: &[&[f16]],
+        from: usize,
+        group: &[&[f32]],
+        n: usize,
+        dots: &mut [f32],
+        stride: usize,
+        column: usize,
+    ) -> usize {
+        let mut r0 = from;
+        while r0 + R <= rows.len() {
+            let next: [&[f16]; R] =
+                std::array::from_fn(|r| row_at(rows, ahead, r0 + r + PREFETCH_ROWS));
+            // SAFETY: the caller's contract (lengths `n`, AVX-512F present).
+            let out = unsafe { tile::<R, L>(&rows[r0..r0 + R], &next, group, n) };
+            for (r, values) in out.iter().enumerate() {
+                let base = (r0 + r) * stride + column;
+                dots[base..base + L].copy_from_slice(values);
+            }
+            r0 += R;
+        }
+        r0
+    }
+
+    #[target_feature(enable = "avx512f")]
+    unsafe fn tile<const R: usize, const L: usize>(
+        rows: &[&[f16]],
+        next: &[&[f16]; R],
+        group: &[&[f32]],
+        n: usize,
+    ) -> [[f32; L]; R] {
+        let mut acc: [[__m512; L]; R] = [[_mm512_setzero_ps(); L]; R];
+        let mut i = 0;
+        // SAFETY: every load of 16 values at `i` happens only when
+        // `i + 16 <= n`, inside slices of `n` values; the loads need no
+        // alignment and `f16` is `u16` in memory. A prefetch is a hint that
+        // never faults.
+        unsafe {
+            while n - i >= 16 {
+                if i % 32 == 0 {
+                    for ahead in next {
+                        if i < ahead.len() {
+                            _mm_prefetch::<_MM_HINT_T0>(ahead.as_ptr().add(i).cast());
+                        }
+                    }
+                }
+                let h: [__m512; R] = std::array::from_fn(|r| {
+                    _mm512_cvtph_ps(_mm256_loadu_si256(rows[r].as_ptr().add(i).cast()))
+                });
+                for l in 0..L {
+                    let x = _mm512_loadu_ps(group[l].as_ptr().add(i));
+                    for r in 0..R {
+                        acc[r][l] = _mm512_fmadd_ps(x, h[r], acc[r][l]);
+                    }
+                }
+                i += 16;
+            }
+        }
+        let mut out = [[0.0f32; L]; R];
+        for r in 0..R {
+            for l in 0..L {
+                let sum = _mm512_reduce_add_ps(acc[r][l]);
+                let mut tail = 0.0f32;
+                for k in i..n {
+                    tail = group[l][k].mul_add(rows[r][k].to_f32(), tail);
+                }
+                out[r][l] = sum + tail;
+            }
+        }
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// Every half tile this CPU can run.
+    fn kernels() -> Vec<HalfTile> {
+        let mut kernels: Vec<HalfTile> = vec![half_tile_kernel()];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("fma")
+                && std::arch::is_x86_feature_detected!("f16c")
+            {
+                kernels.push(avx::half_tile);
+            }
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                kernels.push(avx512::half_tile);
+            }
+        }
+        kernels
+    }
 
     fn rows_of(values: &[Vec<f32>]) -> Vec<&[f32]> {
         values.iter().map(Vec::as_slice).collect()
@@ -576,16 +742,18 @@ mod tests {
             let queries: Vec<Vec<f32>> = (0..nq).map(|_| (0..n).map(|_| next()).collect()).collect();
             let rs: Vec<&[f16]> = rows.iter().map(Vec::as_slice).collect();
             let qs = rows_of(&queries);
-            let mut fast = vec![f32::NAN; nrows * nq];
             let mut slow = vec![f32::NAN; nrows * nq];
-            half_tile_kernel()(&rs, &rs, &qs, &mut fast);
             half_tile_portable(&rs, &[], &qs, &mut slow);
-            for r in 0..nrows {
-                for q in 0..nq {
-                    let scale: f32 = rows[r].iter().zip(&queries[q])
-                        .map(|(h, x)| (h.to_f32() * x).abs()).sum();
-                    let (a, b) = (fast[r * nq + q], slow[r * nq + q]);
-                    prop_assert!((a - b).abs() <= 1e-5 * scale + 1e-30, "{a} vs {b}");
+            for kernel in kernels() {
+                let mut fast = vec![f32::NAN; nrows * nq];
+                kernel(&rs, &rs, &qs, &mut fast);
+                for r in 0..nrows {
+                    for q in 0..nq {
+                        let scale: f32 = rows[r].iter().zip(&queries[q])
+                            .map(|(h, x)| (h.to_f32() * x).abs()).sum();
+                        let (a, b) = (fast[r * nq + q], slow[r * nq + q]);
+                        prop_assert!((a - b).abs() <= 1e-5 * scale + 1e-30, "{a} vs {b}");
+                    }
                 }
             }
         }
