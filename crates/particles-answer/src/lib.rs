@@ -108,7 +108,7 @@ pub(crate) fn isoformat(at: Timestamp) -> String {
         seconds / 3600,
         (seconds / 60) % 60
     );
-    if seconds % 60 != 0 {
+    if !seconds.is_multiple_of(60) {
         out.push_str(&format!(":{:02}", seconds % 60));
     }
     out

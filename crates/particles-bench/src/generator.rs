@@ -131,7 +131,7 @@ fn round_half_even(x: f64) -> u64 {
     let floor = x.floor();
     let diff = x - floor;
     let rounded = if (diff - 0.5).abs() < f64::EPSILON {
-        if floor as u64 % 2 == 0 {
+        if (floor as u64).is_multiple_of(2) {
             floor
         } else {
             floor + 1.0

@@ -146,9 +146,9 @@ pub(crate) fn parse_sizes(text: &str) -> Result<Vec<u64>, String> {
 
 /// `10k`, `56k`, `1M`, plain below 1,000.
 pub(crate) fn size_label(size: u64) -> String {
-    if size >= 1_000_000 && size % 100_000 == 0 {
+    if size >= 1_000_000 && size.is_multiple_of(100_000) {
         format!("{}M", size as f64 / 1e6)
-    } else if size >= 1000 && size % 100 == 0 {
+    } else if size >= 1000 && size.is_multiple_of(100) {
         format!("{}k", size as f64 / 1e3)
     } else {
         size.to_string()

@@ -550,7 +550,7 @@ fn decode_base64(text: &str) -> Result<Vec<u8>, String> {
     for byte in text.bytes() {
         if byte == b'=' {
             padding += 1;
-            if (sextets.len() + padding) % 4 == 0 {
+            if (sextets.len() + padding).is_multiple_of(4) {
                 break;
             }
         } else if let Some(sextet) = value(byte) {
@@ -850,7 +850,9 @@ fn days_in_month(year: u32, month: u32) -> u32 {
     match month {
         1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
         4 | 6 | 9 | 11 => 30,
-        2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
+        2 if (year.is_multiple_of(4) && !year.is_multiple_of(100)) || year.is_multiple_of(400) => {
+            29
+        }
         _ => 28,
     }
 }

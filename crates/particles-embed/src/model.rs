@@ -44,7 +44,7 @@ impl Config {
             max_positions: field("max_position_embeddings")?,
             layer_norm_eps: json["layer_norm_eps"].as_f64().unwrap_or(1e-12) as f32,
         };
-        if config.heads == 0 || config.hidden % config.heads != 0 {
+        if config.heads == 0 || !config.hidden.is_multiple_of(config.heads) {
             return Err(EmbedError::Model(format!(
                 "config.json: hidden_size {} is not a multiple of num_attention_heads {}",
                 config.hidden, config.heads

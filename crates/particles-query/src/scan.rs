@@ -828,8 +828,9 @@ mod tests {
                 QueryVector::new(values, NormKernel::SkylakeX)
             })
             .collect();
-        let aleatory_only =
-            |row: usize| -> Result<bool> { Ok(set.id(row).len() % 2 == 0 || row % 3 == 0) };
+        let aleatory_only = |row: usize| -> Result<bool> {
+            Ok(set.id(row).len().is_multiple_of(2) || row.is_multiple_of(3))
+        };
         let lanes: Vec<Lane<'_>> = vec![
             Lane {
                 query: Some(&queries[0]),

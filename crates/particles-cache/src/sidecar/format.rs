@@ -350,7 +350,7 @@ impl Head {
     /// The journal head, or `None` when the token is not hex.
     pub(crate) fn to_journal_head(&self) -> Option<JournalHead> {
         let text = &self.token;
-        if text.len() % 2 != 0 {
+        if !text.len().is_multiple_of(2) {
             return None;
         }
         let token = (0..text.len())

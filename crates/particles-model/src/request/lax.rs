@@ -539,10 +539,10 @@ fn date_rfc3339(bytes: &[u8]) -> Result<(u16, u8, u8), Speedate> {
         return Err(Speedate::InvalidCharDateSep);
     }
     let day = digit(8, Speedate::InvalidCharDay)? * 10 + digit(9, Speedate::InvalidCharDay)?;
-    let leap = if year % 100 == 0 {
-        year % 400 == 0
+    let leap = if year.is_multiple_of(100) {
+        year.is_multiple_of(400)
     } else {
-        year % 4 == 0
+        year.is_multiple_of(4)
     };
     let max_day = match month {
         1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
