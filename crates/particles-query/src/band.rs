@@ -36,7 +36,7 @@ use particles_store::Store;
 
 use particles_model::policy::SourceFacts;
 
-use crate::{scan::Similarities, Result, StageTimings};
+use crate::{memo::QueryMemo, scan::Similarities, Result, StageTimings};
 
 /// Below this many band rows the scores are computed on one thread.
 const PARALLEL_BAND_MIN: usize = 16_384;
@@ -83,11 +83,11 @@ pub(crate) struct Band {
     pub(crate) read_exactly: usize,
 }
 
-/// What a connection remembers of the band's sources across queries
-/// ([`particles_store::Store::with_remembered`]): each source slot's statics
-/// under one set's source index and one set of settings.
+/// What a connection remembers of the band's sources across queries (in its
+/// [`QueryMemo`]): each source slot's statics under one set's source index and
+/// one set of settings.
 #[derive(Default)]
-struct BandMemo {
+pub(crate) struct BandMemo {
     owner: u64,
     settings: Option<particles_rank::RankSettings>,
     statics: Vec<Option<SourceStatics>>,
@@ -262,7 +262,8 @@ pub(crate) fn score_band(input: &BandInput<'_>, timings: &mut StageTimings) -> R
         })
         .collect();
     let settings = &input.policies.settings;
-    let remembered = input.store.with_remembered(|memo: &mut BandMemo| {
+    let remembered = input.store.with_remembered(|memo: &mut QueryMemo| {
+        let memo = &mut memo.band;
         if memo.owner != index.id || memo.settings.as_ref() != Some(settings) {
             *memo = BandMemo {
                 owner: index.id,
@@ -291,7 +292,8 @@ pub(crate) fn score_band(input: &BandInput<'_>, timings: &mut StageTimings) -> R
         for (&at, one) in missing.iter().zip(computed.into_iter().flatten()) {
             statics[at] = Some(one);
         }
-        input.store.with_remembered(|memo: &mut BandMemo| {
+        input.store.with_remembered(|memo: &mut QueryMemo| {
+            let memo = &mut memo.band;
             for &at in &missing {
                 if let Some(slot) = memo.statics.get_mut(slots[at] as usize) {
                     *slot = statics[at];

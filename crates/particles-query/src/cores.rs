@@ -1,7 +1,7 @@
-//! Work split across the machine's cores: contiguous ranges, one scoped thread
-//! each, the results in range order. The scan and the truncation band use it; a
-//! pass split this way computes every value as a sequential pass does, so the
-//! split changes no bit.
+//! Work split across the machine's cores: contiguous ranges, one task each on
+//! a pool of threads that stay up, the results in range order. The scan and
+//! the truncation band use it; a pass split this way computes every value as a
+//! sequential pass does, so the split changes no bit.
 
 use std::ops::Range;
 
@@ -36,9 +36,10 @@ pub(crate) fn ranges(len: usize, min: usize) -> Vec<Range<usize>> {
         .collect()
 }
 
-/// Runs `work` on each state, one scoped thread per state but the last, which
-/// runs on this thread. Returns the results in state order. A panic in a worker
-/// is resumed here.
+/// Runs `work` on each state: the last on this thread, the others on the
+/// process's worker pool (rayon's, threads that stay up between queries), or
+/// on this thread too when every worker is busy. Returns the results in state
+/// order. A panic in a worker is resumed here.
 pub(crate) fn on_each<S: Send, R: Send>(
     mut states: Vec<S>,
     work: impl Fn(S) -> R + Sync,
@@ -50,23 +51,16 @@ pub(crate) fn on_each<S: Send, R: Send>(
         return vec![work(last)];
     }
     let work = &work;
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = states
-            .into_iter()
-            .map(|state| scope.spawn(move || work(state)))
-            .collect();
-        let mine = work(last);
-        let mut out: Vec<R> = handles
-            .into_iter()
-            .map(|handle| {
-                handle
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect();
-        out.push(mine);
-        out
-    })
+    let mut out: Vec<Option<R>> = states.iter().map(|_| None).collect();
+    let mine = rayon::in_place_scope(|scope| {
+        for (state, slot) in states.into_iter().zip(out.iter_mut()) {
+            scope.spawn(move |_| *slot = Some(work(state)));
+        }
+        work(last)
+    });
+    let mut out: Vec<R> = out.into_iter().flatten().collect();
+    out.push(mine);
+    out
 }
 
 /// Runs `work` over `0..len` split into one contiguous range per core, or over

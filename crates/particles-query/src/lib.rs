@@ -48,6 +48,7 @@ mod collect;
 mod cores;
 mod federate;
 mod gather;
+mod memo;
 mod observer;
 mod outcome;
 mod respond;
@@ -538,13 +539,39 @@ pub(crate) struct RankedHit<'a> {
     pub(crate) effective_confidence: f64,
 }
 
-/// The hits as full particles, read by id in the ranking's transaction.
+/// The hits as full particles, read by id in the ranking's transaction, or as
+/// this connection read them before while the file is unchanged
+/// ([`memo::QueryMemo`]).
 fn materialise(store: &Store, set: &CandidateSet, ranked: &[RankedHit<'_>]) -> Result<Vec<Hit>> {
-    let ids: Vec<&str> = ranked.iter().map(|r| set.id(r.scored.ranked.row)).collect();
-    let mut particles: HashMap<String, Particle> = particles_store::particles_by_ids(store, &ids)?
-        .into_iter()
-        .map(|p| (p.id.clone(), p))
+    let wanted: Vec<(i64, &str)> = ranked
+        .iter()
+        .map(|r| (set.rowid(r.scored.ranked.row), set.id(r.scored.ranked.row)))
         .collect();
+    let mut particles: HashMap<String, Particle> = store
+        .with_remembered(|memo: &mut memo::QueryMemo| {
+            wanted
+                .iter()
+                .filter_map(|&(rowid, id)| memo.hit(rowid, id).cloned())
+                .map(|p| (p.id.clone(), p))
+                .collect::<HashMap<_, _>>()
+        })?
+        .unwrap_or_default();
+    let missing: Vec<&str> = wanted
+        .iter()
+        .map(|&(_, id)| id)
+        .filter(|id| !particles.contains_key(*id))
+        .collect();
+    if !missing.is_empty() {
+        let read = particles_store::particles_by_ids(store, &missing)?;
+        store.with_remembered(|memo: &mut memo::QueryMemo| {
+            for particle in &read {
+                if let Some(&(rowid, _)) = wanted.iter().find(|(_, id)| *id == particle.id) {
+                    memo.remember_hit(rowid, particle);
+                }
+            }
+        })?;
+        particles.extend(read.into_iter().map(|p| (p.id.clone(), p)));
+    }
     ranked
         .iter()
         .enumerate()
