@@ -61,7 +61,10 @@ impl<'a> BoundOrder<'a> {
         // (everything kept is at least as good), so it is passed over.
         let mut front: Vec<usize> = Vec::with_capacity(window * 2 + 1);
         let mut cut: Option<usize> = None;
-        for position in 0..n {
+        // Last position first: loader order ascends by confidence, and so, on
+        // the whole, do the bounds, so the cut rises at once and most positions
+        // are passed over (at 10k rows, 0.13 ms in position order).
+        for position in (0..n).rev() {
             if cut.is_some_and(|c| Self::compare(bounds, position, c) != Ordering::Less) {
                 continue;
             }
