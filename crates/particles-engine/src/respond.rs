@@ -22,7 +22,11 @@ pub(crate) fn ranking_response(
     with_vector: bool,
 ) -> QueryResponse {
     let mut response = QueryResponse::empty(String::new());
-    response.particles = outcome.hits.iter().map(|h| h.particle.clone()).collect();
+    response.particles = outcome
+        .hits
+        .iter()
+        .map(|h| particles_model::Particle::clone(&h.particle))
+        .collect();
     response.effective_confidences = outcome
         .hits
         .iter()

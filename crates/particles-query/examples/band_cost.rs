@@ -32,14 +32,30 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     cache.set_huge_pages(true);
     cache.set_half_precision(std::env::var_os("F32_SCAN").is_none().then_some(0));
     let margin = TruncationSettings::default().prune_margin();
-    for (i, vector) in vectors.iter().take(n + 1).enumerate() {
+    let passes: usize = std::env::var("PASSES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1);
+    for (i, vector) in vectors
+        .iter()
+        .take(n + 1)
+        .cycle()
+        .take((n + 1) * passes)
+        .enumerate()
+    {
+        let i = i % (n + 1);
         let request = QueryRequest {
             question: Some(format!("q{i}")),
             top_k: 40,
             ..QueryRequest::default()
         }
         .validate(now)?;
-        for prune_margin in [0.0, margin] {
+        let margins: Vec<f64> = if std::env::var_os("BARE_ONLY").is_some() {
+            vec![0.0]
+        } else {
+            vec![0.0, margin]
+        };
+        for prune_margin in margins {
             let input = QueryInput {
                 prune_margin,
                 near_margin: Some(TruncationSettings::default().near_margin),

@@ -245,7 +245,7 @@ pub fn run_federated(
             source: source.clone(),
             as_of_note: owner.notes.as_of_notes.get(id).cloned(),
             window_hit: owner.notes.window_hits.get(id).cloned(),
-            particle,
+            particle: particle.into(),
         });
     }
     outcome.beyond_cut = merged[cut..].iter().map(score).collect();

@@ -547,7 +547,7 @@ fn materialise(store: &Store, set: &CandidateSet, ranked: &[RankedHit<'_>]) -> R
         .iter()
         .map(|r| (set.rowid(r.scored.ranked.row), set.id(r.scored.ranked.row)))
         .collect();
-    let mut particles: HashMap<String, Particle> = store
+    let mut particles: HashMap<String, std::sync::Arc<Particle>> = store
         .with_remembered(|memo: &mut memo::QueryMemo| {
             wanted
                 .iter()
@@ -562,7 +562,11 @@ fn materialise(store: &Store, set: &CandidateSet, ranked: &[RankedHit<'_>]) -> R
         .filter(|id| !particles.contains_key(*id))
         .collect();
     if !missing.is_empty() {
-        let read = particles_store::particles_by_ids(store, &missing)?;
+        let read: Vec<std::sync::Arc<Particle>> =
+            particles_store::particles_by_ids(store, &missing)?
+                .into_iter()
+                .map(std::sync::Arc::new)
+                .collect();
         store.with_remembered(|memo: &mut memo::QueryMemo| {
             for particle in &read {
                 if let Some(&(rowid, _)) = wanted.iter().find(|(_, id)| *id == particle.id) {

@@ -11,7 +11,7 @@
 //!   a hit of an earlier one), and reading one costs a row lookup, its
 //!   overflow pages and the hydration of every column.
 
-use std::collections::HashMap;
+use std::{collections::HashMap, sync::Arc};
 
 use particles_model::Particle;
 
@@ -23,20 +23,20 @@ const HITS_CAP: usize = 8_192;
 #[derive(Default)]
 pub(crate) struct QueryMemo {
     pub(crate) band: crate::band::BandMemo,
-    hits: HashMap<i64, Particle, foldhash::fast::RandomState>,
+    hits: HashMap<i64, Arc<Particle>, foldhash::fast::RandomState>,
 }
 
 impl QueryMemo {
     /// The remembered particle of row `rowid`, if it is `id`'s.
-    pub(crate) fn hit(&self, rowid: i64, id: &str) -> Option<&Particle> {
+    pub(crate) fn hit(&self, rowid: i64, id: &str) -> Option<&Arc<Particle>> {
         self.hits.get(&rowid).filter(|particle| particle.id == id)
     }
 
     /// Remembers the particle read at row `rowid`.
-    pub(crate) fn remember_hit(&mut self, rowid: i64, particle: &Particle) {
+    pub(crate) fn remember_hit(&mut self, rowid: i64, particle: &Arc<Particle>) {
         if self.hits.len() >= HITS_CAP {
             self.hits.clear();
         }
-        self.hits.insert(rowid, particle.clone());
+        self.hits.insert(rowid, Arc::clone(particle));
     }
 }

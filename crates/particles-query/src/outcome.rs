@@ -34,8 +34,9 @@ pub struct Hit {
     pub as_of_note: Option<AsOfNote>,
     /// With a window: how the hit sits in it.
     pub window_hit: Option<WindowHit>,
-    /// The particle, fully hydrated, in the reference's JSON shape.
-    pub particle: Particle,
+    /// The particle, fully hydrated, in the reference's JSON shape (shared with
+    /// what the connection remembers of it).
+    pub particle: std::sync::Arc<Particle>,
 }
 
 /// The claim filters' disclosure: how the filtered slice relates to the store.

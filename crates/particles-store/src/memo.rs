@@ -27,6 +27,10 @@ const MEMO_CAP: usize = 4_000_000;
 #[derive(Default)]
 pub(crate) struct SourceMemo {
     version: Option<i64>,
+    /// The read transaction (`Store::read_snapshot`'s number) in which the
+    /// version was last read: within it the file cannot change for this
+    /// connection, so it is read once.
+    checked_in: Option<u64>,
     /// Snapshot id → `(content_published_at, author_id)`, `None`: no such row.
     pub(crate) snapshots: HashMap<String, Option<SnapshotFacts>>,
     /// Entry id → `(source_type, uri_r)`, `None`: no such row.
@@ -163,6 +167,10 @@ impl Store {
         let Ok(mut memo) = cell.try_borrow_mut() else {
             return Ok(None);
         };
+        let snapshot = self.snapshot_number();
+        if snapshot.is_some() && memo.checked_in == snapshot && memo.len() <= MEMO_CAP {
+            return Ok(Some(memo));
+        }
         // A read first, so the transaction has taken its snapshot (a deferred
         // transaction takes it at its first read) before the version is asked.
         connection
@@ -177,6 +185,7 @@ impl Store {
             memo.clear();
             memo.version = Some(version);
         }
+        memo.checked_in = snapshot;
         Ok(Some(memo))
     }
 }

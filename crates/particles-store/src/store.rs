@@ -28,6 +28,11 @@ pub struct Store {
     path: PathBuf,
     /// Source facts remembered across read transactions (read-only connections).
     memo: crate::memo::MemoCell,
+    /// The read transaction [`Store::read_snapshot`] holds open, numbered (a new
+    /// number per transaction), or `None` outside one: the memo checks the
+    /// file's version once per transaction it knows.
+    snapshot: std::cell::Cell<Option<u64>>,
+    snapshots_begun: std::cell::Cell<u64>,
 }
 
 impl Store {
@@ -65,6 +70,8 @@ impl Store {
             connection,
             path: path.to_owned(),
             memo: Some(Default::default()),
+            snapshot: Default::default(),
+            snapshots_begun: Default::default(),
         };
         store.require_table("particles")?;
         Ok(store)
@@ -82,6 +89,8 @@ impl Store {
             connection,
             path,
             memo: None,
+            snapshot: Default::default(),
+            snapshots_begun: Default::default(),
         };
         store.require_table("particles")?;
         Ok(store)
@@ -118,6 +127,11 @@ impl Store {
     /// this crate's, so other crates read through typed functions.
     pub(crate) fn connection(&self) -> &Connection {
         &self.connection
+    }
+
+    /// The number of the read transaction [`Store::read_snapshot`] holds open.
+    pub(crate) fn snapshot_number(&self) -> Option<u64> {
+        self.snapshot.get()
     }
 
     /// The source memo's cell, on a read-only connection.
@@ -176,7 +190,11 @@ impl Store {
         self.connection
             .execute_batch("BEGIN DEFERRED")
             .map_err(query_error("begin read transaction"))?;
+        let number = self.snapshots_begun.get().wrapping_add(1);
+        self.snapshots_begun.set(number);
+        self.snapshot.set(Some(number));
         let result = f(self);
+        self.snapshot.set(None);
         // A read transaction has nothing to keep; ending it cannot lose data.
         let ended = self.connection.execute_batch("COMMIT");
         let value = result?;

@@ -99,7 +99,7 @@ pub fn semantic_response(
     let hits: Vec<particles_model::Particle> = outcome
         .hits
         .iter()
-        .map(|hit| hit.particle.clone())
+        .map(|hit| particles_model::Particle::clone(&hit.particle))
         .collect();
 
     let mut out = QueryResponse::empty(String::new());
