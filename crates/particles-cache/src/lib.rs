@@ -221,11 +221,13 @@ impl CacheState {
 }
 
 /// Below this many bytes of `f32` vectors the half-precision scan does not pay:
-/// the scan is bound by computing, not by memory, and intervals cost more than
-/// they save. Measured on the warm cells (Intel Xeon, 2 cores, alternating): at
-/// 10k rows (15 MB) the bare ranking took 2.5-3.3 ms with the copy against
-/// 2.2-2.8 ms without; at 100k (150 MB) 13.6 ms against 19-20 ms.
-pub const HALF_PRECISION_MIN_BYTES: usize = 64 << 20;
+/// a scan of a few thousand rows costs less than its fixed overheads. With the
+/// scan's tiles and block arithmetic (`particles-query`'s `scan`) the copy pays
+/// from small sets on: measured on the warm 10k cell (15 MB of vectors, Intel
+/// Xeon, 2 cores, alternating), the scan stage 0.51-0.56 ms with the copy
+/// against 0.58-0.63 ms without. (Before those kernels the threshold was
+/// 64 MiB: at 10k the copy cost 2.5-3.3 ms against 2.2-2.8 ms without.)
+pub const HALF_PRECISION_MIN_BYTES: usize = 4 << 20;
 
 /// The candidate cache of one store. Use one per store file; it is a
 /// [`CandidateLoader`] for `particles_query::run_query_with`.

@@ -221,7 +221,7 @@ pub(crate) struct ScanArgs {
     /// (half their size again): half the bytes read per question, and the same
     /// answers, bit for bit (the exact vector is read wherever the copy's error
     /// bound cannot decide). `auto` makes the copy for stores whose vectors take
-    /// at least 64 MiB (about 43k beliefs), where it pays.
+    /// at least 4 MiB (about 2.7k beliefs), where it pays.
     #[arg(
         long,
         value_enum,
@@ -235,7 +235,7 @@ pub(crate) struct ScanArgs {
 /// `--half-precision`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum HalfPrecision {
-    /// For stores whose vectors take at least 64 MiB.
+    /// For stores whose vectors take at least 4 MiB.
     Auto,
     /// For every store.
     On,

@@ -131,7 +131,7 @@ fn the_half_precision_copy_changes_memory_not_answers() {
         assert_eq!(on["hits"], off["hits"]);
         assert_eq!(on["hits"], auto["hits"]);
         let heap = |v: &Value| v["cache"]["heap_bytes"].as_u64().unwrap();
-        // A fixture is far below the 64 MiB where `auto` makes a copy.
+        // A fixture is far below the 4 MiB where `auto` makes a copy.
         assert!(heap(on) > heap(off), "{} vs {}", heap(on), heap(off));
         assert_eq!(heap(auto), heap(off));
     }
