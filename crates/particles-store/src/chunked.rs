@@ -39,6 +39,12 @@ impl SqlClock {
     }
 }
 
+/// The length a last, shorter list is padded to: a power of two below
+/// [`ID_CHUNK`], or the chunk itself.
+pub(crate) fn padded_len(n: usize) -> usize {
+    n.max(1).next_power_of_two().min(ID_CHUNK)
+}
+
 /// `?,?,...,?` with `n` placeholders.
 pub(crate) fn placeholders(n: usize) -> String {
     let mut text = "?,".repeat(n);
@@ -47,7 +53,8 @@ pub(crate) fn placeholders(n: usize) -> String {
 }
 
 /// Runs the statement `sql(placeholders)` once per chunk of `keys` (in order, each
-/// chunk at most [`ID_CHUNK`] keys, bound in order to the placeholders) and hands
+/// chunk at most [`ID_CHUNK`] keys, bound in order to the placeholders; a
+/// shorter last chunk padded to [`padded_len`] with its last key) and hands
 /// every row to `row`, chunk after chunk in statement order. No keys, no
 /// statement. `sql` is called at most twice: once for the full chunks' length and
 /// once for the shorter last chunk, whose text is then built once too.
@@ -70,18 +77,21 @@ pub(crate) fn for_each_in_chunks<K: ToSql>(
     let mut full_chunk_sql: Option<String> = None;
     for chunk in keys.chunks(ID_CHUNK) {
         let last_chunk_sql;
+        let padded = padded_len(chunk.len());
         let text: &str = if chunk.len() == ID_CHUNK {
             full_chunk_sql.get_or_insert_with(|| sql(&placeholders(ID_CHUNK)))
         } else {
             // Only the last chunk is shorter, so this runs at most once per call.
-            last_chunk_sql = sql(&placeholders(chunk.len()));
+            last_chunk_sql = sql(&placeholders(padded));
             &last_chunk_sql
         };
         let mut statement = clock
             .time(|| store.connection().prepare_cached(text))
             .map_err(query_error(name))?;
+        let last = chunk.len().saturating_sub(1);
+        let keys = (0..padded).map(|at| &chunk[at.min(last)]);
         let mut rows = clock
-            .time(|| statement.query(rusqlite::params_from_iter(chunk)))
+            .time(|| statement.query(rusqlite::params_from_iter(keys)))
             .map_err(query_error(name))?;
         while let Some(found) = clock.time(|| rows.next()).map_err(query_error(name))? {
             row(found)?;
@@ -159,13 +169,31 @@ mod tests {
             );
             let lists: std::collections::BTreeSet<usize> =
                 found.iter().map(|(_, list)| *list).collect();
-            let expected: std::collections::BTreeSet<usize> =
-                [(full > 0).then_some(ID_CHUNK), (rest > 0).then_some(rest)]
-                    .into_iter()
-                    .flatten()
-                    .collect();
+            let expected: std::collections::BTreeSet<usize> = [
+                (full > 0).then_some(ID_CHUNK),
+                (rest > 0).then_some(padded_len(rest)),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
             assert_eq!(lists, expected, "n = {n}");
         }
+    }
+
+    #[test]
+    fn short_lists_pad_to_a_few_lengths() {
+        assert_eq!(padded_len(0), 1);
+        assert_eq!(padded_len(1), 1);
+        assert_eq!(padded_len(3), 4);
+        assert_eq!(padded_len(40), 64);
+        assert_eq!(padded_len(300), ID_CHUNK);
+        assert_eq!(padded_len(ID_CHUNK), ID_CHUNK);
+        // Padding repeats a key: every row still comes back once.
+        let store = store_with_ids();
+        let keys: Vec<String> = (0..5).map(|i| format!("p{i:04}")).collect();
+        let (found, _) = lookup(&store, &keys);
+        assert_eq!(found.len(), 5);
+        assert!(found.iter().all(|(_, list)| *list == 8));
     }
 
     #[test]
