@@ -204,6 +204,10 @@ pub fn run_cell(spec_path: &Path) -> Result<()> {
         (spec.mode == "warm" && spec.half_precision)
             .then_some(particles_cache::HALF_PRECISION_MIN_BYTES),
     );
+    // And, as `serve` does, a small store's particles kept hydrated.
+    cache.set_keep_particles(
+        (spec.mode == "warm").then_some(particles_cache::KEEP_PARTICLES_MAX_ROWS),
+    );
     let now = Timestamp::parse("2026-06-01T00:00:00Z").expect("a fixed instant parses");
     let ask = |index: usize, loader: &mut dyn CandidateLoader| -> Result<(f64, QueryOutcome)> {
         let request = QueryRequest {

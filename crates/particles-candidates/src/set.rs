@@ -2,7 +2,7 @@
 
 use std::{
     collections::{HashMap, HashSet},
-    sync::OnceLock,
+    sync::{Arc, OnceLock},
 };
 
 use particles_model::{
@@ -50,6 +50,10 @@ pub struct CandidateSet {
     /// long-lived process asks for it ([`CandidateSet::prepare_half`]), carried
     /// over by [`CandidateSet::replaced`], dropped when rows change otherwise.
     half: OnceLock<HalfVectors>,
+    /// Every row's particle, hydrated, when a long-lived process keeps them
+    /// ([`CandidateSet::keep_particles`]; small sets): a query's hits are then
+    /// read from memory. Dropped when rows change.
+    particles: OnceLock<Vec<Arc<Particle>>>,
 }
 
 /// Each row's first source ([`RowTraits::source`]) as a dense index into the set's
@@ -153,6 +157,7 @@ impl CandidateSet {
     ) {
         self.sources.take();
         self.half.take();
+        self.particles.take();
         if self.offsets.is_empty() {
             self.offsets.push(0);
         }
@@ -430,6 +435,7 @@ impl CandidateSet {
             },
             sources: OnceLock::new(),
             half: OnceLock::new(),
+            particles: OnceLock::new(),
         })
     }
 
@@ -520,6 +526,32 @@ impl CandidateSet {
         whole
     }
 
+    /// Keeps every row's hydrated particle (`particles[row]`), once: a
+    /// long-lived process over a small set reads its hits from here. Refused
+    /// (`false`) when a particle is not its row's (length or id), or particles
+    /// are kept already.
+    pub fn keep_particles(&self, particles: Vec<Arc<Particle>>) -> bool {
+        if particles.len() != self.len()
+            || particles
+                .iter()
+                .enumerate()
+                .any(|(row, particle)| particle.id != self.id(row))
+        {
+            return false;
+        }
+        self.particles.set(particles).is_ok()
+    }
+
+    /// Row `row`'s particle, when the set keeps them.
+    pub fn particle(&self, row: usize) -> Option<&Arc<Particle>> {
+        self.particles.get()?.get(row)
+    }
+
+    /// Whether the set keeps its rows' particles.
+    pub fn keeps_particles(&self) -> bool {
+        self.particles.get().is_some()
+    }
+
     /// Each row's first source as a dense index ([`SourceIndex`]), built on the
     /// first call (one pass over the rows) and kept until the rows change.
     pub fn source_index(&self) -> &SourceIndex {
@@ -600,6 +632,7 @@ impl CandidateSet {
     fn push_columns_of(&mut self, from: &CandidateSet, row: usize, remap: Option<&[u32]>) {
         self.sources.take();
         self.half.take();
+        self.particles.take();
         if self.offsets.is_empty() {
             self.offsets.push(0);
         }

@@ -440,12 +440,13 @@ impl OpenStores {
         self.caches.first().and_then(Option::as_ref)
     }
 
-    /// Sets every cache up for a long-lived process: huge pages, and the
-    /// half-precision scan as `scan` asks.
+    /// Sets every cache up for a long-lived process: huge pages, the
+    /// half-precision scan as `scan` asks, and a small store's particles kept.
     pub(crate) fn set_long_lived(&mut self, scan: &ScanArgs) {
         for cache in self.caches.iter_mut().flatten() {
             cache.set_huge_pages(true);
             cache.set_half_precision(scan.half_precision_from());
+            cache.set_keep_particles(Some(particles_cache::KEEP_PARTICLES_MAX_ROWS));
         }
     }
 

@@ -39,6 +39,7 @@ fn respond(
             write: Some(particles_cache::SidecarWrite::OnChange),
             huge_pages: false,
             half_precision: None,
+            keep_particles: None,
             uncached: false,
         },
         None,

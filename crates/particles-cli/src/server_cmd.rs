@@ -72,6 +72,7 @@ pub(crate) fn build_engine(
         write: Some(particles_cache::SidecarWrite::OnRebuild),
         huge_pages: true,
         half_precision: scan.half_precision_from(),
+        keep_particles: Some(particles_cache::KEEP_PARTICLES_MAX_ROWS),
         uncached: false,
     };
     let encoder = load_encoder(model_dir);

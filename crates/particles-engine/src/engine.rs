@@ -36,6 +36,10 @@ pub struct CacheOptions {
     /// interval cannot decide (long-lived processes; same answers, half the bytes
     /// per question, half the vectors' size again in memory). `None`: never.
     pub half_precision: Option<usize>,
+    /// Keep the hydrated particles of every row of a store of at most this many
+    /// rows (long-lived processes; `particles_cache::KEEP_PARTICLES_MAX_ROWS`),
+    /// so a query's hits are read from memory. `None`: never.
+    pub keep_particles: Option<usize>,
     /// Rank every query from the store itself, through the uncached loader:
     /// no cache state is kept or read. Slow on a large store; it is the oracle
     /// the cached path is checked against.
@@ -64,6 +68,7 @@ impl StoreSlot {
         };
         cache.set_huge_pages(options.huge_pages);
         cache.set_half_precision(options.half_precision);
+        cache.set_keep_particles(options.keep_particles);
         Ok(StoreSlot {
             target: target.clone(),
             connections: Mutex::new(vec![first]),

@@ -33,6 +33,9 @@ pub use crate::{
     settings::Settings,
     stores::{resolve_stores, StoreSelection, StoreTarget},
 };
+/// The most rows of a store whose particles a long-lived engine keeps
+/// hydrated ([`CacheOptions::keep_particles`]).
+pub use particles_cache::KEEP_PARTICLES_MAX_ROWS;
 
 /// Errors from applying the configuration or naming stores.
 #[derive(Debug, thiserror::Error)]

@@ -2,6 +2,10 @@
 //! bare and with the truncation margin, on a warm cache, with stage timings.
 //!
 //! `cargo run --release -p particles-query --example band_cost -- STORE.db QUESTIONS.json [N]`
+//!
+//! Set `F32_SCAN` to scan the `f32` vectors (no half-precision copy), `KEEP` to
+//! keep the store's particles as `serve` does, `BARE_ONLY` to skip the ranking
+//! with the margin, `PASSES=P` to ask the questions P times.
 
 use particles_cache::CandidateCache;
 use particles_model::{QueryRequest, Timestamp};
@@ -31,6 +35,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     });
     cache.set_huge_pages(true);
     cache.set_half_precision(std::env::var_os("F32_SCAN").is_none().then_some(0));
+    if std::env::var_os("KEEP").is_some() {
+        cache.set_keep_particles(Some(particles_cache::KEEP_PARTICLES_MAX_ROWS));
+    }
     let margin = TruncationSettings::default().prune_margin();
     let passes: usize = std::env::var("PASSES")
         .ok()

@@ -495,8 +495,13 @@ pub(crate) fn finish(
     if let Some(hook) = input.after_ranking {
         hook();
     }
+    let tm = Instant::now();
+    let materialised = materialise(store, set, &hits)?;
+    if std::env::var_os("PROF").is_some() {
+        eprintln!("PROFQ materialise {:.3}", tm.elapsed().as_secs_f64() * 1e3);
+    }
     let mut outcome = QueryOutcome {
-        hits: materialise(store, set, &hits)?,
+        hits: materialised,
         as_of_excluded_undatable: 0,
         window_coverage: None,
         claim_coverage: gathered.claims.map(|counts| ClaimCoverage {
@@ -539,23 +544,38 @@ pub(crate) struct RankedHit<'a> {
     pub(crate) effective_confidence: f64,
 }
 
-/// The hits as full particles, read by id in the ranking's transaction, or as
-/// this connection read them before while the file is unchanged
-/// ([`memo::QueryMemo`]).
+/// The hits as full particles: kept by the set (a long-lived process over a
+/// small store keeps every row's), or as this connection read them before while
+/// the file is unchanged ([`memo::QueryMemo`]), else read by id in the
+/// ranking's transaction.
 fn materialise(store: &Store, set: &CandidateSet, ranked: &[RankedHit<'_>]) -> Result<Vec<Hit>> {
     let wanted: Vec<(i64, &str)> = ranked
         .iter()
         .map(|r| (set.rowid(r.scored.ranked.row), set.id(r.scored.ranked.row)))
         .collect();
-    let mut particles: HashMap<String, std::sync::Arc<Particle>> = store
-        .with_remembered(|memo: &mut memo::QueryMemo| {
-            wanted
-                .iter()
-                .filter_map(|&(rowid, id)| memo.hit(rowid, id).cloned())
-                .map(|p| (p.id.clone(), p))
-                .collect::<HashMap<_, _>>()
-        })?
-        .unwrap_or_default();
+    // A set that keeps its particles (a long-lived process, a small store)
+    // holds every hit's.
+    let kept: Option<HashMap<String, std::sync::Arc<Particle>>> = ranked
+        .iter()
+        .map(|r| {
+            let row = r.scored.ranked.row;
+            set.particle(row)
+                .filter(|p| p.id == set.id(row))
+                .map(|p| (p.id.clone(), std::sync::Arc::clone(p)))
+        })
+        .collect();
+    let mut particles: HashMap<String, std::sync::Arc<Particle>> = match kept {
+        Some(kept) => kept,
+        None => store
+            .with_remembered(|memo: &mut memo::QueryMemo| {
+                wanted
+                    .iter()
+                    .filter_map(|&(rowid, id)| memo.hit(rowid, id).cloned())
+                    .map(|p| (p.id.clone(), p))
+                    .collect::<HashMap<_, _>>()
+            })?
+            .unwrap_or_default(),
+    };
     let missing: Vec<&str> = wanted
         .iter()
         .map(|&(_, id)| id)

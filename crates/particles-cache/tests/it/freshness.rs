@@ -61,6 +61,69 @@ fn some_active_ids(store: &Store, n: usize) -> Vec<String> {
     )
 }
 
+/// A long-lived cache that keeps a small store's particles: after every write
+/// the kept particles are the store's (the delta's rows read, the others
+/// carried over), and every hit is what the uncached loader reads.
+#[test]
+fn kept_particles_follow_every_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = working_copy(dir.path(), "coins-b.db");
+    let store = Store::open_read_only(&path).unwrap();
+    let ids = some_active_ids(&store, 4);
+    let mut cache = CandidateCache::new();
+    cache.set_keep_particles(Some(particles_cache::KEEP_PARTICLES_MAX_ROWS));
+    cache.set_half_precision(Some(0));
+    let mut writer = Writer::open(&path).unwrap();
+    let now = Timestamp::parse("2026-01-01T00:00:00").unwrap();
+    let kept_are_the_store_s = |cache: &CandidateCache, step: &str| {
+        let set = cache.candidates().expect("a state");
+        assert!(set.keeps_particles(), "{step}: the set keeps its particles");
+        let ids: Vec<&str> = (0..set.len()).map(|row| set.id(row)).collect();
+        let read = store
+            .read_snapshot(|s| particles_store::particles_by_ids(s, &ids))
+            .unwrap();
+        let by_id: std::collections::HashMap<&str, &particles_model::Particle> =
+            read.iter().map(|p| (p.id.as_str(), p)).collect();
+        for row in 0..set.len() {
+            let kept = set.particle(row).expect("every row's particle");
+            assert_eq!(Some(&&**kept), by_id.get(set.id(row)), "{step}: row {row}");
+        }
+    };
+    assert_eq!(
+        assert_cache_exact(&store, &mut cache, None, "build"),
+        Route::Rebuild
+    );
+    kept_are_the_store_s(&cache, "build");
+
+    let tx = writer.transaction().unwrap();
+    tx.insert(&particle("kept-new-1", 0.83, &[]), Some(&unit_vector(1)))
+        .unwrap();
+    tx.update(&particle(&ids[0], 0.97, &[]), Some(&unit_vector(2)))
+        .unwrap();
+    tx.commit().unwrap();
+    assert_eq!(
+        assert_cache_exact(&store, &mut cache, None, "insert+update"),
+        Route::Delta(2)
+    );
+    kept_are_the_store_s(&cache, "insert+update");
+
+    let tx = writer.transaction().unwrap();
+    assert!(tx.retract(&ids[1], now).unwrap());
+    assert!(tx.rename(&ids[2], "kept-renamed").unwrap());
+    tx.commit().unwrap();
+    assert!(matches!(
+        assert_cache_exact(&store, &mut cache, None, "retract+rename"),
+        Route::Delta(_)
+    ));
+    kept_are_the_store_s(&cache, "retract+rename");
+
+    // A set past the limit keeps none, and still answers exactly.
+    let mut small = CandidateCache::new();
+    small.set_keep_particles(Some(3));
+    assert_cache_exact(&store, &mut small, None, "over the limit");
+    assert!(!small.candidates().unwrap().keeps_particles());
+}
+
 #[test]
 fn cache_stays_exact_across_writers() {
     if particles_testkit::reference_python().is_none() {

@@ -143,6 +143,7 @@ fn engine(store: &Path, uncached: bool) -> (particles_engine::Engine, particles_
             no_sidecar: true,
             uncached,
             half_precision: Some(0),
+            keep_particles: Some(particles_cache::KEEP_PARTICLES_MAX_ROWS),
             ..Default::default()
         },
         Some(Arc::new(|text: &str| Ok(vector_for(text)))),

@@ -93,6 +93,7 @@ impl TestServer {
             &particles_engine::CacheOptions {
                 no_sidecar: true,
                 half_precision: Some(0),
+                keep_particles: Some(particles_engine::KEEP_PARTICLES_MAX_ROWS),
                 ..Default::default()
             },
             setup.encoder,
