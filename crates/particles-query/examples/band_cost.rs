@@ -57,6 +57,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ..QueryRequest::default()
         }
         .validate(now)?;
+        if let Some(ms) = std::env::var("SLEEP_MS").ok().and_then(|v| v.parse().ok()) {
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+        }
         let margins: Vec<f64> = if std::env::var_os("BARE_ONLY").is_some() {
             vec![0.0]
         } else {
