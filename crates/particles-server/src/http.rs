@@ -23,7 +23,7 @@ use axum::{
     extract::{Path, Request, State},
     http::{header, HeaderMap, HeaderValue, Method, StatusCode},
     response::{IntoResponse, Response},
-    routing::{get, post},
+    routing::{any, get, post},
     Router,
 };
 use bytes::Bytes;
@@ -157,6 +157,10 @@ pub(crate) fn router(state: Shared) -> Router {
         .route("/query", post(query).fallback(forward))
         .route("/health", get(health).fallback(forward))
         .route("/particles/contested", get(contested).fallback(forward))
+        // The reference registers `GET /particles/search` (a fingerprint
+        // search, the upstream's) before `/particles/{id}`, so Starlette never
+        // reads "search" as an id; a static route here wins over `{id}` too.
+        .route("/particles/search", any(forward))
         .route("/particles/{id}", get(particle).fallback(forward))
         .route("/particles/{id}/source", get(source).fallback(forward))
         .fallback(forward)

@@ -9,7 +9,11 @@
 //! - `fuzz`: seeded adversarial requests over raw TCP: never a 5xx (bar the
 //!   documented ones), a panic or a hang.
 //! - `proxy`: writes through our server to the reference's engine upstream.
+//! - `clients`: the compatibility matrix: every tool of the reference's MCP
+//!   server and its CLI's remote verbs, through our server and straight to the
+//!   reference's engine, the same both ways.
 
+mod clients;
 mod fuzz;
 mod proxy;
 mod reads;

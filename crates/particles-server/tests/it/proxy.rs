@@ -6,21 +6,13 @@
 use std::{
     io::Write,
     process::{Command, Stdio},
-    time::{Duration, Instant},
 };
 
 use serde_json::Value;
 
-use crate::support::{reference, request, workspace_root, ServerSetup, TestServer};
-
-struct Upstream(std::process::Child);
-
-impl Drop for Upstream {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use crate::support::{
+    reference, reference_store_to_serve, request, ServerSetup, TestServer, Upstream,
+};
 
 const SCRIPT: &str = r#"
 import asyncio, json, sys
@@ -48,32 +40,9 @@ fn a_write_through_our_server_is_seen_by_the_next_query() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let output = Command::new(&reference.python)
-        .arg(workspace_root().join("tests/reference/make_cases.py"))
-        .args(["--seed", "13", "--requests", "1", "--out"])
-        .arg(dir.path())
-        .output()
-        .expect("make_cases.py runs");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
     // The reference's engine migrates the store it serves: serve a copy, and
     // point ours at the same copy (it reads what the upstream writes).
-    let served = dir.path().join("served.db");
-    std::fs::copy(dir.path().join("store-13.db"), &served).expect("a copy");
-    // make_cases.py builds with create_all; the engine wants the migration stamp.
-    let stamped = Command::new(&reference.python)
-        .arg(workspace_root().join("tests/reference/server/stamp_store.py"))
-        .arg(&served)
-        .output()
-        .expect("stamp_store.py runs");
-    assert!(
-        stamped.status.success(),
-        "{}",
-        String::from_utf8_lossy(&stamped.stderr)
-    );
+    let served = reference_store_to_serve(&reference, dir.path(), 13, None);
     let question = "which coins were struck first?";
     let qvecs = dir.path().join("qvecs.json");
     std::fs::write(
@@ -90,37 +59,18 @@ fn a_write_through_our_server_is_seen_by_the_next_query() {
     std::fs::write(&config, &yaml).expect("config");
     let home = dir.path().join("home");
     std::fs::create_dir_all(&home).expect("home");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
-    let child = Command::new(&reference.particles)
-        .args(["engine", "serve", &format!("127.0.0.1:{port}")])
-        .env_remove("DATABASE_URL")
-        .env("PARTICLES_CONFIG", &config)
-        .env("PYTHONPATH", &reference.pythonpath)
-        .env("PARTICLES_TEST_QVECS", &qvecs)
-        .env("HOME", &home)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the reference's engine starts");
-    let _upstream = Upstream(child);
-    let upstream_addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(180);
-    while std::net::TcpStream::connect(upstream_addr).is_err()
-        || request(upstream_addr, "GET", "/health", &[], None).status != 200
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the reference's engine did not start"
-        );
-        std::thread::sleep(Duration::from_millis(300));
-    }
+    let upstream = Upstream::start(
+        &reference,
+        &[
+            ("PARTICLES_CONFIG".into(), config.display().to_string()),
+            ("PARTICLES_TEST_QVECS".into(), qvecs.display().to_string()),
+            ("HOME".into(), home.display().to_string()),
+        ],
+    );
     let yaml: &'static str = Box::leak(yaml.into_boxed_str());
     let mut setup = ServerSetup::new(&served);
     setup.config_yaml = yaml;
-    setup.upstream = Some(format!("http://127.0.0.1:{port}"));
+    setup.upstream = Some(upstream.url());
     let server = TestServer::start(setup);
 
     // A forwarded read first: the upstream's own route answers through us.

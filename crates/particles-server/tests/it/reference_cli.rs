@@ -7,16 +7,13 @@
 //! the clock at one instant, and answer through one fake OpenAI-compatible
 //! endpoint with a fixed reply, so the answer text is deterministic.
 //!
-//! Cases whose outputs differ only where the reference's response carries
-//! fields this engine does not fill yet (contested badges, coverage gaps,
-//! narrative constituents, contestedness, agreement, observer scope, the
-//! structural modes) are reported as known gaps, not failures: the reference's
-//! two backends are compared field by field (`both_backends.py`) to tell.
+//! Where the outputs differ, the reference's two backends are compared field
+//! by field (`both_backends.py`) to name the fields in the failure. Every
+//! case must print the same: no response field is excused.
 
 use std::{
     collections::HashMap,
-    io::{Read, Write},
-    net::TcpListener,
+    io::Write,
     path::{Path, PathBuf},
     process::{Command, Output},
     sync::Arc,
@@ -24,77 +21,10 @@ use std::{
 
 use serde_json::{json, Value};
 
-use crate::support::{reference, workspace_root, Reference, ServerSetup, TestServer};
+use crate::support::{fake_llm, reference, workspace_root, Reference, ServerSetup, TestServer};
 
 /// The instant both engines evaluate decay at.
 const NOW: &str = "2026-06-01T00:00:00+00:00";
-
-/// Response fields other engineers are adding to the engine; a case whose only
-/// differences lie there is a known gap.
-const PENDING_FIELDS: &[&str] = &[
-    "contested",
-    "coverage_gaps",
-    "subject_coverage_gaps",
-    "narrative_constituents",
-    "contestedness",
-    "agreement_distributions",
-    "agreement_caveat",
-    "observer_scope",
-    "structural_aggregate",
-    "predicate_vocabulary",
-    "vocabulary_report",
-];
-
-const FAKE_REPLY: &str = "The fake model's fixed answer.";
-
-/// A fake OpenAI-compatible endpoint answering every chat completion with
-/// [`FAKE_REPLY`]; returns its port.
-fn fake_llm() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("a port");
-    let port = listener.local_addr().expect("an address").port();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            std::thread::spawn(move || {
-                let mut buffer = Vec::new();
-                let mut chunk = [0u8; 8192];
-                loop {
-                    let Ok(n) = stream.read(&mut chunk) else {
-                        return;
-                    };
-                    if n == 0 {
-                        return;
-                    }
-                    buffer.extend_from_slice(&chunk[..n]);
-                    let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") else {
-                        continue;
-                    };
-                    let head = String::from_utf8_lossy(&buffer[..end]).to_lowercase();
-                    let length: usize = head
-                        .lines()
-                        .find_map(|l| l.strip_prefix("content-length:"))
-                        .and_then(|v| v.trim().parse().ok())
-                        .unwrap_or(0);
-                    if buffer.len() >= end + 4 + length {
-                        break;
-                    }
-                }
-                let body = json!({
-                    "id": "fake", "object": "chat.completion", "model": "fake-model",
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": FAKE_REPLY}}],
-                })
-                .to_string();
-                let _ = write!(
-                    stream,
-                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-            });
-        }
-    });
-    port
-}
 
 fn make_cases(reference: &Reference, dir: &Path, seed: u64) -> (PathBuf, Vec<Value>) {
     let script = workspace_root().join("tests/reference/make_cases.py");
@@ -343,7 +273,6 @@ fn in_process_stderr(stderr: &[u8]) -> String {
 #[derive(Default)]
 struct Tally {
     passed: Vec<String>,
-    gaps: Vec<String>,
     failed: Vec<String>,
 }
 
@@ -406,19 +335,7 @@ fn compare(reference: &Reference, sides: &Sides, invocation: &Invocation, tally:
         String::from_utf8_lossy(&remote.stdout),
         String::from_utf8_lossy(&remote.stderr),
     );
-    if !differing.is_empty()
-        && differing
-            .iter()
-            .all(|f| PENDING_FIELDS.contains(&f.as_str()))
-    {
-        tally.gaps.push(format!(
-            "{} (pending: {})",
-            invocation.label,
-            differing.join(", ")
-        ));
-    } else {
-        tally.failed.push(report);
-    }
+    tally.failed.push(report);
 }
 
 #[test]
@@ -467,14 +384,10 @@ fn the_reference_cli_prints_the_same_through_our_server() {
     // --show-source needs blobs; the hand stores have none, so it runs on the
     // fixture store (our writer, the reference's schema) below.
     eprintln!(
-        "reference CLI through particles-rs: {} identical, {} known gaps, {} different",
+        "reference CLI through particles-rs: {} identical, {} different",
         tally.passed.len(),
-        tally.gaps.len(),
         tally.failed.len()
     );
-    for gap in &tally.gaps {
-        eprintln!("  known gap: {gap}");
-    }
     assert!(
         tally.failed.is_empty(),
         "outputs differ:\n{}",
@@ -545,7 +458,6 @@ fn the_reference_mcp_tool_gives_the_same_json_through_our_server() {
     let (mut sides, config) = setup(&reference, dir.path(), &store, &vectors);
     let server = start_server(&store, &config, vectors);
     sides.server_url = server.url();
-    let mut gaps = Vec::new();
     for arguments in [
         json!({"question": question, "top_k": 5}),
         json!({"question": question, "top_k": 3, "summary": true}),
@@ -553,38 +465,17 @@ fn the_reference_mcp_tool_gives_the_same_json_through_our_server() {
         json!({"question": question, "during_start": "2019-01-01", "during_end": "2021-12-31"}),
     ] {
         let both = both_backends(&reference, &sides, &arguments, true);
-        let differing: Vec<&str> = both["differing"]
-            .as_array()
-            .map(|d| d.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        if differing.is_empty() {
-            continue;
-        }
-        // With summary, the slim hits carry `contested_bases` exactly when the
-        // response-level `contested` badge list is filled, so a pending badge
-        // list also shows up as hits that differ in that one key.
-        let only_pending_besides_particles = differing
-            .iter()
-            .all(|f| *f == "particles" || PENDING_FIELDS.contains(f));
-        let pending = differing.iter().all(|f| PENDING_FIELDS.contains(f))
-            || (arguments["summary"] == json!(true) && only_pending_besides_particles && {
-                let strip = |v: &Value| {
-                    let mut v = v["particles"].clone();
-                    for hit in v.as_array_mut().into_iter().flatten() {
-                        if let Some(o) = hit.as_object_mut() {
-                            o.remove("contested_bases");
-                        }
-                    }
-                    v
-                };
-                strip(&both["local"]) == strip(&both["remote"])
-            });
-        assert!(
-            pending,
-            "the MCP tool differs for {arguments} in {differing:?}:\nlocal {}\nremote {}",
-            both["local"], both["remote"]
+        assert_eq!(
+            both["differing"],
+            json!([]),
+            "the MCP tool differs for {arguments}:\nlocal {}\nremote {}",
+            both["local"],
+            both["remote"]
         );
-        gaps.push(format!("{arguments}: {differing:?}"));
+        assert!(
+            both["remote"].get("error").is_none(),
+            "the MCP tool failed for {arguments}: {}",
+            both["remote"]
+        );
     }
-    eprintln!("reference MCP tool through particles-rs: known gaps {gaps:#?}");
 }

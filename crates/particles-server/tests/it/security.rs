@@ -268,11 +268,15 @@ fn path_ids_are_routed_as_starlette_routes_them() {
         assert_eq!(reply.status, 404, "{path}");
         assert_eq!(reply.body, br#"{"detail":"Particle not found"}"#, "{path}");
     }
-    // An encoded slash makes a deeper path: none of ours, and no upstream.
+    // An encoded slash makes a deeper path, and the fingerprint search is the
+    // upstream's route: none of ours, and no upstream.
     for path in [
         "/particles/..%2F..%2Fetc%2Fpasswd",
         "/particles/a%2Fb/source",
         "/corpus",
+        // The reference's fingerprint search, not a particle id.
+        "/particles/search?fingerprint=00ff",
+        "/particles/%73earch?fingerprint=00ff",
     ] {
         let reply = request(server.addr, "GET", path, &[], None);
         assert_eq!(reply.status, 501, "{path}");

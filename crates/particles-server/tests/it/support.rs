@@ -1,12 +1,14 @@
-//! An in-process server on a store, a raw HTTP/1.1 client, a fixture store, and
-//! the reference's Python with its server packages.
+//! An in-process server on a store, a raw HTTP/1.1 client, a fixture store,
+//! the reference's Python with its server packages, the reference's own engine
+//! as an upstream, and a fake OpenAI-compatible model.
 
 use std::{
     io::{Read, Write},
-    net::{SocketAddr, TcpStream},
+    net::{SocketAddr, TcpListener, TcpStream},
     path::{Path, PathBuf},
+    process::{Command, Stdio},
     sync::Arc,
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use particles_model::{
@@ -481,4 +483,155 @@ pub fn reference(needs: &[&str]) -> Option<Reference> {
         particles,
         pythonpath,
     })
+}
+
+/// A store the reference wrote (`make_cases.py`, seed `seed`: its hand-shaped
+/// store, or with `generator_size` its benchmark generator's store of that
+/// many beliefs), copied to `served.db` and stamped with the reference's
+/// migration head, so that its engine serves it (it migrates what it opens
+/// and refuses an unstamped file).
+pub fn reference_store_to_serve(
+    reference: &Reference,
+    dir: &Path,
+    seed: u64,
+    generator_size: Option<usize>,
+) -> PathBuf {
+    let mut command = Command::new(&reference.python);
+    command
+        .arg(workspace_root().join("tests/reference/make_cases.py"))
+        .args(["--seed", &seed.to_string(), "--requests", "1", "--out"])
+        .arg(dir);
+    if let Some(size) = generator_size {
+        command.args(["--generator-size", &size.to_string()]);
+    }
+    let output = command.output().expect("make_cases.py runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let made = match generator_size {
+        Some(size) => format!("generator-{seed}-{size}.db"),
+        None => format!("store-{seed}.db"),
+    };
+    let served = dir.join("served.db");
+    std::fs::copy(dir.join(made), &served).expect("a copy");
+    let stamped = Command::new(&reference.python)
+        .arg(workspace_root().join("tests/reference/server/stamp_store.py"))
+        .arg(&served)
+        .output()
+        .expect("stamp_store.py runs");
+    assert!(
+        stamped.status.success(),
+        "{}",
+        String::from_utf8_lossy(&stamped.stderr)
+    );
+    served
+}
+
+/// The reference's own engine (`particles engine serve`) on loopback, killed
+/// on drop.
+pub struct Upstream {
+    child: std::process::Child,
+    pub addr: SocketAddr,
+}
+
+impl Upstream {
+    /// Starts the engine with `env` (its `PARTICLES_CONFIG`, `HOME`, seams) and
+    /// waits until `/health` answers.
+    pub fn start(reference: &Reference, env: &[(String, String)]) -> Upstream {
+        let addr = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port");
+        let mut command = Command::new(&reference.particles);
+        command
+            .args(["engine", "serve", &addr.to_string()])
+            .env_remove("DATABASE_URL")
+            .env_remove("PARTICLES_ENGINE_BASE_URL")
+            .env("PYTHONPATH", &reference.pythonpath)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let upstream = Upstream {
+            child: command.spawn().expect("the reference's engine starts"),
+            addr,
+        };
+        let deadline = Instant::now() + Duration::from_secs(180);
+        while TcpStream::connect(addr).is_err()
+            || request(addr, "GET", "/health", &[], None).status != 200
+        {
+            assert!(
+                Instant::now() < deadline,
+                "the reference's engine did not start"
+            );
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        upstream
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}
+
+impl Drop for Upstream {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What the fake model answers every chat completion with.
+pub const FAKE_REPLY: &str = "The fake model's fixed answer.";
+
+/// A fake OpenAI-compatible endpoint answering every chat completion with
+/// [`FAKE_REPLY`], so answers are deterministic and nothing leaves the
+/// machine; returns its port.
+pub fn fake_llm() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a port");
+    let port = listener.local_addr().expect("an address").port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            std::thread::spawn(move || {
+                let mut buffer = Vec::new();
+                let mut chunk = [0u8; 8192];
+                loop {
+                    let Ok(n) = stream.read(&mut chunk) else {
+                        return;
+                    };
+                    if n == 0 {
+                        return;
+                    }
+                    buffer.extend_from_slice(&chunk[..n]);
+                    let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") else {
+                        continue;
+                    };
+                    let head = String::from_utf8_lossy(&buffer[..end]).to_lowercase();
+                    let length: usize = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse().ok())
+                        .unwrap_or(0);
+                    if buffer.len() >= end + 4 + length {
+                        break;
+                    }
+                }
+                let body = serde_json::json!({
+                    "id": "fake", "object": "chat.completion", "model": "fake-model",
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": FAKE_REPLY}}],
+                })
+                .to_string();
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            });
+        }
+    });
+    port
 }
