@@ -2,20 +2,21 @@
 
     client_matrix.py < setup.json
 
-setup.json: {"ours": URL, "upstream": URL, "texts": {name: text}}. `ours` is
-particles-rs `serve --http` forwarding to `upstream`, the reference's own
-engine on the same store file. Two `particles mcp serve` processes are started
-through the MCP SDK's stdio client, one with PARTICLES_ENGINE_BASE_URL at each
-engine, and every tool of the reference's surface is called on both; a write
-goes through ours alone, then the reads that show it are called on both. The
-reference's CLI verbs that have a remote route run both ways too.
+setup.json: {"ours": URL, "upstream": URL, "particles": PATH, "texts": {name:
+text}}. `ours` is particles-rs `serve --http` forwarding to `upstream`, the
+reference's own engine on the same store file; `particles` is the reference's
+CLI. Two `particles mcp serve` processes are started through the MCP SDK's
+stdio client, one with PARTICLES_ENGINE_BASE_URL at each engine, and every tool
+of the reference's surface is called on both; a write goes through ours alone,
+then the reads that show it are called on both. The reference's CLI verbs that
+have a remote route run both ways too.
 
-Prints {"tools": {"ours": [...], "upstream": [...]}, "steps": [...]}: each step
-{"label", "kind": "tool"|"cli", "name", "arguments", "write", "expect_error"
-(null: either), "ours", "upstream"}
-with each side's result ({"is_error", "text", "structured"} for a tool, {"exit", "stdout",
-"stderr"} for the CLI; `upstream` is null for a write). Nothing is compared
-here: the Rust test holds both sides to each other.
+Prints {"tools": {"ours": [...], "upstream": [...]}, "written": {"asserted":
+[id, id], "successor": id}, "steps": [...]}: each step {"label", "kind":
+"tool"|"cli", "name", "arguments", "write", "expect_error" (null: either),
+"ours", "upstream"}, each side's result {"is_error", "text", "structured"} for
+a tool and {"exit", "stdout", "stderr"} for the CLI (`upstream` is null for a
+write). Nothing is compared here: the Rust test holds both sides to each other.
 """
 
 import asyncio
