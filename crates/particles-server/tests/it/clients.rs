@@ -9,13 +9,13 @@
 //! are made both ways, so our answer at the new state is held to the
 //! reference's, and the query after an assert must rank the new belief first.
 
-use std::{collections::HashMap, io::Write, process::Stdio, sync::Arc};
+use std::{collections::HashMap, io::Write, process::Stdio};
 
 use serde_json::{json, Value};
 
 use crate::support::{
-    fake_llm, reference, reference_store_to_serve, vector_for, workspace_root, ServerSetup,
-    TestServer, Upstream,
+    fake_llm, reference, reference_store_to_serve, table_encoder, vector_for, workspace_root,
+    ServerSetup, TestServer, Upstream,
 };
 
 /// The instant both engines evaluate decay at.
@@ -188,10 +188,7 @@ fn every_reference_tool_and_verb_answers_the_same_through_our_server() {
     let mut setup = ServerSetup::new(&served);
     setup.config_yaml = Box::leak(yaml.into_boxed_str());
     setup.upstream = Some(upstream.url());
-    let table = Arc::new(vectors);
-    setup.encoder = Some(Arc::new(move |text: &str| {
-        Ok(table.get(text).cloned().unwrap_or_else(|| vector_for(text)))
-    }));
+    setup.encoder = Some(table_encoder(vectors));
     setup.frozen_now = Some(particles_model::Timestamp::parse(NOW).unwrap());
     let server = TestServer::start(setup);
 

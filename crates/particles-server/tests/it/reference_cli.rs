@@ -16,7 +16,6 @@ use std::{
     io::Write,
     path::{Path, PathBuf},
     process::{Command, Output},
-    sync::Arc,
 };
 
 use serde_json::{json, Value};
@@ -227,13 +226,7 @@ fn start_server(store: &Path, config: &Path, vectors: HashMap<String, Vec<f32>>)
     let yaml: &'static str = Box::leak(yaml.into_boxed_str());
     let mut server_setup = ServerSetup::new(store);
     server_setup.config_yaml = yaml;
-    let table = Arc::new(vectors);
-    server_setup.encoder = Some(Arc::new(move |text: &str| {
-        Ok(table
-            .get(text)
-            .cloned()
-            .unwrap_or_else(|| crate::support::vector_for(text)))
-    }));
+    server_setup.encoder = Some(crate::support::table_encoder(vectors));
     server_setup.frozen_now = Some(particles_model::Timestamp::parse(NOW).expect("an instant"));
     TestServer::start(server_setup)
 }

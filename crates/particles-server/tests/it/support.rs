@@ -67,6 +67,20 @@ impl<'a> ServerSetup<'a> {
     }
 }
 
+/// An encoder answering from `vectors` (the table the reference's stubbed
+/// encoder reads), else [`vector_for`]: both engines rank the same vector for
+/// each question text.
+pub fn table_encoder(
+    vectors: std::collections::HashMap<String, Vec<f32>>,
+) -> particles_engine::Encode {
+    Arc::new(move |text: &str| {
+        Ok(vectors
+            .get(text)
+            .cloned()
+            .unwrap_or_else(|| vector_for(text)))
+    })
+}
+
 /// An in-process HTTP engine; stopped (drained) on drop.
 pub struct TestServer {
     pub addr: SocketAddr,
