@@ -1,19 +1,24 @@
 //! Concurrent queries on one store share passes over the vectors.
 //!
 //! Each caller queues its request and either becomes the leader or waits. The
-//! leader takes the requests queued so far (the oldest, at most `MAX_BATCH`),
-//! answers them together with `particles_query::run_query_batch` (one read
-//! transaction, one pass over the vectors for those that read the same
-//! candidates), hands each caller its answer, and once its own request is
-//! answered hands the lead to a waiting caller. A lone request is a batch of one:
-//! no waiting is added when the engine is idle. Under load, the batches grow with
-//! the queue, so the time per request falls as the arrival rate rises instead of
-//! the queue growing without bound, and no caller waits longer than the batches
-//! ahead of its own request.
+//! leader takes the requests queued so far (the oldest, at most `MAX_BATCH`)
+//! and answers them together with `particles_query::run_semantic_batch_streaming`
+//! (one read transaction, one pass over the vectors for those that read the same
+//! candidates). The lead is handed over as soon as the batch's passes are done:
+//! the rest of the batch (each member's band, cut and response) runs on the old
+//! leader's thread while the next leader's pass runs, and each answer goes to its
+//! caller the moment it is built. A lone request is a batch of one: no waiting
+//! is added when the engine is idle. Under load, the batches grow with the
+//! queue, so the time per request falls as the arrival rate rises; a request
+//! waits for the pass under way, not for the whole batch ahead of it.
+//!
+//! Passes never overlap (one leader at a time), so the memory read is not split
+//! between two scans; per-request work of several batches may.
 
 use std::{
     collections::VecDeque,
     sync::{Arc, Condvar, Mutex, PoisonError},
+    time::{Duration, Instant},
 };
 
 use particles_model::response::QueryResponse;
@@ -28,23 +33,46 @@ const MAX_BATCH: usize = 32;
 /// A ranked request: the outcome and the response built in its snapshot.
 pub(crate) type Ranked = (QueryOutcome, QueryResponse);
 
-/// Answers a batch of inputs in one transaction of the store: the outer error
-/// when the transaction fails, else each input's own result.
-pub(crate) type RunBatch<'a> =
-    dyn Fn(&[QueryInput<'_>]) -> crate::Result<Vec<crate::Result<Ranked>>> + 'a;
+/// Where a batch reports to the batcher: `passes_done` once its shared passes
+/// are over, `answered(index, answer)` once per input as each is built.
+pub(crate) struct BatchEvents<'a> {
+    pub(crate) passes_done: &'a mut dyn FnMut(),
+    pub(crate) answered: &'a mut dyn FnMut(usize, crate::Result<Ranked>),
+}
+
+/// Answers a batch of inputs in one transaction of the store, through
+/// `events`; the error when the transaction fails (the inputs not answered by
+/// then report it).
+pub(crate) type RunBatch<'a> = dyn Fn(&[QueryInput<'_>], BatchEvents<'_>) -> crate::Result<()> + 'a;
+
+/// Where a request's time went in the batcher.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct BatchTiming {
+    /// From queueing to the start of the batch that answered it: the passes
+    /// ahead of it.
+    pub queued: Duration,
+    /// From its batch's start to the end of the batch's shared passes.
+    pub pass: Duration,
+    /// From its batch's start to its own answer: the pass, then the
+    /// per-request work of the members answered before it and its own.
+    pub batch: Duration,
+    /// How many requests that batch answered.
+    pub batch_size: usize,
+}
 
 /// One queued request and where its answer goes.
 struct Pending {
     request: ValidRequest,
     vector: Option<Vec<f32>>,
     now: Timestamp,
+    queued_at: Instant,
     answer: Arc<Slot>,
 }
 
 /// Where a waiting caller's answer lands.
 #[derive(Default)]
 struct Slot {
-    answer: Mutex<Option<crate::Result<Ranked>>>,
+    answer: Mutex<Option<(crate::Result<Ranked>, BatchTiming)>>,
 }
 
 #[derive(Default)]
@@ -71,13 +99,14 @@ impl Batcher {
         settings: &RankSettings,
         truncation: &TruncationSettings,
         run: &RunBatch<'_>,
-    ) -> crate::Result<Ranked> {
+    ) -> (crate::Result<Ranked>, BatchTiming) {
         let slot = Arc::new(Slot::default());
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = self.lock();
         state.queue.push_back(Pending {
             request: request.clone(),
             vector: vector.map(<[f32]>::to_vec),
             now,
+            queued_at: Instant::now(),
             answer: Arc::clone(&slot),
         });
         loop {
@@ -89,74 +118,131 @@ impl Batcher {
             {
                 return answer;
             }
-            if state.leading {
+            let queued = state
+                .queue
+                .iter()
+                .any(|pending| Arc::ptr_eq(&pending.answer, &slot));
+            if state.leading || !queued {
+                // Another caller's pass is under way, or this caller's request
+                // is in a batch another thread is finishing: its answer wakes
+                // us. Only a caller whose request is still queued leads, so
+                // every queued request has a caller that will.
                 state = self
                     .changed
                     .wait(state)
                     .unwrap_or_else(PoisonError::into_inner);
                 continue;
             }
-            // Lead: answer the oldest queued requests, a batch at a time, until
-            // this caller's own is answered; then hand the lead over. A leader
-            // that kept leading while requests kept arriving would hold its own
-            // answer until the queue ran dry: under sustained load, for as long
-            // as the load lasted (measured: ~60 s tails in serve-load).
+            // Lead one batch: the oldest queued requests. The lead goes back as
+            // soon as the batch's passes are done, so the next batch's pass can
+            // start while this thread finishes this one's members; a leader that
+            // kept leading while requests kept arriving would hold its own answer
+            // until the queue ran dry (measured: ~60 s tails in serve-load).
             state.leading = true;
-            while !state.queue.is_empty() {
-                let take = state.queue.len().min(MAX_BATCH);
-                let batch: Vec<Pending> = state.queue.drain(..take).collect();
-                drop(state);
-                let answers = answer_batch(&batch, settings, truncation, run);
-                // Answers are handed over under the queue's lock, so a caller
-                // that checks its slot and then waits cannot miss the wake-up.
-                state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-                let mut own_answered = false;
-                for (pending, answer) in batch.iter().zip(answers) {
-                    own_answered |= Arc::ptr_eq(&pending.answer, &slot);
-                    *pending
-                        .answer
-                        .answer
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner) = Some(answer);
-                }
-                if own_answered {
-                    // Every request still queued belongs to a caller waiting
-                    // below: the first of them to wake takes the lead.
-                    break;
-                }
+            let take = state.queue.len().min(MAX_BATCH);
+            let mut batch: Vec<Pending> = state.queue.drain(..take).collect();
+            drop(state);
+            // The leader's thread builds every member's answer, so its own
+            // comes last: it returns when its batch is done whatever its place,
+            // and the others need not wait behind it.
+            if let Some(own) = batch
+                .iter()
+                .position(|pending| Arc::ptr_eq(&pending.answer, &slot))
+            {
+                let mine = batch.remove(own);
+                batch.push(mine);
             }
-            state.leading = false;
-            self.changed.notify_all();
+            self.lead(&batch, settings, truncation, run);
+            state = self.lock();
         }
     }
-}
 
-fn answer_batch(
-    batch: &[Pending],
-    settings: &RankSettings,
-    truncation: &TruncationSettings,
-    run: &RunBatch<'_>,
-) -> Vec<crate::Result<Ranked>> {
-    let inputs: Vec<QueryInput<'_>> = batch
-        .iter()
-        .map(|pending| {
-            QueryInput {
-                settings,
-                ..QueryInput::new(&pending.request, pending.vector.as_deref(), pending.now)
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Answers `batch`: hands the lead back after its passes (or at the end,
+    /// when it never reports them) and each answer to its slot as it comes.
+    fn lead(
+        &self,
+        batch: &[Pending],
+        settings: &RankSettings,
+        truncation: &TruncationSettings,
+        run: &RunBatch<'_>,
+    ) {
+        let started = Instant::now();
+        let mut answered = vec![false; batch.len()];
+        let inputs: Vec<QueryInput<'_>> = batch
+            .iter()
+            .map(|pending| {
+                QueryInput {
+                    settings,
+                    ..QueryInput::new(&pending.request, pending.vector.as_deref(), pending.now)
+                }
+                .with_truncation(truncation)
+            })
+            .collect();
+        let release = |pass: &mut Option<Duration>| {
+            if pass.is_none() {
+                *pass = Some(started.elapsed());
+                self.lock().leading = false;
+                self.changed.notify_all();
             }
-            .with_truncation(truncation)
-        })
-        .collect();
-    match run(&inputs) {
-        Ok(answers) => answers,
-        Err(error) => {
-            // The batch's transaction failed: every request reports it.
-            let text = error.to_string();
-            batch
-                .iter()
-                .map(|_| Err(crate::Error::Batch(text.clone())))
-                .collect()
+        };
+        // Answers are handed over under the queue's lock, so a caller that
+        // checks its slot and then waits cannot miss the wake-up.
+        let deliver = |at: usize, answer: crate::Result<Ranked>, pass: Option<Duration>| {
+            let pending = &batch[at];
+            let timing = BatchTiming {
+                queued: started.saturating_duration_since(pending.queued_at),
+                pass: pass.unwrap_or_else(|| started.elapsed()),
+                batch: started.elapsed(),
+                batch_size: batch.len(),
+            };
+            let _state = self.lock();
+            *pending
+                .answer
+                .answer
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Some((answer, timing));
+            self.changed.notify_all();
+        };
+        let outcome = {
+            let pass_cell = std::cell::Cell::new(None::<Duration>);
+            let answered_ref = &mut answered;
+            let result = run(
+                &inputs,
+                BatchEvents {
+                    passes_done: &mut || {
+                        let mut p = pass_cell.get();
+                        release(&mut p);
+                        pass_cell.set(p);
+                    },
+                    answered: &mut |at, answer| {
+                        if let Some(seen) = answered_ref.get_mut(at) {
+                            if !*seen {
+                                *seen = true;
+                                deliver(at, answer, pass_cell.get());
+                            }
+                        }
+                    },
+                },
+            );
+            (result, pass_cell.get())
+        };
+        let (outcome, mut pass) = outcome;
+        // Whatever the batch did not answer reports why: the transaction's
+        // error, or (a defect) no answer at all.
+        let text = match &outcome {
+            Err(error) => error.to_string(),
+            Ok(()) => "the batch ended without answering this request".to_owned(),
+        };
+        for (at, seen) in answered.iter().enumerate() {
+            if !seen {
+                deliver(at, Err(crate::Error::Batch(text.clone())), pass);
+            }
         }
+        release(&mut pass);
     }
 }
 
@@ -181,12 +267,14 @@ mod tests {
         let settings = RankSettings::default();
         // Each batch takes 20 ms; its answers are errors (no store here), which is
         // all the queue's bookkeeping needs.
-        let run = |inputs: &[QueryInput<'_>]| -> crate::Result<Vec<crate::Result<Ranked>>> {
-            std::thread::sleep(Duration::from_millis(20));
-            Ok(inputs
-                .iter()
-                .map(|_| Err(crate::Error::Batch("answered".into())))
-                .collect())
+        let run = |inputs: &[QueryInput<'_>], events: BatchEvents<'_>| -> crate::Result<()> {
+            std::thread::sleep(Duration::from_millis(10));
+            (events.passes_done)();
+            std::thread::sleep(Duration::from_millis(10));
+            for at in 0..inputs.len() {
+                (events.answered)(at, Err(crate::Error::Batch("answered".into())));
+            }
+            Ok(())
         };
         let loading = AtomicBool::new(true);
         let slowest = Mutex::new(Duration::ZERO);
@@ -198,7 +286,7 @@ mod tests {
                 scope.spawn(|| {
                     while loading.load(Ordering::SeqCst) {
                         let started = Instant::now();
-                        let answer = batcher.query(
+                        let (answer, timing) = batcher.query(
                             &request,
                             None,
                             now,
@@ -211,6 +299,11 @@ mod tests {
                             &run,
                         );
                         assert!(answer.is_err(), "the fake run answers with an error");
+                        assert!(
+                            (1..=6).contains(&timing.batch_size),
+                            "a batch holds the queued callers: {timing:?}"
+                        );
+                        assert!(timing.batch >= Duration::from_millis(20), "{timing:?}");
                         let took = started.elapsed();
                         let mut slowest = slowest.lock().unwrap_or_else(PoisonError::into_inner);
                         *slowest = (*slowest).max(took);
@@ -230,5 +323,134 @@ mod tests {
             slowest < Duration::from_millis(500),
             "a caller waited {slowest:?} under load"
         );
+    }
+
+    fn truncation() -> TruncationSettings {
+        TruncationSettings {
+            min_gap: 0.0,
+            near_margin: 0.0,
+            near_count: 5,
+        }
+    }
+
+    /// The lead passes on when a batch's passes end: a request that arrives
+    /// during a pass has its own pass while the first batch is still being
+    /// finished, and the leader's own request is its batch's last answer.
+    #[test]
+    fn the_next_pass_overlaps_the_previous_batchs_finish() {
+        let batcher = Batcher::default();
+        let now = Timestamp::parse("2026-06-01T00:00:00Z").expect("a timestamp");
+        let request = QueryRequest::question("q").validate(now).expect("valid");
+        let settings = RankSettings::default();
+        let passes: Mutex<Vec<(Instant, Instant)>> = Mutex::new(Vec::new());
+        // A 30 ms pass, then 300 ms of per-request work.
+        let run = |inputs: &[QueryInput<'_>], events: BatchEvents<'_>| -> crate::Result<()> {
+            let started = Instant::now();
+            std::thread::sleep(Duration::from_millis(30));
+            passes
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push((started, Instant::now()));
+            (events.passes_done)();
+            std::thread::sleep(Duration::from_millis(300));
+            for at in 0..inputs.len() {
+                (events.answered)(at, Err(crate::Error::Batch(format!("{at}"))));
+            }
+            Ok(())
+        };
+        let took: Mutex<Vec<Duration>> = Mutex::new(Vec::new());
+        std::thread::scope(|scope| {
+            for delay in [0, 10] {
+                let (batcher, request, settings, run, took) =
+                    (&batcher, &request, &settings, &run, &took);
+                scope.spawn(move || {
+                    std::thread::sleep(Duration::from_millis(delay));
+                    let started = Instant::now();
+                    let (answer, timing) =
+                        batcher.query(request, None, now, settings, &truncation(), run);
+                    assert!(answer.is_err());
+                    assert_eq!(timing.batch_size, 1, "{timing:?}");
+                    assert!(timing.pass <= timing.batch, "{timing:?}");
+                    took.lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push(started.elapsed());
+                });
+            }
+        });
+        let passes = passes.into_inner().unwrap_or_else(PoisonError::into_inner);
+        assert_eq!(passes.len(), 2);
+        // The second pass began after the first ended (passes never overlap)
+        // and long before the first batch's 300 ms of finishing were over.
+        assert!(passes[1].0 >= passes[0].1);
+        assert!(
+            passes[1].0.duration_since(passes[0].0) < Duration::from_millis(200),
+            "the second pass waited for the first batch's finish"
+        );
+        // So the second caller waited about one pass, not a whole batch: ~360
+        // ms in all, against ~660 ms behind the first batch.
+        let took = took.into_inner().unwrap_or_else(PoisonError::into_inner);
+        let slowest = took.iter().max().copied().unwrap_or_default();
+        assert!(slowest < Duration::from_millis(550), "{took:?}");
+    }
+
+    /// In a batch, the leader's own request is answered last (its thread
+    /// builds every answer), the others in their queue order.
+    #[test]
+    fn the_leaders_own_request_is_answered_last() {
+        let batcher = Batcher::default();
+        let now = Timestamp::parse("2026-06-01T00:00:00Z").expect("a timestamp");
+        let settings = RankSettings::default();
+        let order: Mutex<Vec<String>> = Mutex::new(Vec::new());
+        let first = AtomicBool::new(true);
+        // The first batch (one request) holds its pass for 100 ms, so the
+        // three callers behind it queue and form the second batch.
+        let run = |inputs: &[QueryInput<'_>], events: BatchEvents<'_>| -> crate::Result<()> {
+            if first.swap(false, Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            (events.passes_done)();
+            for (at, input) in inputs.iter().enumerate() {
+                if inputs.len() > 1 {
+                    order
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push(input.request.question.clone().unwrap_or_default());
+                }
+                (events.answered)(at, Err(crate::Error::Batch("answered".into())));
+            }
+            Ok(())
+        };
+        std::thread::scope(|scope| {
+            for (delay, question) in [(0, "a"), (20, "b"), (40, "c"), (60, "d")] {
+                let (batcher, settings, run) = (&batcher, &settings, &run);
+                scope.spawn(move || {
+                    std::thread::sleep(Duration::from_millis(delay));
+                    let request = QueryRequest::question(question)
+                        .validate(now)
+                        .expect("valid");
+                    let (answer, _) =
+                        batcher.query(&request, None, now, settings, &truncation(), run);
+                    assert!(answer.is_err());
+                });
+            }
+        });
+        let order = order.into_inner().unwrap_or_else(PoisonError::into_inner);
+        assert_eq!(
+            order.len(),
+            3,
+            "one batch of the three late callers: {order:?}"
+        );
+        let mut sorted = order.clone();
+        sorted.sort();
+        assert_eq!(sorted, ["b", "c", "d"]);
+        // Whoever led answered itself last; the others kept their queue order.
+        let leader = order.last().cloned().unwrap_or_default();
+        let rest: Vec<&String> = order.iter().take(2).collect();
+        let mut expected: Vec<&str> = ["b", "c", "d"]
+            .into_iter()
+            .filter(|q| **q != leader)
+            .collect();
+        expected.sort();
+        assert_eq!(rest, expected);
     }
 }

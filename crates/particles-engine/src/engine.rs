@@ -6,19 +6,50 @@ use std::{
     collections::HashMap,
     path::PathBuf,
     sync::{Arc, Mutex, PoisonError},
+    time::{Duration, Instant},
 };
 
 use particles_cache::{CandidateCache, SharedCache, SidecarConfig, SidecarWrite};
 use particles_model::{response::QueryResponse, Envelope, Mode, Timestamp, ValidRequest};
-use particles_query::{QueryInput, QueryOutcome};
+use particles_query::QueryInput;
 use particles_store::Store;
 
-use crate::{respond, Error, Result, Settings, StoreSelection, StoreTarget};
+use crate::{
+    batcher::{BatchTiming, Ranked},
+    respond, Error, Result, Settings, StoreSelection, StoreTarget,
+};
 
 /// Turns a question into its query vector (the encoder, loaded once by the
 /// caller). An error means no vector: the ranking then degrades, as the
 /// reference's does without an encoder.
 pub type Encode = Arc<dyn Fn(&str) -> std::result::Result<Vec<f32>, String> + Send + Sync>;
+
+/// A whole answer: the response, the journal position it is exact at, and
+/// where its time went.
+#[derive(Debug)]
+pub struct Answered {
+    /// The reference's whole response.
+    pub response: QueryResponse,
+    /// `particle_changes.seq` in the snapshot the ranking read, when the one
+    /// store has a journal.
+    pub journal_seq: Option<i64>,
+    /// Where the time went.
+    pub timings: AnswerTimings,
+}
+
+/// Where one answer's time went, wall clock.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct AnswerTimings {
+    /// Encoding the question (zero when the envelope brought the vector).
+    pub encode: Duration,
+    /// The ranking and the response around it, waiting included.
+    pub rank: Duration,
+    /// Within `rank`, on a single store: the wait for the batches ahead, and the
+    /// batch that answered this request.
+    pub batch: Option<BatchTiming>,
+    /// The answer step (a provider call, or the fixed sentence).
+    pub answer: Duration,
+}
 
 /// How the engine keeps its candidate caches.
 #[derive(Debug, Clone, Default)]
@@ -170,14 +201,35 @@ impl Engine {
         request: &ValidRequest,
         envelope: &Envelope,
     ) -> Result<(QueryResponse, Option<i64>)> {
+        self.query_timed(request, envelope)
+            .map(|answered| (answered.response, answered.journal_seq))
+    }
+
+    /// [`Engine::query_with_position`], with where the time went: the HTTP
+    /// engine sends it as a `Server-Timing` header, and the load benchmark reads
+    /// it to tell queueing from work.
+    ///
+    /// # Errors
+    ///
+    /// As [`Engine::query`].
+    pub fn query_timed(&self, request: &ValidRequest, envelope: &Envelope) -> Result<Answered> {
         let now = envelope.now.unwrap_or_else(Timestamp::now);
+        let started = Instant::now();
         if request.mode() != Mode::Semantic {
-            return self
-                .structural(request, now)
-                .map(|response| (response, None));
+            let response = self.structural(request, now)?;
+            return Ok(Answered {
+                response,
+                journal_seq: None,
+                timings: AnswerTimings {
+                    rank: started.elapsed(),
+                    ..AnswerTimings::default()
+                },
+            });
         }
         let vector = self.vector(request, envelope)?;
-        let (outcome, mut response) = self.rank(request, vector.as_deref(), now)?;
+        let encoded = started.elapsed();
+        let ((outcome, mut response), batch) = self.rank(request, vector.as_deref(), now)?;
+        let ranked = started.elapsed();
         respond::answer(
             &mut response,
             &outcome,
@@ -186,7 +238,16 @@ impl Engine {
             &self.answer,
             vector.is_some(),
         );
-        Ok((response, outcome.journal_seq))
+        Ok(Answered {
+            response,
+            journal_seq: outcome.journal_seq,
+            timings: AnswerTimings {
+                encode: encoded,
+                rank: ranked.saturating_sub(encoded),
+                batch,
+                answer: started.elapsed().saturating_sub(ranked),
+            },
+        })
     }
 
     /// A deterministic mode (listings, aggregates, the vocabulary report, the
@@ -237,7 +298,7 @@ impl Engine {
         request: &ValidRequest,
         vector: Option<&[f32]>,
         now: Timestamp,
-    ) -> Result<(QueryOutcome, QueryResponse)> {
+    ) -> Result<(Ranked, Option<BatchTiming>)> {
         match self.rank_once(request, vector, now) {
             Err(Error::Query(particles_query::Error::Rank(
                 particles_rank::Error::DamagedVector { .. },
@@ -258,40 +319,45 @@ impl Engine {
         request: &ValidRequest,
         vector: Option<&[f32]>,
         now: Timestamp,
-    ) -> Result<(QueryOutcome, QueryResponse)> {
+    ) -> Result<(Ranked, Option<BatchTiming>)> {
         let response_settings = self.settings.response();
         if !self.federated {
             let slot = &self.slots[0];
-            return slot.batcher.query(
+            let (ranked, timing) = slot.batcher.query(
                 request,
                 vector,
                 now,
                 &self.settings.rank,
                 &self.settings.truncation,
-                &|inputs| {
+                &|inputs, events| {
                     let store = slot.connection()?;
-                    let answers = if slot.uncached {
-                        particles_query::run_semantic_batch(
+                    let answered = &mut |at: usize, answer: particles_query::Result<Ranked>| {
+                        (events.answered)(at, answer.map_err(Error::from));
+                    };
+                    let result = if slot.uncached {
+                        particles_query::run_semantic_batch_streaming(
                             &store,
                             &mut particles_store::UncachedLoader,
                             inputs,
                             &response_settings,
+                            events.passes_done,
+                            answered,
                         )
                     } else {
-                        particles_query::run_semantic_batch(
+                        particles_query::run_semantic_batch_streaming(
                             &store,
                             &mut slot.cache.loader(),
                             inputs,
                             &response_settings,
+                            events.passes_done,
+                            answered,
                         )
                     };
                     slot.give_back(store);
-                    Ok(answers?
-                        .into_iter()
-                        .map(|answer| answer.map_err(Error::from))
-                        .collect())
+                    Ok(result?)
                 },
             );
+            return ranked.map(|ranked| (ranked, Some(timing)));
         }
         let input = QueryInput {
             settings: &self.settings.rank,
@@ -351,7 +417,7 @@ impl Engine {
         for (slot, store) in self.slots.iter().zip(stores) {
             slot.give_back(store);
         }
-        result
+        result.map(|ranked| (ranked, None))
     }
 
     /// Writes each cache's sidecar when its policy asks; returns the notes.

@@ -29,7 +29,8 @@ mod settings;
 mod stores;
 
 pub use crate::{
-    engine::{answer_settings, CacheOptions, Encode, Engine},
+    batcher::BatchTiming,
+    engine::{answer_settings, AnswerTimings, Answered, CacheOptions, Encode, Engine},
     settings::Settings,
     stores::{resolve_stores, StoreSelection, StoreTarget},
 };

@@ -37,7 +37,20 @@ pub fn run_query_batch(
     inputs: &[QueryInput<'_>],
 ) -> Result<Vec<Result<QueryOutcome>>> {
     let harness_tags = crate::default_harness_tags();
-    Ok(store.read_snapshot(|store| Ok(batch_in_snapshot(store, loader, inputs, &harness_tags)))?)
+    Ok(store.read_snapshot(|store| {
+        let mut results: Vec<Option<Result<QueryOutcome>>> = inputs.iter().map(|_| None).collect();
+        batch_in_snapshot(
+            store,
+            loader,
+            inputs,
+            &harness_tags,
+            &mut || {},
+            &mut |at, outcome| {
+                results[at] = Some(outcome);
+            },
+        );
+        Ok(collected(results))
+    })?)
 }
 
 /// [`run_query_batch`] with each request's whole response built in the same
@@ -53,18 +66,68 @@ pub fn run_semantic_batch(
     inputs: &[QueryInput<'_>],
     settings: &crate::ResponseSettings,
 ) -> Result<Vec<Result<(QueryOutcome, particles_model::response::QueryResponse)>>> {
+    let mut results: Vec<Option<Result<Answer>>> = inputs.iter().map(|_| None).collect();
+    run_semantic_batch_streaming(
+        store,
+        loader,
+        inputs,
+        settings,
+        &mut || {},
+        &mut |at, answer| {
+            results[at] = Some(answer);
+        },
+    )?;
+    Ok(collected(results))
+}
+
+/// One request's ranking and its whole response.
+pub type Answer = (QueryOutcome, particles_model::response::QueryResponse);
+
+/// [`run_semantic_batch`], each answer handed to `answered` (with its input's
+/// index) as soon as it is built, and `passes_done` called once every shared
+/// pass over the vectors is over: from then on the batch is per-request work
+/// (the band, the cut, the response), which a server can overlap with the next
+/// batch's pass. Every input is answered exactly once, unless the outer error
+/// comes back (the transaction could not start).
+///
+/// # Errors
+///
+/// As [`run_query_batch`].
+pub fn run_semantic_batch_streaming(
+    store: &Store,
+    loader: &mut dyn CandidateLoader,
+    inputs: &[QueryInput<'_>],
+    settings: &crate::ResponseSettings,
+    passes_done: &mut dyn FnMut(),
+    answered: &mut dyn FnMut(usize, Result<Answer>),
+) -> Result<()> {
     Ok(store.read_snapshot(|store| {
-        let outcomes = batch_in_snapshot(store, loader, inputs, &settings.observer_harness_tags);
-        Ok(outcomes
-            .into_iter()
-            .zip(inputs)
-            .map(|(outcome, input)| {
-                let outcome = outcome?;
-                let response = crate::semantic_response(store, &outcome, input, settings)?;
-                Ok((outcome, response))
-            })
-            .collect())
+        batch_in_snapshot(
+            store,
+            loader,
+            inputs,
+            &settings.observer_harness_tags,
+            passes_done,
+            &mut |at, outcome| {
+                let answer = outcome.and_then(|outcome| {
+                    let response =
+                        crate::semantic_response(store, &outcome, &inputs[at], settings)?;
+                    Ok((outcome, response))
+                });
+                answered(at, answer);
+            },
+        );
+        Ok(())
     })?)
+}
+
+/// The answers in input order; an input the batch never answered (it cannot
+/// happen: `batch_in_snapshot` answers each once) is reported, not a panic.
+fn collected<T>(results: Vec<Option<Result<T>>>) -> Vec<Result<T>> {
+    results
+        .into_iter()
+        .map(|result| result.unwrap_or(Err(crate::Error::Unanswered)))
+        .collect()
 }
 
 /// Whether a request can share a pass: it reads through the caller's loader and
@@ -79,18 +142,23 @@ fn shareable(input: &QueryInput<'_>) -> bool {
         && request.observer_project.is_none()
 }
 
+/// Answers every input once, through `answered`: the groups' passes first
+/// (`passes_done` after the last), then each group member's collector and
+/// finish, then the requests that cannot share a pass, each alone.
 fn batch_in_snapshot(
     store: &Store,
     loader: &mut dyn CandidateLoader,
     inputs: &[QueryInput<'_>],
     harness_tags: &[String],
-) -> Vec<Result<QueryOutcome>> {
-    let mut results: Vec<Option<Result<QueryOutcome>>> = inputs.iter().map(|_| None).collect();
+    passes_done: &mut dyn FnMut(),
+    answered: &mut dyn FnMut(usize, Result<QueryOutcome>),
+) {
     // Groups of shareable requests with the same candidates.
     let mut groups: Vec<(u64, Option<&str>, Vec<usize>)> = Vec::new();
+    let mut alone = Vec::new();
     for (at, input) in inputs.iter().enumerate() {
         if !shareable(input) {
-            results[at] = Some(run_in_snapshot(store, loader, input, harness_tags));
+            alone.push(at);
             continue;
         }
         let key = (
@@ -102,39 +170,60 @@ fn batch_in_snapshot(
             None => groups.push((key.0, key.1, vec![at])),
         }
     }
+    // Every group's pass, then the per-request work: the passes are what a
+    // batch shares, so they end as early as they can.
+    let mut passed = Vec::with_capacity(groups.len());
     for (_, _, members) in groups {
-        match run_group(store, loader, inputs, &members) {
-            Ok(outcomes) => {
-                for (at, outcome) in members.iter().zip(outcomes) {
-                    results[*at] = Some(outcome);
-                }
-            }
+        match scan_group(store, loader, inputs, &members) {
+            Ok(scanned) => passed.push((members, Some(scanned))),
             // The shared part failed: each request runs alone and reports its
             // own error, typed.
-            Err(_) => {
-                for &at in &members {
-                    results[at] = Some(run_in_snapshot(store, loader, &inputs[at], harness_tags));
+            Err(_) => passed.push((members, None)),
+        }
+    }
+    passes_done();
+    for (members, scanned) in passed {
+        match scanned {
+            Some(scanned) => scanned.finish_each(store, inputs, &members, answered),
+            None => {
+                for at in members {
+                    answered(
+                        at,
+                        run_in_snapshot(store, loader, &inputs[at], harness_tags),
+                    );
                 }
             }
         }
     }
-    results
-        .into_iter()
-        .zip(inputs)
-        .map(|(result, input)| {
-            result.unwrap_or_else(|| run_in_snapshot(store, loader, input, harness_tags))
-        })
-        .collect()
+    for at in alone {
+        answered(
+            at,
+            run_in_snapshot(store, loader, &inputs[at], harness_tags),
+        );
+    }
 }
 
-/// One group: one schema check and load, one pass, then each request's collector
-/// and finish.
-fn run_group(
+/// A group after its shared pass: what each member's collector and finish
+/// read.
+struct GroupScan {
+    loaded: particles_store::Loaded,
+    policies: Vec<Policies>,
+    queries: Vec<Option<QueryVector>>,
+    scanned: Vec<Result<crate::scan::Scanned>>,
+    setup: f64,
+    scan_seconds: f64,
+    notes: RouteNotes,
+    journal_seq: Option<i64>,
+}
+
+/// One group's shared part: one schema check and load, one pass over the
+/// vectors for every member.
+fn scan_group(
     store: &Store,
     loader: &mut dyn CandidateLoader,
     inputs: &[QueryInput<'_>],
     members: &[usize],
-) -> Result<Vec<Result<QueryOutcome>>> {
+) -> Result<GroupScan> {
     let first = &inputs[members[0]];
     let started = Instant::now();
     particles_store::check_schema_version(store)?;
@@ -196,60 +285,93 @@ fn run_group(
     let scan_started = Instant::now();
     let scanned = scan_lanes(set, &selection.rows, &lanes);
     let scan_seconds = scan_started.elapsed().as_secs_f64();
+    drop(lanes);
+    drop(keeps);
     let notes: RouteNotes = route.into_notes();
     // One snapshot, one journal head for every member.
     let journal_seq = particles_store::read_head(store)?.map(|head| head.seq);
-    let mut outcomes = Vec::with_capacity(members.len());
-    for ((member, &at), scanned) in members.iter().enumerate().zip(scanned) {
-        let input = &inputs[at];
-        let policies = &policies[member];
-        let outcome = (|| -> Result<QueryOutcome> {
-            let scanned = scanned?;
-            let mut timings = StageTimings {
-                setup,
-                sql_fetch: loaded.counters.sql_seconds,
-                hydrate: loaded.counters.hydrate_seconds,
-                decode: (loaded.seconds
-                    - loaded.counters.sql_seconds
-                    - loaded.counters.hydrate_seconds)
-                    .max(0.0),
-                scoring: scan_seconds,
-                ..StageTimings::default()
-            };
-            let mut work = WorkCounters {
-                rows_read: selection.rows.len(),
-                embedding_json_bytes: loaded.counters.embedding_json_bytes,
-                models_hydrated: loaded.counters.models_hydrated,
-                ..WorkCounters::default()
-            };
-            let gathered = Gather {
-                store,
-                request: input.request,
-                selection,
-                policies,
-                query: queries[member].as_ref(),
-                now: Route::clock(input.request, input.now),
-                exhaustive: input.exhaustive,
-                prune_margin: input.walk_margin(),
-                scores_only_beyond_cut: true,
-                harness_tags: &[],
-                timings: &mut timings,
-                work: &mut work,
-            }
-            .collect_scanned(scanned)?;
-            finish(
-                store,
-                selection,
-                policies,
-                input,
-                gathered,
-                timings,
-                work,
-                notes.clone(),
-                journal_seq,
-            )
-        })();
-        outcomes.push(outcome);
+    Ok(GroupScan {
+        loaded,
+        policies,
+        queries,
+        scanned,
+        setup,
+        scan_seconds,
+        notes,
+        journal_seq,
+    })
+}
+
+impl GroupScan {
+    /// Each member's collector and finish, answered in member order.
+    fn finish_each(
+        self,
+        store: &Store,
+        inputs: &[QueryInput<'_>],
+        members: &[usize],
+        answered: &mut dyn FnMut(usize, Result<QueryOutcome>),
+    ) {
+        let GroupScan {
+            loaded,
+            policies,
+            queries,
+            scanned,
+            setup,
+            scan_seconds,
+            notes,
+            journal_seq,
+        } = self;
+        let selection = &loaded.selection;
+        for ((member, &at), scanned) in members.iter().enumerate().zip(scanned) {
+            let input = &inputs[at];
+            let policies = &policies[member];
+            let outcome = (|| -> Result<QueryOutcome> {
+                let scanned = scanned?;
+                let mut timings = StageTimings {
+                    setup,
+                    sql_fetch: loaded.counters.sql_seconds,
+                    hydrate: loaded.counters.hydrate_seconds,
+                    decode: (loaded.seconds
+                        - loaded.counters.sql_seconds
+                        - loaded.counters.hydrate_seconds)
+                        .max(0.0),
+                    scoring: scan_seconds,
+                    ..StageTimings::default()
+                };
+                let mut work = WorkCounters {
+                    rows_read: selection.rows.len(),
+                    embedding_json_bytes: loaded.counters.embedding_json_bytes,
+                    models_hydrated: loaded.counters.models_hydrated,
+                    ..WorkCounters::default()
+                };
+                let gathered = Gather {
+                    store,
+                    request: input.request,
+                    selection,
+                    policies,
+                    query: queries[member].as_ref(),
+                    now: Route::clock(input.request, input.now),
+                    exhaustive: input.exhaustive,
+                    prune_margin: input.walk_margin(),
+                    scores_only_beyond_cut: true,
+                    harness_tags: &[],
+                    timings: &mut timings,
+                    work: &mut work,
+                }
+                .collect_scanned(scanned)?;
+                finish(
+                    store,
+                    selection,
+                    policies,
+                    input,
+                    gathered,
+                    timings,
+                    work,
+                    notes.clone(),
+                    journal_seq,
+                )
+            })();
+            answered(at, outcome);
+        }
     }
-    Ok(outcomes)
 }

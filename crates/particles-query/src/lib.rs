@@ -60,7 +60,7 @@ mod window;
 
 pub use crate::{
     as_of::AsOfLoader,
-    batch::{run_query_batch, run_semantic_batch},
+    batch::{run_query_batch, run_semantic_batch, run_semantic_batch_streaming, Answer},
     federate::{run_federated, FederationMember},
     observer::{default_harness_tags, observer_filter, ObserverFilter},
     outcome::{ClaimCoverage, Hit, QueryOutcome, QueryStats, StageTimings, WorkCounters},
@@ -129,6 +129,12 @@ pub enum Error {
         /// The particle id.
         id: String,
     },
+    /// A batch ended without answering one of its requests: a defect in the
+    /// batch's bookkeeping, reported rather than a panic. Retry the query.
+    #[error(
+        "the batch ended without answering this request (a particles-rs defect); retry the query"
+    )]
+    Unanswered,
 }
 
 /// The result type of this crate.

@@ -107,6 +107,44 @@ impl KeySource {
 
 pub(crate) type Shared = Arc<AppState>;
 
+/// The `Server-Timing` header of a `/query` answer (W3C Server Timing), in
+/// milliseconds: `thread` (waiting for a blocking thread), `encode`, `queue`
+/// (the passes ahead of this request's batch), `pass` (its batch's shared
+/// passes), `batch` (from its batch's start to its own answer; `desc` is how
+/// many requests the batch answered), `rank` (the ranking and response, queue
+/// and batch included), `answer` (the answer step) and `total` (all of it, from the
+/// handler's hand-off to the engine). Read by `benchmark serve-load`.
+pub const SERVER_TIMING: &str = "server-timing";
+
+fn server_timing(
+    waited: Duration,
+    timings: &particles_engine::AnswerTimings,
+    total: Duration,
+) -> String {
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    let mut text = format!(
+        "thread;dur={:.3}, encode;dur={:.3}",
+        ms(waited),
+        ms(timings.encode)
+    );
+    if let Some(batch) = &timings.batch {
+        text.push_str(&format!(
+            ", queue;dur={:.3}, pass;dur={:.3}, batch;dur={:.3};desc=\"{}\"",
+            ms(batch.queued),
+            ms(batch.pass),
+            ms(batch.batch),
+            batch.batch_size
+        ));
+    }
+    text.push_str(&format!(
+        ", rank;dur={:.3}, answer;dur={:.3}, total;dur={:.3}",
+        ms(timings.rank),
+        ms(timings.answer),
+        ms(total)
+    ));
+    text
+}
+
 /// A JSON response with `{"detail": ...}`.
 pub(crate) fn detail(status: StatusCode, text: impl Into<String>) -> Response {
     json_response(status, &json!({ "detail": text.into() }))
@@ -504,21 +542,28 @@ async fn query(
     };
     let engine = state.backend.engine.clone();
     let envelope = state.backend.envelope();
+    let handed = Instant::now();
     let answered = tokio::task::spawn_blocking(move || {
-        let response = engine.query_with_position(&request, &envelope);
-        (request, response)
+        let waited = handed.elapsed();
+        let response = engine.query_timed(&request, &envelope);
+        (waited, response)
     })
     .await;
     match answered {
-        Ok((_, Ok((response, position)))) => {
-            let mut reply = json_response(StatusCode::OK, &response);
+        Ok((waited, Ok(answered))) => {
+            let mut reply = json_response(StatusCode::OK, &answered.response);
             // Which store state the answer is exact at (the change journal's
             // head in the snapshot it read): a header, so the body stays the
             // reference's.
-            if let Some(seq) = position {
+            if let Some(seq) = answered.journal_seq {
                 reply
                     .headers_mut()
                     .insert(JOURNAL_SEQ_HEADER, HeaderValue::from(seq));
+            }
+            if let Ok(value) =
+                HeaderValue::from_str(&server_timing(waited, &answered.timings, handed.elapsed()))
+            {
+                reply.headers_mut().insert(SERVER_TIMING, value);
             }
             reply
         }

@@ -82,6 +82,92 @@ pub struct StepResult {
     pub peak_rss_bytes: Option<u64>,
     /// Wall time of the step, seconds.
     pub seconds: f64,
+    /// Where the server says the 200s' time went (its `Server-Timing`
+    /// header), one entry per metric; empty for an engine that sends none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub server_timing: Vec<StageStat>,
+    /// The mean size of the batches that answered the 200s, as the server
+    /// reports it (`batch;desc`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mean_batch_size: Option<f64>,
+}
+
+/// One `Server-Timing` metric over a step's answers, milliseconds.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct StageStat {
+    /// The metric's name (`encode`, `queue`, `batch`, ...).
+    pub name: String,
+    /// Mean over the answers that carried it.
+    pub mean_ms: f64,
+    /// 50th percentile.
+    pub p50_ms: f64,
+    /// 99th percentile.
+    pub p99_ms: f64,
+}
+
+/// One answer's `Server-Timing`: each metric's duration (ms), and the batch
+/// size from `batch;desc`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ServerTiming {
+    /// `(name, milliseconds)` in the header's order.
+    pub metrics: Vec<(String, f64)>,
+    /// `batch;desc="N"`.
+    pub batch_size: Option<usize>,
+}
+
+impl ServerTiming {
+    /// Reads a `Server-Timing` value (`name;dur=1.5;desc="x", ...`); entries
+    /// without a readable `dur` are skipped.
+    pub fn parse(value: &str) -> ServerTiming {
+        let mut timing = ServerTiming::default();
+        for entry in value.split(',') {
+            let mut parts = entry.split(';').map(str::trim);
+            let Some(name) = parts.next().filter(|n| !n.is_empty()) else {
+                continue;
+            };
+            let mut duration = None;
+            let mut desc = None;
+            for parameter in parts {
+                match parameter.split_once('=') {
+                    Some(("dur", v)) => duration = v.trim().parse::<f64>().ok(),
+                    Some(("desc", v)) => desc = Some(v.trim().trim_matches('"')),
+                    _ => {}
+                }
+            }
+            if name == "batch" {
+                timing.batch_size = desc.and_then(|d| d.parse().ok());
+            }
+            if let Some(ms) = duration.filter(|d| d.is_finite()) {
+                timing.metrics.push((name.to_owned(), ms));
+            }
+        }
+        timing
+    }
+}
+
+/// Each metric's mean and percentiles over `timings`, in first-seen order.
+fn stage_stats(timings: &[ServerTiming]) -> Vec<StageStat> {
+    let mut by_name: Vec<(String, Vec<f64>)> = Vec::new();
+    for timing in timings {
+        for (name, ms) in &timing.metrics {
+            match by_name.iter_mut().find(|(n, _)| n == name) {
+                Some((_, values)) => values.push(*ms),
+                None => by_name.push((name.clone(), vec![*ms])),
+            }
+        }
+    }
+    by_name
+        .into_iter()
+        .map(|(name, mut values)| {
+            values.sort_by(f64::total_cmp);
+            StageStat {
+                mean_ms: values.iter().sum::<f64>() / values.len() as f64,
+                p50_ms: quantile(&values, 0.50).unwrap_or(f64::NAN),
+                p99_ms: quantile(&values, 0.99).unwrap_or(f64::NAN),
+                name,
+            }
+        })
+        .collect()
 }
 
 /// A whole run.
@@ -133,7 +219,7 @@ impl LoadReport {
 }
 
 enum Outcome {
-    Ok(f64),
+    Ok(f64, Option<ServerTiming>),
     Status(u16),
     Transport,
     TimedOut,
@@ -153,15 +239,21 @@ fn request(options: &LoadOptions, question: &str) -> Result<http::Request<Full<B
         .map_err(|e| Error::Load(format!("cannot build a request to {}: {e}", options.url)))
 }
 
-/// Sends one request and reads its whole answer.
+/// Sends one request and reads its whole answer: its status and its
+/// `Server-Timing`, when it has one.
 async fn send(
     client: &HttpClient,
     request: http::Request<Full<Bytes>>,
-) -> std::result::Result<u16, ()> {
+) -> std::result::Result<(u16, Option<ServerTiming>), ()> {
     let response = client.request(request).await.map_err(|_| ())?;
     let status = response.status().as_u16();
+    let timing = response
+        .headers()
+        .get("server-timing")
+        .and_then(|v| v.to_str().ok())
+        .map(ServerTiming::parse);
     response.into_body().collect().await.map_err(|_| ())?;
-    Ok(status)
+    Ok((status, timing))
 }
 
 /// The arrival offsets of one step: exponential gaps at `rate`, within
@@ -298,8 +390,8 @@ async fn run_step(
         tasks.push(tokio::spawn(async move {
             tokio::time::sleep_until(scheduled).await;
             let outcome = match send(&client, request).await {
-                Ok(200) => Outcome::Ok(scheduled.elapsed().as_secs_f64()),
-                Ok(status) => Outcome::Status(status),
+                Ok((200, timing)) => Outcome::Ok(scheduled.elapsed().as_secs_f64(), timing),
+                Ok((status, _)) => Outcome::Status(status),
                 Err(()) => Outcome::Transport,
             };
             let _ = sender.send(outcome);
@@ -339,12 +431,16 @@ async fn run_step(
         max: None,
         peak_rss_bytes: options.server_pid.and_then(peak_rss),
         seconds,
+        server_timing: Vec::new(),
+        mean_batch_size: None,
     };
+    let mut timings = Vec::new();
     for outcome in outcomes {
         match outcome {
-            Outcome::Ok(latency) => {
+            Outcome::Ok(latency, timing) => {
                 result.ok += 1;
                 latencies.push(latency);
+                timings.extend(timing);
             }
             Outcome::Status(status) => *result.errors_by_status.entry(status).or_insert(0) += 1,
             Outcome::Transport => result.transport_errors += 1,
@@ -356,6 +452,11 @@ async fn run_step(
     result.p99 = quantile(&latencies, 0.99);
     result.p999 = quantile(&latencies, 0.999);
     result.max = latencies.last().copied();
+    result.server_timing = stage_stats(&timings);
+    let sizes: Vec<usize> = timings.iter().filter_map(|t| t.batch_size).collect();
+    if !sizes.is_empty() {
+        result.mean_batch_size = Some(sizes.iter().sum::<usize>() as f64 / sizes.len() as f64);
+    }
     result.throughput = result.ok as f64 / seconds.max(f64::MIN_POSITIVE);
     Ok(result)
 }
@@ -398,8 +499,8 @@ pub fn run(options: &LoadOptions, mut progress: impl FnMut(&StepResult)) -> Resu
         for i in 0..options.warmup {
             let question = &options.questions[i % options.questions.len()];
             match send(&client, request(options, question)?).await {
-                Ok(200) => {}
-                Ok(status) => {
+                Ok((200, _)) => {}
+                Ok((status, _)) => {
                     return Err(Error::Load(format!(
                         "warm-up request to {} answered {status}",
                         options.url
@@ -543,7 +644,7 @@ pub fn soak(
         let client = load_client();
         for i in 0..load.warmup.max(1) {
             let question = &load.questions[i % load.questions.len()];
-            if send(&client, request(load, question)?).await != Ok(200) {
+            if !matches!(send(&client, request(load, question)?).await, Ok((200, _))) {
                 return Err(Error::Load(format!(
                     "warm-up request to {} did not answer 200",
                     load.url
@@ -574,8 +675,8 @@ pub fn soak(
                     let sender = sender.clone();
                     tokio::spawn(async move {
                         let outcome = match send(&client, request).await {
-                            Ok(200) => Outcome::Ok(0.0),
-                            Ok(status) => Outcome::Status(status),
+                            Ok((200, _)) => Outcome::Ok(0.0, None),
+                            Ok((status, _)) => Outcome::Status(status),
                             Err(()) => Outcome::Transport,
                         };
                         let _ = sender.send(outcome);
@@ -625,7 +726,7 @@ pub fn soak(
         };
         for outcome in outcomes {
             match outcome {
-                Outcome::Ok(_) => report.ok += 1,
+                Outcome::Ok(..) => report.ok += 1,
                 Outcome::Status(status) => {
                     *report.errors_by_status.entry(status).or_insert(0) += 1;
                 }
@@ -727,6 +828,52 @@ pub fn markdown(report: &LoadReport) -> String {
                 || "—".to_owned(),
                 |b| format!("{:.0}", b as f64 / 1_048_576.0)
             ),
+        ));
+    }
+    out.push_str(&stage_markdown(report));
+    out
+}
+
+/// Where the server says the time went, per step (mean / p99 of each
+/// `Server-Timing` metric, ms); empty when no step has any.
+fn stage_markdown(report: &LoadReport) -> String {
+    let mut names: Vec<&str> = Vec::new();
+    for step in &report.steps {
+        for stat in &step.server_timing {
+            if !names.contains(&stat.name.as_str()) {
+                names.push(&stat.name);
+            }
+        }
+    }
+    if names.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "\nWhere the time went, as the server reports it (`Server-Timing`, ms, mean / p99 \
+         over the 200s; `queue` is the wait for the passes ahead, `pass` the batch's shared \
+         pass, `batch` from the batch's start to the request's own answer):\n\n| rate/s | mean batch | {} |\n|---:|---:|{}\n",
+        names.join(" | "),
+        "---:|".repeat(names.len())
+    );
+    for step in &report.steps {
+        let cells: Vec<String> = names
+            .iter()
+            .map(|name| {
+                step.server_timing
+                    .iter()
+                    .find(|s| s.name == *name)
+                    .map_or_else(
+                        || "—".to_owned(),
+                        |s| format!("{:.1} / {:.1}", s.mean_ms, s.p99_ms),
+                    )
+            })
+            .collect();
+        out.push_str(&format!(
+            "| {} | {} | {} |\n",
+            step.rate,
+            step.mean_batch_size
+                .map_or_else(|| "—".to_owned(), |b| format!("{b:.1}")),
+            cells.join(" | ")
         ));
     }
     out
@@ -835,7 +982,35 @@ mod tests {
             max: None,
             peak_rss_bytes: None,
             seconds: 60.0,
+            server_timing: Vec::new(),
+            mean_batch_size: None,
         }
+    }
+
+    #[test]
+    fn server_timing_is_read_metric_by_metric() {
+        let timing = ServerTiming::parse(
+            "thread;dur=0.012, encode;dur=5.5, queue;dur=0.000, batch;dur=12.25;desc=\"3\", \
+             cache;desc=\"hit\", total;dur=x, answer;dur=0.1",
+        );
+        assert_eq!(timing.batch_size, Some(3));
+        assert_eq!(
+            timing.metrics,
+            vec![
+                ("thread".to_owned(), 0.012),
+                ("encode".to_owned(), 5.5),
+                ("queue".to_owned(), 0.0),
+                ("batch".to_owned(), 12.25),
+                ("answer".to_owned(), 0.1),
+            ]
+        );
+        let other = ServerTiming::parse("encode;dur=7.5");
+        let stats = stage_stats(&[timing, other]);
+        assert_eq!(stats[1].name, "encode");
+        assert!((stats[1].mean_ms - 6.5).abs() < 1e-12);
+        assert_eq!(stats[1].p99_ms, 7.5);
+        assert_eq!(stats.len(), 5);
+        assert_eq!(ServerTiming::parse(""), ServerTiming::default());
     }
 
     #[test]

@@ -104,6 +104,29 @@ fn a_query_answers_with_the_reference_shape() {
         Some(2)
     );
     assert!(body["answer"].as_str().is_some_and(|a| !a.is_empty()));
+    // Where the time went rides in a header, the body staying the reference's:
+    // a batch of one (nothing else was asking), each stage within the total.
+    let timing = particles_server::load::ServerTiming::parse(
+        reply
+            .header("server-timing")
+            .expect("a Server-Timing header"),
+    );
+    assert_eq!(timing.batch_size, Some(1));
+    let names: Vec<&str> = timing.metrics.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        ["thread", "encode", "queue", "pass", "batch", "rank", "answer", "total"]
+    );
+    let ms = |name: &str| {
+        timing
+            .metrics
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, ms)| *ms)
+            .expect("the metric")
+    };
+    assert!(ms("pass") > 0.0 && ms("pass") <= ms("batch") && ms("batch") <= ms("rank"));
+    assert!(ms("encode") + ms("rank") + ms("answer") <= ms("total") + 0.01);
     let health = request(server.addr, "GET", "/health", &[], None);
     assert_eq!(health.json()["version"], particles_server::VERSION);
 }
