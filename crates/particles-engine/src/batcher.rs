@@ -170,8 +170,6 @@ impl Batcher {
         truncation: &TruncationSettings,
         run: &RunBatch<'_>,
     ) {
-        let started = Instant::now();
-        let mut answered = vec![false; batch.len()];
         let inputs: Vec<QueryInput<'_>> = batch
             .iter()
             .map(|pending| {
@@ -182,67 +180,91 @@ impl Batcher {
                 .with_truncation(truncation)
             })
             .collect();
-        let release = |pass: &mut Option<Duration>| {
-            if pass.is_none() {
-                *pass = Some(started.elapsed());
-                self.lock().leading = false;
-                self.changed.notify_all();
-            }
+        let lead = std::cell::RefCell::new(Lead {
+            batcher: self,
+            batch,
+            started: Instant::now(),
+            pass: None,
+            answered: vec![false; batch.len()],
+            failure: None,
+        });
+        let result = run(
+            &inputs,
+            BatchEvents {
+                passes_done: &mut || lead.borrow_mut().release(),
+                answered: &mut |at, answer| lead.borrow_mut().deliver(at, answer),
+            },
+        );
+        // Whatever the batch did not answer reports why (the transaction's
+        // error); `Lead`'s drop hands those answers out and the lead back.
+        let mut lead = lead.into_inner();
+        if let Err(error) = result {
+            lead.failure = Some(error.to_string());
+        }
+    }
+}
+
+/// One batch being answered: which answers went out, and whether the lead
+/// went back. Dropped at the batch's end, or by a panic in it, it answers
+/// every request not yet answered and hands the lead back, so no caller waits
+/// for a batch that will never answer.
+struct Lead<'a> {
+    batcher: &'a Batcher,
+    batch: &'a [Pending],
+    started: Instant,
+    pass: Option<Duration>,
+    answered: Vec<bool>,
+    failure: Option<String>,
+}
+
+impl Lead<'_> {
+    /// The batch's passes are over: the next leader may start its own.
+    fn release(&mut self) {
+        if self.pass.is_none() {
+            self.pass = Some(self.started.elapsed());
+            self.batcher.lock().leading = false;
+            self.batcher.changed.notify_all();
+        }
+    }
+
+    /// Hands one answer to its caller (once). Under the queue's lock, so a
+    /// caller that checks its slot and then waits cannot miss the wake-up.
+    fn deliver(&mut self, at: usize, answer: crate::Result<Ranked>) {
+        let (Some(pending), Some(seen)) = (self.batch.get(at), self.answered.get_mut(at)) else {
+            return;
         };
-        // Answers are handed over under the queue's lock, so a caller that
-        // checks its slot and then waits cannot miss the wake-up.
-        let deliver = |at: usize, answer: crate::Result<Ranked>, pass: Option<Duration>| {
-            let pending = &batch[at];
-            let timing = BatchTiming {
-                queued: started.saturating_duration_since(pending.queued_at),
-                pass: pass.unwrap_or_else(|| started.elapsed()),
-                batch: started.elapsed(),
-                batch_size: batch.len(),
-            };
-            let _state = self.lock();
-            *pending
-                .answer
-                .answer
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner) = Some((answer, timing));
-            self.changed.notify_all();
+        if std::mem::replace(seen, true) {
+            return;
+        }
+        let timing = BatchTiming {
+            queued: self.started.saturating_duration_since(pending.queued_at),
+            pass: self.pass.unwrap_or_else(|| self.started.elapsed()),
+            batch: self.started.elapsed(),
+            batch_size: self.batch.len(),
         };
-        let outcome = {
-            let pass_cell = std::cell::Cell::new(None::<Duration>);
-            let answered_ref = &mut answered;
-            let result = run(
-                &inputs,
-                BatchEvents {
-                    passes_done: &mut || {
-                        let mut p = pass_cell.get();
-                        release(&mut p);
-                        pass_cell.set(p);
-                    },
-                    answered: &mut |at, answer| {
-                        if let Some(seen) = answered_ref.get_mut(at) {
-                            if !*seen {
-                                *seen = true;
-                                deliver(at, answer, pass_cell.get());
-                            }
-                        }
-                    },
-                },
-            );
-            (result, pass_cell.get())
-        };
-        let (outcome, mut pass) = outcome;
-        // Whatever the batch did not answer reports why: the transaction's
-        // error, or (a defect) no answer at all.
-        let text = match &outcome {
-            Err(error) => error.to_string(),
-            Ok(()) => "the batch ended without answering this request".to_owned(),
-        };
-        for (at, seen) in answered.iter().enumerate() {
-            if !seen {
-                deliver(at, Err(crate::Error::Batch(text.clone())), pass);
+        let _state = self.batcher.lock();
+        *pending
+            .answer
+            .answer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some((answer, timing));
+        self.batcher.changed.notify_all();
+    }
+}
+
+impl Drop for Lead<'_> {
+    fn drop(&mut self) {
+        let text = self.failure.take().unwrap_or_else(|| {
+            "the batch ended without answering this request (a particles-rs defect); \
+             retry the query"
+                .to_owned()
+        });
+        for at in 0..self.batch.len() {
+            if !self.answered[at] {
+                self.deliver(at, Err(crate::Error::Batch(text.clone())));
             }
         }
-        release(&mut pass);
+        self.release();
     }
 }
 
@@ -452,5 +474,66 @@ mod tests {
             .collect();
         expected.sort();
         assert_eq!(rest, expected);
+    }
+
+    /// A batch that panics (a defect) still answers its other callers, with
+    /// an error, and hands the lead back: the batcher keeps serving.
+    #[test]
+    fn a_panicking_batch_answers_its_callers_and_frees_the_lead() {
+        let batcher = Batcher::default();
+        let now = Timestamp::parse("2026-06-01T00:00:00Z").expect("a timestamp");
+        let request = QueryRequest::question("q").validate(now).expect("valid");
+        let settings = RankSettings::default();
+        let batches = std::sync::atomic::AtomicUsize::new(0);
+        // The first batch holds its pass for 100 ms while two more callers
+        // queue; their batch panics after its pass.
+        let run = |inputs: &[QueryInput<'_>], events: BatchEvents<'_>| -> crate::Result<()> {
+            match batches.fetch_add(1, Ordering::SeqCst) {
+                0 => std::thread::sleep(Duration::from_millis(100)),
+                1 => {
+                    (events.passes_done)();
+                    panic!("a defect in the batch");
+                }
+                _ => {}
+            }
+            (events.passes_done)();
+            for at in 0..inputs.len() {
+                (events.answered)(at, Err(crate::Error::Batch("answered".into())));
+            }
+            Ok(())
+        };
+        let texts: Mutex<Vec<String>> = Mutex::new(Vec::new());
+        std::thread::scope(|scope| {
+            for delay in [0, 20, 40] {
+                let (batcher, request, settings, run, texts) =
+                    (&batcher, &request, &settings, &run, &texts);
+                scope.spawn(move || {
+                    std::thread::sleep(Duration::from_millis(delay));
+                    let answered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        batcher.query(request, None, now, settings, &truncation(), run)
+                    }));
+                    let text = match answered {
+                        Ok((answer, _)) => answer.err().map(|e| e.to_string()).unwrap_or_default(),
+                        Err(_) => "panicked".to_owned(),
+                    };
+                    texts
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push(text);
+                });
+            }
+        });
+        let mut texts = texts.into_inner().unwrap_or_else(PoisonError::into_inner);
+        texts.sort();
+        assert_eq!(texts.len(), 3);
+        assert!(texts.contains(&"panicked".to_owned()), "{texts:?}");
+        assert!(
+            texts.iter().any(|t| t.contains("particles-rs defect")),
+            "the panicking batch's other caller was answered: {texts:?}"
+        );
+        // The lead came back: a later query is answered.
+        let (answer, timing) = batcher.query(&request, None, now, &settings, &truncation(), &run);
+        assert!(answer.is_err_and(|e| e.to_string().contains("answered")));
+        assert_eq!(timing.batch_size, 1);
     }
 }
