@@ -21,9 +21,8 @@ use std::{
     time::{Duration, Instant},
 };
 
-use particles_model::response::QueryResponse;
 use particles_model::{Timestamp, ValidRequest};
-use particles_query::{QueryInput, QueryOutcome, TruncationSettings};
+use particles_query::{QueryInput, TruncationSettings};
 use particles_rank::RankSettings;
 
 /// The most requests one pass answers; the scan's cost grows with the lanes, and
@@ -31,7 +30,7 @@ use particles_rank::RankSettings;
 const MAX_BATCH: usize = 32;
 
 /// A ranked request: the outcome and the response built in its snapshot.
-pub(crate) type Ranked = (QueryOutcome, QueryResponse);
+pub(crate) type Ranked = particles_query::Answer;
 
 /// Where a batch reports to the batcher: `passes_done` once its shared passes
 /// are over, `answered(index, answer)` once per input as each is built.
@@ -214,6 +213,8 @@ struct Lead<'a> {
     started: Instant,
     pass: Option<Duration>,
     answered: Vec<bool>,
+    /// The batch's transaction error, which every request it did not answer
+    /// reports; without one, those requests report `Unanswered` (a defect).
     failure: Option<String>,
 }
 
@@ -254,14 +255,13 @@ impl Lead<'_> {
 
 impl Drop for Lead<'_> {
     fn drop(&mut self) {
-        let text = self.failure.take().unwrap_or_else(|| {
-            "the batch ended without answering this request (a particles-rs defect); \
-             retry the query"
-                .to_owned()
-        });
         for at in 0..self.batch.len() {
             if !self.answered[at] {
-                self.deliver(at, Err(crate::Error::Batch(text.clone())));
+                let error = match &self.failure {
+                    Some(text) => crate::Error::Batch(text.clone()),
+                    None => crate::Error::Query(particles_query::Error::Unanswered),
+                };
+                self.deliver(at, Err(error));
             }
         }
         self.release();

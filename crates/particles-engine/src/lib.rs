@@ -69,9 +69,8 @@ pub enum Error {
     /// The query failed where the reference's fails too.
     #[error(transparent)]
     Query(#[from] particles_query::Error),
-    /// A batch of concurrent queries could not answer this one: its shared
-    /// transaction failed (the store could not be read; the message is the
-    /// store's), or the batch ended without its answer (a defect, said so).
+    /// The shared transaction of a batch of concurrent queries failed (the store
+    /// could not be read); the message is the store's.
     #[error("{0}")]
     Batch(String),
     /// The request's envelope carries a vector of the wrong shape.

@@ -38,18 +38,10 @@ pub fn run_query_batch(
 ) -> Result<Vec<Result<QueryOutcome>>> {
     let harness_tags = crate::default_harness_tags();
     Ok(store.read_snapshot(|store| {
-        let mut results: Vec<Option<Result<QueryOutcome>>> = inputs.iter().map(|_| None).collect();
-        batch_in_snapshot(
-            store,
-            loader,
-            inputs,
-            &harness_tags,
-            &mut || {},
-            &mut |at, outcome| {
-                results[at] = Some(outcome);
-            },
-        );
-        Ok(collected(results))
+        in_input_order(inputs.len(), |answered| {
+            batch_in_snapshot(store, loader, inputs, &harness_tags, &mut || {}, answered);
+            Ok(())
+        })
     })?)
 }
 
@@ -65,19 +57,10 @@ pub fn run_semantic_batch(
     loader: &mut dyn CandidateLoader,
     inputs: &[QueryInput<'_>],
     settings: &crate::ResponseSettings,
-) -> Result<Vec<Result<(QueryOutcome, particles_model::response::QueryResponse)>>> {
-    let mut results: Vec<Option<Result<Answer>>> = inputs.iter().map(|_| None).collect();
-    run_semantic_batch_streaming(
-        store,
-        loader,
-        inputs,
-        settings,
-        &mut || {},
-        &mut |at, answer| {
-            results[at] = Some(answer);
-        },
-    )?;
-    Ok(collected(results))
+) -> Result<Vec<Result<Answer>>> {
+    in_input_order(inputs.len(), |answered| {
+        run_semantic_batch_streaming(store, loader, inputs, settings, &mut || {}, answered)
+    })
 }
 
 /// One request's ranking and its whole response.
@@ -121,13 +104,23 @@ pub fn run_semantic_batch_streaming(
     })?)
 }
 
-/// The answers in input order; an input the batch never answered (it cannot
-/// happen: `batch_in_snapshot` answers each once) is reported, not a panic.
-fn collected<T>(results: Vec<Option<Result<T>>>) -> Vec<Result<T>> {
-    results
+/// The answers `run` hands out, in input order; an input it never answered
+/// (it cannot happen: `batch_in_snapshot` answers each once) is reported, not
+/// a panic.
+fn in_input_order<T, E>(
+    len: usize,
+    run: impl FnOnce(&mut dyn FnMut(usize, Result<T>)) -> std::result::Result<(), E>,
+) -> std::result::Result<Vec<Result<T>>, E> {
+    let mut results: Vec<Option<Result<T>>> = (0..len).map(|_| None).collect();
+    run(&mut |at, answer| {
+        if let Some(slot) = results.get_mut(at) {
+            *slot = Some(answer);
+        }
+    })?;
+    Ok(results
         .into_iter()
         .map(|result| result.unwrap_or(Err(crate::Error::Unanswered)))
-        .collect()
+        .collect())
 }
 
 /// Whether a request can share a pass: it reads through the caller's loader and
@@ -311,37 +304,27 @@ impl GroupScan {
         members: &[usize],
         answered: &mut dyn FnMut(usize, Result<QueryOutcome>),
     ) {
-        let GroupScan {
-            loaded,
-            policies,
-            queries,
-            scanned,
-            setup,
-            scan_seconds,
-            notes,
-            journal_seq,
-        } = self;
-        let selection = &loaded.selection;
-        for ((member, &at), scanned) in members.iter().enumerate().zip(scanned) {
+        let selection = &self.loaded.selection;
+        for ((member, &at), scanned) in members.iter().enumerate().zip(self.scanned) {
             let input = &inputs[at];
-            let policies = &policies[member];
+            let policies = &self.policies[member];
             let outcome = (|| -> Result<QueryOutcome> {
                 let scanned = scanned?;
                 let mut timings = StageTimings {
-                    setup,
-                    sql_fetch: loaded.counters.sql_seconds,
-                    hydrate: loaded.counters.hydrate_seconds,
-                    decode: (loaded.seconds
-                        - loaded.counters.sql_seconds
-                        - loaded.counters.hydrate_seconds)
+                    setup: self.setup,
+                    sql_fetch: self.loaded.counters.sql_seconds,
+                    hydrate: self.loaded.counters.hydrate_seconds,
+                    decode: (self.loaded.seconds
+                        - self.loaded.counters.sql_seconds
+                        - self.loaded.counters.hydrate_seconds)
                         .max(0.0),
-                    scoring: scan_seconds,
+                    scoring: self.scan_seconds,
                     ..StageTimings::default()
                 };
                 let mut work = WorkCounters {
                     rows_read: selection.rows.len(),
-                    embedding_json_bytes: loaded.counters.embedding_json_bytes,
-                    models_hydrated: loaded.counters.models_hydrated,
+                    embedding_json_bytes: self.loaded.counters.embedding_json_bytes,
+                    models_hydrated: self.loaded.counters.models_hydrated,
                     ..WorkCounters::default()
                 };
                 let gathered = Gather {
@@ -349,7 +332,7 @@ impl GroupScan {
                     request: input.request,
                     selection,
                     policies,
-                    query: queries[member].as_ref(),
+                    query: self.queries[member].as_ref(),
                     now: Route::clock(input.request, input.now),
                     exhaustive: input.exhaustive,
                     prune_margin: input.walk_margin(),
@@ -367,8 +350,8 @@ impl GroupScan {
                     gathered,
                     timings,
                     work,
-                    notes.clone(),
-                    journal_seq,
+                    self.notes.clone(),
+                    self.journal_seq,
                 )
             })();
             answered(at, outcome);

@@ -114,7 +114,7 @@ pub(crate) type Shared = Arc<AppState>;
 /// many requests the batch answered), `rank` (the ranking and response, queue
 /// and batch included), `answer` (the answer step) and `total` (all of it, from the
 /// handler's hand-off to the engine). Read by `benchmark serve-load`.
-pub const SERVER_TIMING: &str = "server-timing";
+pub(crate) const SERVER_TIMING: &str = "server-timing";
 
 fn server_timing(
     waited: Duration,

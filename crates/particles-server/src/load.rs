@@ -249,7 +249,7 @@ async fn send(
     let status = response.status().as_u16();
     let timing = response
         .headers()
-        .get("server-timing")
+        .get(crate::http::SERVER_TIMING)
         .and_then(|v| v.to_str().ok())
         .map(ServerTiming::parse);
     response.into_body().collect().await.map_err(|_| ())?;
