@@ -6,59 +6,48 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use clap::Args;
 
-/// Encodes `text` with the model in `model_dir` (or the default location).
-#[cfg(feature = "encoder")]
-pub(crate) fn encode_question(text: &str, model_dir: Option<&Path>) -> Result<Vec<f32>> {
-    let encoder = particles_embed::Encoder::load(&particles_embed::model_dir(model_dir))?;
-    Ok(encoder.encode(text))
+/// The question encoder, loaded from `model_dir` (or the default location).
+pub(crate) struct Loaded {
+    #[cfg(feature = "encoder")]
+    encoder: particles_embed::Encoder,
 }
 
-/// Without the encoder feature there is nothing to encode with.
+impl Loaded {
+    /// Loads the model's files.
+    #[cfg(feature = "encoder")]
+    pub(crate) fn load(model_dir: Option<&Path>) -> Result<Loaded> {
+        Ok(Loaded {
+            encoder: particles_embed::Encoder::load(&particles_embed::model_dir(model_dir))?,
+        })
+    }
+
+    /// Without the encoder feature there is nothing to load.
+    #[cfg(not(feature = "encoder"))]
+    pub(crate) fn load(_model_dir: Option<&Path>) -> Result<Loaded> {
+        Err(no_encoder())
+    }
+
+    /// The text's vector.
+    #[cfg(feature = "encoder")]
+    pub(crate) fn encode(&self, text: &str) -> Vec<f32> {
+        self.encoder.encode(text)
+    }
+
+    /// Never called: a build without the encoder never loads one.
+    #[cfg(not(feature = "encoder"))]
+    pub(crate) fn encode(&self, _text: &str) -> Vec<f32> {
+        Vec::new()
+    }
+}
+
 #[cfg(not(feature = "encoder"))]
-pub(crate) fn encode_question(_text: &str, _model_dir: Option<&Path>) -> Result<Vec<f32>> {
-    Err(crate::UsageError(
+fn no_encoder() -> anyhow::Error {
+    crate::UsageError(
         "this build has no question encoder (built without the `encoder` feature).\n  \
          Pass --vector-file FILE (a JSON array of 384 floats) or --no-embedding."
             .into(),
     )
-    .into())
-}
-
-/// An encoder loaded on first use and kept: a long-lived process pays for the
-/// model once, and only if some request needs it.
-pub(crate) struct LazyEncoder {
-    model_dir: Option<PathBuf>,
-    #[cfg(feature = "encoder")]
-    loaded: Option<particles_embed::Encoder>,
-}
-
-impl LazyEncoder {
-    pub(crate) fn new(model_dir: Option<PathBuf>) -> LazyEncoder {
-        LazyEncoder {
-            model_dir,
-            #[cfg(feature = "encoder")]
-            loaded: None,
-        }
-    }
-
-    /// The question's vector.
-    pub(crate) fn encode(&mut self, text: &str) -> Result<Vec<f32>> {
-        #[cfg(feature = "encoder")]
-        {
-            if self.loaded.is_none() {
-                let dir = particles_embed::model_dir(self.model_dir.as_deref());
-                self.loaded = Some(particles_embed::Encoder::load(&dir)?);
-            }
-            match &self.loaded {
-                Some(encoder) => Ok(encoder.encode(text)),
-                None => unreachable!("loaded just above"),
-            }
-        }
-        #[cfg(not(feature = "encoder"))]
-        {
-            encode_question(text, self.model_dir.as_deref())
-        }
-    }
+    .into()
 }
 
 #[derive(Debug, Args)]
@@ -96,9 +85,6 @@ fn encode_texts(texts: &[String], model_dir: Option<&Path>) -> Result<Vec<Vec<f3
 }
 
 #[cfg(not(feature = "encoder"))]
-fn encode_texts(texts: &[String], model_dir: Option<&Path>) -> Result<Vec<Vec<f32>>> {
-    texts
-        .iter()
-        .map(|text| encode_question(text, model_dir))
-        .collect()
+fn encode_texts(_texts: &[String], _model_dir: Option<&Path>) -> Result<Vec<Vec<f32>>> {
+    Err(no_encoder())
 }

@@ -8,6 +8,7 @@
 mod bench;
 mod config_cmd;
 mod encode;
+mod engine;
 mod import;
 mod model_cmd;
 mod output;

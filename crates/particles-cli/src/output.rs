@@ -2,37 +2,10 @@
 
 use std::io::Write;
 
-use particles_cache::{CandidateCache, Route};
+use particles_engine::{Answered, CacheReport};
 use particles_model::{TimeWindow, Timestamp, ValidRequest};
 use particles_query::QueryOutcome;
 use serde::Serialize;
-
-use crate::query::Answer;
-
-/// How the cache served a query, for the JSON answer.
-#[derive(Debug, Clone, Copy, Serialize)]
-pub(crate) struct CacheReport {
-    /// The route (`reuse`, `delta`, `rebuild`, `sidecar`, ...; see `Route::as_str`).
-    pub(crate) route: Option<Route>,
-    /// For a delta, the changed ids it re-read.
-    pub(crate) changed: Option<usize>,
-    /// Rows the cache holds.
-    pub(crate) rows: Option<usize>,
-    /// Heap bytes the cache holds.
-    pub(crate) heap_bytes: usize,
-}
-
-impl CacheReport {
-    pub(crate) fn of(cache: &CandidateCache) -> CacheReport {
-        let route = cache.last_route();
-        CacheReport {
-            route,
-            changed: route.and_then(Route::changed),
-            rows: cache.cached_rows(),
-            heap_bytes: cache.heap_bytes(),
-        }
-    }
-}
 
 /// The request as it was run, beside the answer.
 #[derive(Serialize)]
@@ -63,13 +36,14 @@ pub(crate) struct AnswerJson<'a> {
 }
 
 impl<'a> AnswerJson<'a> {
+    /// `None` for an answer without a ranking (a deterministic mode).
     pub(crate) fn new(
-        answer: &'a Answer,
+        answer: &'a Answered,
         request: &'a ValidRequest,
         cache: Option<CacheReport>,
-    ) -> AnswerJson<'a> {
-        AnswerJson {
-            outcome: &answer.outcome,
+    ) -> Option<AnswerJson<'a>> {
+        Some(AnswerJson {
+            outcome: answer.outcome.as_ref()?,
             as_of: request.as_of,
             window: request.window,
             query: QueryEcho {
@@ -83,7 +57,7 @@ impl<'a> AnswerJson<'a> {
             },
             cache,
             elapsed_seconds: None,
-        }
+        })
     }
 
     pub(crate) fn with_elapsed(mut self, seconds: f64) -> AnswerJson<'a> {
@@ -95,7 +69,7 @@ impl<'a> AnswerJson<'a> {
 /// Prints the answer as one JSON line.
 pub(crate) fn write_json(
     out: &mut impl Write,
-    answer: &Answer,
+    answer: &Answered,
     request: &ValidRequest,
     cache: Option<CacheReport>,
 ) -> std::io::Result<()> {

@@ -5,15 +5,13 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::Args;
-use particles_cache::{CandidateCache, SidecarConfig, SidecarWrite};
+use particles_engine::Detail;
 use particles_model::{
-    Envelope, QueryRequest, TimeWindow, Timestamp, UncertaintyNature, ValidRequest, EMBEDDING_DIM,
-    MAX_TOP_K,
+    Envelope, QueryRequest, TimeWindow, Timestamp, UncertaintyNature, ValidRequest, MAX_TOP_K,
 };
-use particles_query::{run_query_with, QueryInput, QueryOutcome};
-use particles_store::{CandidateLoader, Store, UncachedLoader};
+use particles_query::QueryOutcome;
 
 use crate::{output, query_flags, UsageError};
 
@@ -254,48 +252,6 @@ impl ScanArgs {
     }
 }
 
-impl SidecarArgs {
-    /// The cache this process queries through: with the store's sidecar, unless
-    /// `--no-sidecar`.
-    pub(crate) fn cache(&self, store: &std::path::Path, write: SidecarWrite) -> CandidateCache {
-        if self.no_sidecar {
-            return CandidateCache::new();
-        }
-        let mut cache = CandidateCache::with_sidecar(SidecarConfig {
-            path: particles_cache::sidecar_path(store, self.sidecar_dir.as_deref()),
-            write,
-        });
-        cache.set_build_progress(build_progress_bar());
-        cache
-    }
-}
-
-/// A progress bar for a cache build, drawn once the store is large enough for the
-/// build to take a noticeable time (and only on a terminal).
-fn build_progress_bar() -> particles_cache::BuildProgress {
-    let mut bar: Option<indicatif::ProgressBar> = None;
-    Box::new(move |seen, total| {
-        if total < 20_000 {
-            return;
-        }
-        let bar = bar.get_or_insert_with(|| {
-            let bar = indicatif::ProgressBar::new(total as u64);
-            bar.set_style(
-                indicatif::ProgressStyle::with_template(
-                    "{prefix} {wide_bar} {pos}/{len} rows ({per_sec}, {eta} left)",
-                )
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-            );
-            bar.set_prefix("building the sidecar:");
-            bar
-        });
-        bar.set_position(seen as u64);
-        if seen >= total {
-            bar.finish_and_clear();
-        }
-    })
-}
-
 fn parse_unit(text: &str) -> Result<f64, String> {
     let value: f64 = text
         .parse()
@@ -376,190 +332,17 @@ pub(crate) fn read_vector_file(path: &Path) -> Result<Vec<f32>> {
             e.0
         )
     })?;
-    check_vector(&vector).with_context(|| format!("vector file {}", path.display()))?;
+    particles_engine::check_vector(&vector)
+        .with_context(|| format!("vector file {}", path.display()))?;
     Ok(vector)
 }
 
-pub(crate) fn check_vector(vector: &[f32]) -> Result<()> {
-    if vector.len() != EMBEDDING_DIM {
-        bail!(
-            "the query vector has {} numbers; the store's embeddings have {EMBEDDING_DIM}",
-            vector.len()
-        );
-    }
-    if let Some(position) = vector.iter().position(|v| !v.is_finite()) {
-        bail!("element {position} of the query vector is not a finite number");
-    }
-    Ok(())
-}
-
-/// A query's answer: the outcome and the instant decay was evaluated at.
-pub(crate) struct Answer {
-    pub(crate) outcome: QueryOutcome,
-    pub(crate) now: Timestamp,
-    pub(crate) ranked_by_similarity: bool,
-}
-
-/// The stores of a query, open, each with its loader (a cache over its sidecar, or
-/// uncached): one for a plain query, several (or a lone handle) for a federation.
-pub(crate) struct OpenStores {
-    federated: bool,
-    names: Vec<String>,
-    paths: Vec<PathBuf>,
-    stores: Vec<Store>,
-    caches: Vec<Option<CandidateCache>>,
-}
-
-impl OpenStores {
-    /// Opens every store of `selection` read-only, each with a cache over its
-    /// sidecar unless `--no-sidecar`.
-    pub(crate) fn open(
-        selection: &particles_engine::StoreSelection,
-        sidecar: &SidecarArgs,
-        write: SidecarWrite,
-    ) -> Result<OpenStores> {
-        let mut open = OpenStores {
-            federated: selection.federated,
-            names: Vec::new(),
-            paths: Vec::new(),
-            stores: Vec::new(),
-            caches: Vec::new(),
-        };
-        for target in &selection.targets {
-            open.stores.push(Store::open_read_only(&target.path)?);
-            open.caches
-                .push((!sidecar.no_sidecar).then(|| sidecar.cache(&target.path, write)));
-            open.names.push(target.name());
-            open.paths.push(target.path.clone());
-        }
-        Ok(open)
-    }
-
-    /// The first store's cache (a plain query's), if any.
-    pub(crate) fn first_cache(&self) -> Option<&CandidateCache> {
-        self.caches.first().and_then(Option::as_ref)
-    }
-
-    /// Sets every cache up for a long-lived process: huge pages, the
-    /// half-precision scan as `scan` asks, and a small store's particles kept.
-    pub(crate) fn set_long_lived(&mut self, scan: &ScanArgs) {
-        for cache in self.caches.iter_mut().flatten() {
-            cache.set_huge_pages(true);
-            cache.set_half_precision(scan.half_precision_from());
-            cache.set_keep_particles(Some(particles_cache::KEEP_PARTICLES_MAX_ROWS));
-        }
-    }
-
-    /// Where the answer's warnings point.
-    pub(crate) fn label(&self) -> String {
-        self.names.join(", ")
-    }
-
-    /// Writes each cache's sidecar as its policy says, and prints the notes.
-    pub(crate) fn persist(&mut self) {
-        for (cache, path) in self.caches.iter_mut().zip(&self.paths) {
-            if let Some(cache) = cache {
-                cache.persist(path);
-                for note in cache.take_notes() {
-                    eprintln!("note: {note}");
-                }
-            }
-        }
-    }
-
-    /// Runs a validated request with the envelope's vector (checked for length and
-    /// finiteness) or none: a plain query on the one store, or a federation. When a
-    /// cached state's bytes fail their check (a damaged sidecar), the caches are
-    /// discarded (their sidecars deleted, with a note) and the query answered again
-    /// from the stores.
-    pub(crate) fn execute(
-        &mut self,
-        request: &ValidRequest,
-        vector: Option<&[f32]>,
-        now: Option<Timestamp>,
-        settings: &particles_engine::Settings,
-    ) -> Result<Answer> {
-        let now = now.unwrap_or_else(Timestamp::now);
-        match self.execute_once(request, vector, now, settings) {
-            Err(error)
-                if error.chain().any(|cause| {
-                    matches!(
-                        cause.downcast_ref::<particles_query::Error>(),
-                        Some(particles_query::Error::Rank(
-                            particles_rank::Error::DamagedVector { .. }
-                        ))
-                    )
-                }) =>
-            {
-                for cache in self.caches.iter_mut().flatten() {
-                    cache.discard();
-                }
-                self.execute_once(request, vector, now, settings)
-            }
-            other => other,
-        }
-    }
-
-    fn execute_once(
-        &mut self,
-        request: &ValidRequest,
-        vector: Option<&[f32]>,
-        now: Timestamp,
-        settings: &particles_engine::Settings,
-    ) -> Result<Answer> {
-        if let Some(vector) = vector {
-            check_vector(vector)?;
-        }
-        let input = QueryInput {
-            settings: &settings.rank,
-            ..QueryInput::new(request, vector, now)
-        }
-        .with_truncation(&settings.truncation);
-        let mut uncached = vec![UncachedLoader; self.stores.len()];
-        let outcome = if self.federated {
-            let mut members: Vec<particles_query::FederationMember<'_>> = self
-                .names
-                .iter()
-                .zip(&self.stores)
-                .zip(self.caches.iter_mut().zip(uncached.iter_mut()))
-                .map(
-                    |((name, store), (cache, uncached))| particles_query::FederationMember {
-                        handle: name.clone(),
-                        store,
-                        loader: match cache {
-                            Some(cache) => cache as &mut dyn CandidateLoader,
-                            None => uncached as &mut dyn CandidateLoader,
-                        },
-                    },
-                )
-                .collect();
-            particles_query::run_federated(&mut members, &input)
-        } else {
-            let loader: &mut dyn CandidateLoader = match self.caches[0].as_mut() {
-                Some(cache) => cache,
-                None => &mut uncached[0],
-            };
-            run_query_with(&self.stores[0], loader, &input)
-        };
-        let outcome = outcome.map_err(|error| match error {
-            particles_query::Error::UnsupportedMode { .. } => {
-                anyhow::Error::new(UsageError(error.to_string()))
-            }
-            error => anyhow::Error::new(error).context(format!("query on {} failed", self.label())),
-        })?;
-        Ok(Answer {
-            outcome,
-            now,
-            ranked_by_similarity: vector.is_some(),
-        })
-    }
-}
-
-/// Validates a request with the reference's rules, as a usage error naming every
+/// Validates a request with the reference's rules (a vector or no_embedding in
+/// `envelope` standing in for the question), as a usage error naming every
 /// failed field.
-pub(crate) fn validate(request: QueryRequest) -> Result<ValidRequest> {
+pub(crate) fn validate(request: QueryRequest, envelope: &Envelope) -> Result<ValidRequest> {
     request
-        .validate(Timestamp::now())
+        .validate_with(Timestamp::now(), envelope)
         .map_err(|errors| UsageError(format!("Invalid query request: {errors}")).into())
 }
 
@@ -600,19 +383,14 @@ impl QueryArgs {
         })
     }
 
-    /// The envelope: a vector from a file, none, or the question encoded.
-    fn envelope(&self, request: &ValidRequest) -> Result<Envelope> {
-        let vector = match (&self.vector_file, self.no_embedding, &request.question) {
-            (Some(path), _, _) => Some(read_vector_file(path)?),
-            (None, true, _) => None,
-            (None, false, Some(question)) => Some(crate::encode::encode_question(
-                question,
-                self.model_dir.as_deref(),
-            )?),
-            (None, false, None) => None,
-        };
+    /// The envelope: a vector from a file, or none (the engine encodes the
+    /// question, unless `--no-embedding`).
+    fn envelope(&self) -> Result<Envelope> {
         Ok(Envelope {
-            vector,
+            vector: match &self.vector_file {
+                Some(path) => Some(read_vector_file(path)?),
+                None => None,
+            },
             no_embedding: self.no_embedding,
             now: self.now,
         })
@@ -629,96 +407,128 @@ pub(crate) fn run(args: QueryArgs, config: &crate::config_cmd::Configured) -> Re
     let mut raw = args.request(subject)?;
     let during_and_on = args.during.is_some() && args.on.is_some();
     crate::structural_cmd::prepare(&args.structural, during_and_on, &mut raw)?;
-    let request = validate(raw)?;
+    let envelope = args.envelope()?;
+    let request = validate(raw, &envelope)?;
     let selection = config.stores(&args.stores)?;
-    // The deterministic modes read no vector and no cache.
-    if request.mode() != particles_model::Mode::Semantic {
-        if selection.federated {
-            return Err(UsageError(
-                "the structural modes (listings, aggregates, vocabulary) run on one store; \
-                 pass one --store PATH (federating them is not supported yet)"
-                    .into(),
-            )
-            .into());
-        }
-        return crate::structural_cmd::run(
-            &selection.targets[0].path,
-            &request,
-            args.now,
-            args.json,
-            &args.structural,
-            &config.settings,
-        );
+    let structural = request.mode() != particles_model::Mode::Semantic;
+    if structural && selection.federated {
+        return Err(UsageError(
+            "the structural modes (listings, aggregates, vocabulary) run on one store; \
+             pass one --store PATH (federating them is not supported yet)"
+                .into(),
+        )
+        .into());
     }
-    let envelope = args.envelope(&request)?;
+    let layout = args.show_particles || args.show_source || (args.contestedness && !args.json);
+    if layout
+        && args.show_source
+        && !args.stores.is_empty()
+        && selection.targets.iter().any(|t| t.handle.is_some())
+    {
+        // The reference's refusal: passages are read from the one store that
+        // holds a hit, and a handle federates.
+        return Err(UsageError(
+            "--show-source is not available with --store federation; run `particles particle \
+             source <id>` against the store holding the hit."
+                .into(),
+        )
+        .into());
+    }
     // A one-shot process queries through caches that start from the sidecars: a
     // warm start when a sidecar is current, a delta or a build (written back after
     // the answer is printed) otherwise. Subject calls never build; as-of and window
     // queries use their own loaders.
-    if args.response_json {
-        return crate::response::print_response(
-            &args.sidecar,
-            &request,
-            &envelope,
-            &selection,
-            config,
-        );
-    }
-    if args.show_particles || args.show_source || (args.contestedness && !args.json) {
-        if args.show_source
-            && !args.stores.is_empty()
-            && selection.targets.iter().any(|t| t.handle.is_some())
-        {
-            // The reference's refusal: passages are read from the one store that
-            // holds a hit, and a handle federates.
-            return Err(UsageError(
-                "--show-source is not available with --store federation; run `particles particle \
-                 source <id>` against the store holding the hit."
-                    .into(),
-            )
-            .into());
-        }
-        let layout = crate::reference_text::Layout {
-            show_particles: args.show_particles,
-            contestedness: args.contestedness,
-            as_of: request.as_of.is_some(),
-            now: args.now.unwrap_or_else(Timestamp::now),
-        };
-        return crate::response::print_text(
-            &args.sidecar,
-            &request,
-            &envelope,
-            &selection,
-            config,
-            &layout,
-            args.show_source,
-        );
-    }
-    let mut stores = OpenStores::open(&selection, &args.sidecar, SidecarWrite::OnChange)?;
-    let answer = stores.execute(
-        &request,
-        envelope.vector.as_deref(),
-        envelope.now,
-        &config.settings,
+    let engine = crate::engine::build(
+        config,
+        &selection,
+        &args.sidecar,
+        args.model_dir.as_deref(),
+        crate::engine::Lifetime::OneShot,
     )?;
-    warn_about(&answer.outcome, &request, &stores.label());
-    let cache = if stores.federated {
-        None
+    let detail = if args.response_json || (layout && !structural) {
+        Detail::Response
     } else {
-        stores.first_cache().map(output::CacheReport::of)
+        Detail::Ranking
     };
+    let answered = engine
+        .ask(&request, &envelope, detail)
+        .map_err(|error| engine_error(error, &selection))?;
+    let engine = std::sync::Arc::new(engine);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    if args.json {
-        output::write_json(&mut out, &answer, &request, cache)?;
-    } else {
-        output::write_table(&mut out, &answer.outcome, answer.now)?;
+    match &answered.outcome {
+        // A deterministic mode: its response is the whole answer.
+        None if args.response_json => {
+            serde_json::to_writer(&mut out, &answered.response)?;
+            writeln!(out)?;
+        }
+        None => {
+            crate::structural_cmd::print(&mut out, &answered.response, args.json, &args.structural)?
+        }
+        Some(_) if args.response_json => {
+            serde_json::to_writer(&mut out, &answered.response)?;
+            writeln!(out)?;
+        }
+        Some(_) if layout => {
+            let layout = crate::reference_text::Layout {
+                show_particles: args.show_particles,
+                contestedness: args.contestedness,
+                as_of: request.as_of.is_some(),
+                now: answered.now,
+            };
+            crate::response::print_text(
+                &mut out,
+                &engine,
+                &answered.response,
+                &layout,
+                args.show_source.then_some(&selection.targets[0].path),
+                config,
+            )?;
+        }
+        Some(outcome) => {
+            warn_about(outcome, &request, &store_label(&selection));
+            if args.json {
+                output::write_json(&mut out, &answered, &request, engine.cache_report())?;
+            } else {
+                output::write_table(&mut out, outcome, answered.now)?;
+            }
+        }
     }
     out.flush()?;
     drop(out);
     // After the answer: the next process starts from this state.
-    stores.persist();
+    for note in engine.persist() {
+        eprintln!("note: {note}");
+    }
     Ok(())
+}
+
+/// Where the answer's warnings point: the stores' names.
+pub(crate) fn store_label(selection: &particles_engine::StoreSelection) -> String {
+    selection
+        .targets
+        .iter()
+        .map(particles_engine::StoreTarget::name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The engine's error as the CLI reports it: a mode it cannot run, or a
+/// vector of the wrong shape, is a usage error (exit 2); the rest name the
+/// stores the query failed on.
+pub(crate) fn engine_error(
+    error: particles_engine::Error,
+    selection: &particles_engine::StoreSelection,
+) -> anyhow::Error {
+    match error {
+        particles_engine::Error::Query(particles_query::Error::UnsupportedMode { .. }) => {
+            anyhow::Error::new(UsageError(error.to_string()))
+        }
+        particles_engine::Error::Encode(message) => anyhow::anyhow!(message),
+        error => {
+            anyhow::Error::new(error).context(format!("query on {} failed", store_label(selection)))
+        }
+    }
 }
 
 /// The warnings a person should see beside the answer (stderr).

@@ -3,7 +3,11 @@
 //! warm between requests. One JSON request per line in, one JSON answer per line
 //! out. A request is the reference's `QueryRequest` JSON plus the envelope fields
 //! `vector`, `no_embedding` and `now`; without a vector the question is encoded
-//! (the encoder is loaded once, on the first question that needs it). A bad request
+//! (the encoder is loaded once, on the first question that needs it), and a
+//! vector or `no_embedding` may stand in for the question. The answer is the hit
+//! line `query --json` prints, or with `"response": true` (and always for a
+//! deterministic mode) `{"response": QueryResponse, "journal_seq", "cache",
+//! "elapsed_seconds"}`. Both go through the one engine. A bad request
 //! gets `{"error": ..., "detail": [...]}` (the detail in pydantic's shape when the
 //! request failed validation) and the process keeps serving; end of input ends it.
 
@@ -14,13 +18,11 @@ use std::{
 
 use anyhow::{Context, Result};
 use clap::Args;
+use particles_engine::{Detail, Engine};
 use particles_model::{Envelope, QueryRequest, Timestamp};
 use serde_json::{json, Value};
 
-use crate::{
-    output::{AnswerJson, CacheReport},
-    query::OpenStores,
-};
+use crate::output::AnswerJson;
 
 #[derive(Debug, Args)]
 #[command(group = clap::ArgGroup::new("transport").required(true).args(["stdio", "http"]))]
@@ -70,14 +72,15 @@ pub(crate) fn run(args: &ServeArgs, config: &crate::config_cmd::Configured) -> R
         );
     }
     let selection = config.stores(&args.stores)?;
-    // Start from the sidecars; write them after a rebuild (deltas stay in memory).
-    let mut stores = OpenStores::open(
+    // Start from the sidecars; write them after a rebuild (deltas stay in
+    // memory). The encoder is loaded on the first question that needs it.
+    let engine = crate::engine::build(
+        config,
         &selection,
         &args.sidecar,
-        particles_cache::SidecarWrite::OnRebuild,
+        args.model_dir.as_deref(),
+        crate::engine::Lifetime::Stdio(&args.scan),
     )?;
-    stores.set_long_lived(&args.scan);
-    let mut encoder = crate::encode::LazyEncoder::new(args.model_dir.clone());
     let stdin = std::io::stdin();
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
@@ -87,20 +90,21 @@ pub(crate) fn run(args: &ServeArgs, config: &crate::config_cmd::Configured) -> R
             continue;
         }
         let started = std::time::Instant::now();
-        let response = answer(&mut stores, &config.settings, &mut encoder, &line, started);
+        let response = answer(&engine, &selection, &line, started);
         serde_json::to_writer(&mut out, &response)?;
         writeln!(out)?;
         out.flush()?;
-        stores.persist();
+        for note in engine.persist() {
+            eprintln!("note: {note}");
+        }
     }
     Ok(())
 }
 
 /// Answers one request line; every failure becomes an error object.
 fn answer(
-    stores: &mut OpenStores,
-    settings: &particles_engine::Settings,
-    encoder: &mut crate::encode::LazyEncoder,
+    engine: &Engine,
+    selection: &particles_engine::StoreSelection,
     line: &str,
     started: std::time::Instant,
 ) -> Value {
@@ -115,15 +119,6 @@ fn answer(
         Ok(body) => body,
         Err(e) => return failure(format!("the request is not valid JSON: {e}"), Value::Null),
     };
-    let request = match QueryRequest::from_json(&body, Timestamp::now()) {
-        Ok(request) => request,
-        Err(errors) => {
-            return failure(
-                format!("Invalid query request: {errors}"),
-                serde_json::to_value(&errors).unwrap_or(Value::Null),
-            )
-        }
-    };
     let envelope = match Envelope::from_json(&body) {
         Ok(envelope) => envelope,
         Err(errors) => {
@@ -133,35 +128,49 @@ fn answer(
             )
         }
     };
-    let vector = match (&envelope.vector, envelope.no_embedding, &request.question) {
-        (Some(_), true, _) => {
+    let whole = match body.get("response") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(flag)) => *flag,
+        Some(other) => {
             return failure(
-                "give either `vector` or `no_embedding`, not both".to_owned(),
+                format!("`response` must be true or false, not {other}"),
                 Value::Null,
             )
         }
-        (Some(vector), false, _) => Some(vector.clone()),
-        (None, true, _) | (None, false, None) => None,
-        (None, false, Some(question)) => match encoder.encode(question) {
-            Ok(vector) => Some(vector),
-            Err(e) => return failure(format_error(&e), Value::Null),
-        },
     };
-    match stores.execute(&request, vector.as_deref(), envelope.now, settings) {
-        Ok(answer) => {
-            let cache = stores.first_cache().map(CacheReport::of);
-            let json = AnswerJson::new(&answer, &request, cache)
-                .with_elapsed(started.elapsed().as_secs_f64());
-            serde_json::to_value(json).unwrap_or_else(|e| json!({ "error": e.to_string() }))
+    let request = match QueryRequest::from_json_with(&body, Timestamp::now(), &envelope) {
+        Ok(request) => request,
+        Err(errors) => {
+            return failure(
+                format!("Invalid query request: {errors}"),
+                serde_json::to_value(&errors).unwrap_or(Value::Null),
+            )
         }
-        Err(e) => failure(format_error(&e), Value::Null),
+    };
+    let detail = if whole {
+        Detail::Response
+    } else {
+        Detail::Ranking
+    };
+    let answered = match engine.ask(&request, &envelope, detail) {
+        Ok(answered) => answered,
+        Err(error) => {
+            let error = crate::query::engine_error(error, selection);
+            return failure(crate::engine::format_error(&error), Value::Null);
+        }
+    };
+    let cache = engine.cache_report();
+    let elapsed = started.elapsed().as_secs_f64();
+    match AnswerJson::new(&answered, &request, cache) {
+        // The hit line, unless the whole response was asked for (a
+        // deterministic mode has no hits: its response is its answer).
+        Some(hits) if !whole => serde_json::to_value(hits.with_elapsed(elapsed))
+            .unwrap_or_else(|e| json!({ "error": e.to_string() })),
+        _ => json!({
+            "response": answered.response,
+            "journal_seq": answered.journal_seq,
+            "cache": cache,
+            "elapsed_seconds": elapsed,
+        }),
     }
-}
-
-fn format_error(error: &anyhow::Error) -> String {
-    error
-        .chain()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(": ")
 }

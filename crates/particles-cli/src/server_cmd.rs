@@ -7,46 +7,13 @@ use std::{path::PathBuf, sync::Arc};
 
 use anyhow::{Context, Result};
 use clap::Args;
-use particles_engine::{CacheOptions, Encode, Engine};
+use particles_engine::Engine;
 
 use crate::config_cmd::Configured;
 
-/// The encoder, loaded once, as the engine's seam; `None` (with a warning) when
-/// this build has none or its model files are missing: queries then rank
-/// degraded, as the reference's do without an encoder.
-fn load_encoder(model_dir: Option<&std::path::Path>) -> Option<Encode> {
-    #[cfg(feature = "encoder")]
-    {
-        let dir = particles_embed::model_dir(model_dir);
-        match particles_embed::Encoder::load(&dir) {
-            Ok(encoder) => {
-                let encoder = Arc::new(encoder);
-                let encode: Encode = Arc::new(move |text: &str| Ok(encoder.encode(text)));
-                Some(encode)
-            }
-            Err(error) => {
-                eprintln!(
-                    "warning: no question encoder ({error}); questions will rank degraded. \
-                     `cargo xtask fetch-model` fetches the model."
-                );
-                None
-            }
-        }
-    }
-    #[cfg(not(feature = "encoder"))]
-    {
-        let _ = model_dir;
-        eprintln!(
-            "warning: this build has no question encoder (built without the `encoder` \
-             feature); questions will rank degraded"
-        );
-        None
-    }
-}
-
 /// The engine over `--store` (or the configured default store) and the file
 /// of its first store.
-pub(crate) fn build_engine(
+fn build_engine(
     configured: &Configured,
     stores: &[String],
     sidecar: &crate::query::SidecarArgs,
@@ -59,29 +26,12 @@ pub(crate) fn build_engine(
         .first()
         .map(|t| t.path.clone())
         .context("no store to serve")?;
-    let env: std::collections::HashMap<String, String> = configured
-        .env
-        .vars
-        .iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    let answer = particles_engine::answer_settings(configured.loaded.config(), &env);
-    let options = CacheOptions {
-        no_sidecar: sidecar.no_sidecar,
-        sidecar_dir: sidecar.sidecar_dir.clone(),
-        write: Some(particles_cache::SidecarWrite::OnRebuild),
-        huge_pages: true,
-        half_precision: scan.half_precision_from(),
-        keep_particles: Some(particles_cache::KEEP_PARTICLES_MAX_ROWS),
-        uncached: false,
-    };
-    let encoder = load_encoder(model_dir);
-    let engine = Engine::new(
-        configured.settings.clone(),
-        answer,
+    let engine = crate::engine::build(
+        configured,
         &selection,
-        &options,
-        encoder,
+        sidecar,
+        model_dir,
+        crate::engine::Lifetime::Server(scan),
     )?;
     Ok((engine, first))
 }
@@ -435,7 +385,7 @@ pub(crate) fn run_serve_load(args: &LoadArgs, config: Option<&std::path::Path>) 
     let table = write_report(&args.out, "results", &report)?;
     println!("{table}");
     if let (Some(particles), Some(store)) = (&args.reference, reference_store) {
-        let encode = load_encoder(None).context(
+        let encode = crate::engine::load_encoder(None).context(
             "--reference needs this build's question encoder: both engines rank our \
              encoder's vector for each question",
         )?;
@@ -522,7 +472,7 @@ fn run_writer_variant(
     if !(rate.is_finite() && rate > 0.0) {
         anyhow::bail!("--writer-rate must be a positive number of writes per second, not {rate}");
     }
-    let encode = load_encoder(None).context(
+    let encode = crate::engine::load_encoder(None).context(
         "--writer-rate needs this build's question encoder: both engines rank our \
          encoder's vector for each question",
     )?;

@@ -8,8 +8,6 @@ use clap::{Args, Subcommand};
 use particles_cache::{Route, SidecarWrite};
 use particles_store::{CandidateLoader, Store};
 
-use crate::query::SidecarArgs;
-
 #[derive(Debug, Args)]
 pub(crate) struct SidecarCmdArgs {
     #[command(subcommand)]
@@ -50,11 +48,13 @@ pub(crate) fn run(args: SidecarCmdArgs) -> Result<()> {
         SidecarCommand::Build(target) => {
             let store = Store::open_read_only(&target.store)?;
             particles_store::check_schema_version(&store)?;
-            let sidecar = SidecarArgs {
-                sidecar_dir: target.sidecar_dir.clone(),
-                no_sidecar: false,
-            };
-            let mut cache = sidecar.cache(&target.store, SidecarWrite::OnChange);
+            // Cache maintenance, not a query: the cache alone, no engine.
+            let mut cache =
+                particles_cache::CandidateCache::with_sidecar(particles_cache::SidecarConfig {
+                    path: target.path(),
+                    write: SidecarWrite::OnChange,
+                });
+            cache.set_build_progress(crate::engine::build_progress_bar());
             cache.load(&store, 0.0, None)?;
             let route = cache.last_route();
             let written = cache.persist(&target.store);

@@ -6,13 +6,11 @@
 //! The answer is the reference's `QueryResponse`: printed whole with `--json`,
 //! only the report (indented) with `--vocabulary --format json`, else as text.
 
-use std::{io::Write, path::Path};
+use std::io::Write;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
-use particles_model::{response::QueryResponse, GroupBy, QueryRequest, Timestamp, ValidRequest};
-use particles_query::QueryInput;
-use particles_store::Store;
+use particles_model::{response::QueryResponse, GroupBy, QueryRequest};
 
 use crate::UsageError;
 
@@ -100,42 +98,30 @@ fn parse_axis(axis: &str) -> Result<GroupBy> {
     }
 }
 
-/// Answers a structural request on `store` and prints it. Decay is evaluated at
-/// the request's `as_of`, else `now` (the wall clock when not given).
+/// Prints a deterministic mode's response: the vocabulary report alone
+/// (indented) with `--vocabulary --format json`, the whole response with
+/// `--json`, else the text form.
 ///
 /// # Errors
 ///
-/// When the store cannot be opened or read, or holds what the reference refuses.
-pub(crate) fn run(
-    store_path: &Path,
-    request: &ValidRequest,
-    now: Option<Timestamp>,
+/// When stdout cannot be written.
+pub(crate) fn print(
+    out: &mut impl Write,
+    response: &QueryResponse,
     json: bool,
     args: &StructuralArgs,
-    settings: &particles_engine::Settings,
 ) -> Result<()> {
-    let store = Store::open_read_only(store_path)?;
-    let now = now.unwrap_or_else(Timestamp::now);
-    let input = QueryInput {
-        settings: &settings.rank,
-        ..QueryInput::new(request, None, now)
-    };
-    let response = particles_query::run_structural_with(&store, &input, &settings.structural)
-        .with_context(|| format!("query on {} failed", store_path.display()))?;
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
     if args.vocabulary && args.format == "json" {
         if let Some(report) = &response.vocabulary_report {
-            serde_json::to_writer_pretty(&mut out, report)?;
+            serde_json::to_writer_pretty(&mut *out, report)?;
             writeln!(out)?;
         }
     } else if json {
-        serde_json::to_writer(&mut out, &response)?;
+        serde_json::to_writer(&mut *out, response)?;
         writeln!(out)?;
     } else {
-        write_text(&mut out, &response)?;
+        write_text(out, response)?;
     }
-    out.flush()?;
     Ok(())
 }
 

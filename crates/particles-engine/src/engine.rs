@@ -9,9 +9,9 @@ use std::{
     time::{Duration, Instant},
 };
 
-use particles_cache::{CandidateCache, SharedCache, SidecarConfig, SidecarWrite};
+use particles_cache::{CandidateCache, Route, SharedCache, SidecarConfig, SidecarWrite};
 use particles_model::{response::QueryResponse, Envelope, Mode, Timestamp, ValidRequest};
-use particles_query::QueryInput;
+use particles_query::{QueryInput, QueryOutcome};
 use particles_store::Store;
 
 use crate::{
@@ -24,12 +24,34 @@ use crate::{
 /// reference's does without an encoder.
 pub type Encode = Arc<dyn Fn(&str) -> std::result::Result<Vec<f32>, String> + Send + Sync>;
 
-/// A whole answer: the response, the journal position it is exact at, and
-/// where its time went.
+/// How much of an answer a front end wants: every front end asks through
+/// [`Engine::ask`], and formats what comes back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detail {
+    /// The ranking and the response around it, without the answer step (no
+    /// provider call): the hit table, `query --json` and `serve --stdio`'s hit
+    /// lines print [`Answered::outcome`].
+    Ranking,
+    /// The reference's whole response, the answer step included.
+    Response,
+}
+
+/// A whole answer: the response (and, for a ranking, its outcome), the
+/// journal position it is exact at, and where its time went.
 #[derive(Debug)]
 pub struct Answered {
-    /// The reference's whole response.
+    /// The reference's whole response (with [`Detail::Ranking`], its `answer`
+    /// is left empty: no answer step ran).
     pub response: QueryResponse,
+    /// The ranking the response was built from: hits with their similarity and
+    /// effective confidence, the counts behind them. `None` for a
+    /// deterministic mode, whose response is the whole answer.
+    pub outcome: Option<QueryOutcome>,
+    /// The instant decay and the recency window were evaluated at.
+    pub now: Timestamp,
+    /// Whether the ranking had a query vector (else it ranked by effective
+    /// confidence alone).
+    pub ranked_by_similarity: bool,
     /// `particle_changes.seq` in the snapshot the ranking read, when the one
     /// store has a journal.
     pub journal_seq: Option<i64>,
@@ -75,6 +97,31 @@ pub struct CacheOptions {
     /// no cache state is kept or read. Slow on a large store; it is the oracle
     /// the cached path is checked against.
     pub uncached: bool,
+    /// Reports a cache build's progress (a progress bar, in a terminal).
+    pub build_progress: Option<ProgressFactory>,
+}
+
+/// Makes one cache build's progress callback, per store.
+#[derive(Clone)]
+pub struct ProgressFactory(pub Arc<dyn Fn() -> particles_cache::BuildProgress + Send + Sync>);
+
+impl std::fmt::Debug for ProgressFactory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProgressFactory")
+    }
+}
+
+/// How a store's cache served the last query that went through it.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct CacheReport {
+    /// The route (`reuse`, `delta`, `rebuild`, `sidecar`, ...; see `Route::as_str`).
+    pub route: Option<Route>,
+    /// For a delta, the changed ids it re-read.
+    pub changed: Option<usize>,
+    /// Rows the cache holds.
+    pub rows: Option<usize>,
+    /// Heap bytes the cache holds.
+    pub heap_bytes: usize,
 }
 
 /// One store: a pool of read-only connections and one candidate cache.
@@ -84,6 +131,8 @@ struct StoreSlot {
     cache: SharedCache,
     uncached: bool,
     batcher: crate::batcher::Batcher,
+    /// How the cache served the last batch on this store.
+    last_route: Mutex<Option<Route>>,
 }
 
 impl StoreSlot {
@@ -100,12 +149,16 @@ impl StoreSlot {
         cache.set_huge_pages(options.huge_pages);
         cache.set_half_precision(options.half_precision);
         cache.set_keep_particles(options.keep_particles);
+        if let Some(progress) = &options.build_progress {
+            cache.set_build_progress((progress.0)());
+        }
         Ok(StoreSlot {
             target: target.clone(),
             connections: Mutex::new(vec![first]),
             cache: SharedCache::new(cache),
             uncached: options.uncached,
             batcher: crate::batcher::Batcher::default(),
+            last_route: Mutex::new(None),
         })
     }
 
@@ -137,6 +190,7 @@ pub struct Engine {
     federated: bool,
     slots: Vec<StoreSlot>,
     encoder: Option<Encode>,
+    strict_encoder: bool,
 }
 
 impl Engine {
@@ -164,6 +218,45 @@ impl Engine {
             federated: stores.federated,
             slots,
             encoder,
+            strict_encoder: false,
+        })
+    }
+
+    /// An engine whose question encoder must work: a question without a vector
+    /// that cannot be encoded (no encoder, or its model missing) is
+    /// [`Error::Encode`] instead of a degraded ranking. The one-shot CLI and
+    /// `serve --stdio` refuse so; the HTTP engine and MCP degrade, as the
+    /// reference's engine does without an encoder.
+    #[must_use]
+    pub fn with_strict_encoder(mut self) -> Engine {
+        self.strict_encoder = true;
+        self
+    }
+
+    /// Whether the engine federates its stores.
+    pub fn federated(&self) -> bool {
+        self.federated
+    }
+
+    /// How the first store's cache served the last query (a plain query's; a
+    /// federation reports none), with the rows and bytes it holds.
+    pub fn cache_report(&self) -> Option<CacheReport> {
+        let slot = self.slots.first().filter(|_| !self.federated)?;
+        if slot.uncached {
+            return None;
+        }
+        let route = *slot
+            .last_route
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let (rows, heap_bytes) = slot
+            .cache
+            .with_cache(|cache| (cache.cached_rows(), cache.heap_bytes()));
+        Some(CacheReport {
+            route,
+            changed: route.and_then(Route::changed),
+            rows,
+            heap_bytes,
         })
     }
 
@@ -213,12 +306,32 @@ impl Engine {
     ///
     /// As [`Engine::query`].
     pub fn query_timed(&self, request: &ValidRequest, envelope: &Envelope) -> Result<Answered> {
+        self.ask(request, envelope, Detail::Response)
+    }
+
+    /// The one way from a request to an answer, for every front end: a
+    /// deterministic mode's response, or the ranking (batched with concurrent
+    /// questions on one store, federated over several) with the response
+    /// around it and, with [`Detail::Response`], the answer step.
+    ///
+    /// # Errors
+    ///
+    /// As [`Engine::query`].
+    pub fn ask(
+        &self,
+        request: &ValidRequest,
+        envelope: &Envelope,
+        detail: Detail,
+    ) -> Result<Answered> {
         let now = envelope.now.unwrap_or_else(Timestamp::now);
         let started = Instant::now();
         if request.mode() != Mode::Semantic {
             let response = self.structural(request, now)?;
             return Ok(Answered {
                 response,
+                outcome: None,
+                now,
+                ranked_by_similarity: false,
                 journal_seq: None,
                 timings: AnswerTimings {
                     rank: started.elapsed(),
@@ -230,17 +343,30 @@ impl Engine {
         let encoded = started.elapsed();
         let ((outcome, mut response), batch) = self.rank(request, vector.as_deref(), now)?;
         let ranked = started.elapsed();
-        respond::answer(
-            &mut response,
-            &outcome,
-            request,
-            &self.settings,
-            &self.answer,
-            vector.is_some(),
-        );
+        // Without question text (a vector or no_embedding stood in for it)
+        // there is nothing to ask a provider: the answer step runs only where
+        // it calls none (no hits, or hits below the relevance floor: its fixed
+        // sentences), else the answer stays empty.
+        let fixed_sentence = outcome.hits.is_empty()
+            || response.relevance.is_some_and(|r| {
+                particles_answer::Relevance::new(r.max_similarity, r.floor).below_floor
+            });
+        if detail == Detail::Response && (request.question.is_some() || fixed_sentence) {
+            respond::answer(
+                &mut response,
+                &outcome,
+                request,
+                &self.settings,
+                &self.answer,
+                vector.is_some(),
+            );
+        }
         Ok(Answered {
             response,
             journal_seq: outcome.journal_seq,
+            outcome: Some(outcome),
+            now,
+            ranked_by_similarity: vector.is_some(),
             timings: AnswerTimings {
                 encode: encoded,
                 rank: ranked.saturating_sub(encoded),
@@ -284,10 +410,17 @@ impl Engine {
         if envelope.no_embedding || request.mode() != Mode::Semantic {
             return Ok(None);
         }
-        let (Some(encoder), Some(question)) = (&self.encoder, &request.question) else {
+        let Some(question) = &request.question else {
             return Ok(None);
         };
-        Ok(encoder(question).ok())
+        match (&self.encoder, self.strict_encoder) {
+            (Some(encoder), true) => encoder(question).map(Some).map_err(Error::Encode),
+            (Some(encoder), false) => Ok(encoder(question).ok()),
+            (None, true) => Err(Error::Encode(
+                "this engine has no question encoder; send a vector or no_embedding".to_owned(),
+            )),
+            (None, false) => Ok(None),
+        }
     }
 
     /// The ranking; when a cached state's bytes fail their check (a damaged
@@ -344,14 +477,20 @@ impl Engine {
                             answered,
                         )
                     } else {
-                        particles_query::run_semantic_batch_streaming(
+                        let mut loader = slot.cache.loader();
+                        let result = particles_query::run_semantic_batch_streaming(
                             &store,
-                            &mut slot.cache.loader(),
+                            &mut loader,
                             inputs,
                             &response_settings,
                             events.passes_done,
                             answered,
-                        )
+                        );
+                        *slot
+                            .last_route
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner) = loader.route();
+                        result
                     };
                     slot.give_back(store);
                     Ok(result?)
@@ -447,7 +586,11 @@ impl Engine {
 }
 
 /// A vector of the stored embeddings' dimension, every element finite.
-fn check_vector(vector: &[f32]) -> Result<()> {
+///
+/// # Errors
+///
+/// [`Error::Encode`] naming the length or the element at fault.
+pub fn check_vector(vector: &[f32]) -> Result<()> {
     if vector.len() != particles_model::EMBEDDING_DIM {
         return Err(Error::Encode(format!(
             "the query vector has {} numbers; the store's embeddings have {}",

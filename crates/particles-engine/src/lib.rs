@@ -30,7 +30,10 @@ mod stores;
 
 pub use crate::{
     batcher::BatchTiming,
-    engine::{answer_settings, AnswerTimings, Answered, CacheOptions, Encode, Engine},
+    engine::{
+        answer_settings, check_vector, AnswerTimings, Answered, CacheOptions, CacheReport, Detail,
+        Encode, Engine, ProgressFactory,
+    },
     settings::Settings,
     stores::{resolve_stores, StoreSelection, StoreTarget},
 };

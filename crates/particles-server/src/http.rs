@@ -522,7 +522,18 @@ async fn query(
             "input": value,
         }]));
     }
-    let request = match QueryRequest::from_json(&value, Timestamp::now()) {
+    // Ours beside the reference's body: `vector`, `no_embedding` and `now`
+    // (the reference's model ignores unknown fields); a vector or
+    // no_embedding stands in for the question.
+    let envelope = match state.backend.envelope_from(&value) {
+        Ok(envelope) => envelope,
+        Err(errors) => {
+            return validation_error(
+                serde_json::to_value(errors.located_under("body")).unwrap_or(Value::Null),
+            )
+        }
+    };
+    let request = match QueryRequest::from_json_with(&value, Timestamp::now(), &envelope) {
         Ok(request) => request,
         Err(errors) => {
             return validation_error(
@@ -541,7 +552,6 @@ async fn query(
         );
     };
     let engine = state.backend.engine.clone();
-    let envelope = state.backend.envelope();
     let handed = Instant::now();
     let answered = tokio::task::spawn_blocking(move || {
         let waited = handed.elapsed();
@@ -585,6 +595,10 @@ async fn query(
                 ),
             ),
         },
+        // Our envelope's vector of the wrong shape: the caller's to fix.
+        Ok((_, Err(particles_engine::Error::Encode(message)))) => {
+            detail(StatusCode::UNPROCESSABLE_ENTITY, message)
+        }
         Ok((_, Err(_))) | Err(_) => internal_error(),
     }
 }

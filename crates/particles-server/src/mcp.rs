@@ -319,15 +319,26 @@ fn run_query(
     let all_projects = args.boolean("all_projects")?.unwrap_or(false);
     let summary = args.boolean("summary")?.unwrap_or(false);
     let observer = if all_projects { None } else { project };
-    let (body, asks) = build_request(&args, observer)?;
-    let request = QueryRequest::from_json(&Value::Object(body), Timestamp::now())
+    let (mut body, asks) = build_request(&args, observer)?;
+    // Ours beside the reference's parameters: a vector, or no_embedding, may
+    // stand in for the question.
+    for name in ["vector", "no_embedding"] {
+        if let Some(value) = args.present(name) {
+            body.insert(name.into(), value.clone());
+        }
+    }
+    let body = Value::Object(body);
+    let envelope = backend
+        .envelope_from(&body)
         .map_err(|errors| errors.to_string())?;
-    if asks {
+    let request = QueryRequest::from_json_with(&body, Timestamp::now(), &envelope)
+        .map_err(|errors| errors.to_string())?;
+    if asks || envelope.vector.is_some() {
         limiter.admit("query", backend.mcp_rate_limit_per_minute)?;
     }
     let response = backend
         .engine
-        .query(&request, &backend.envelope())
+        .query(&request, &envelope)
         .map_err(|e| e.to_string())?;
     let contested: std::collections::HashMap<String, String> = backend
         .contested()
@@ -430,6 +441,10 @@ fn query_schema() -> Map<String, Value> {
         "list_predicates": plain("boolean", json!(false), "List Predicates"),
         "all_projects": plain("boolean", json!(false), "All Projects"),
         "grounded": optional("boolean", "Grounded"),
+        // Ours (the reference has neither): the query vector, standing in for
+        // the question, or a ranking by effective confidence without one.
+        "vector": {"anyOf": [{"items": {"type": "number"}, "type": "array"}, {"type": "null"}], "default": null, "title": "Vector"},
+        "no_embedding": plain("boolean", json!(false), "No Embedding"),
     });
     let mut schema = Map::new();
     schema.insert("properties".into(), properties);
@@ -444,7 +459,8 @@ vocabulary). Returns the reference's QueryResponse as JSON: the answer, the rank
 particles with their effective confidences, coverage and truncation disclosures; each \
 particle's `contested` names an open INCONSISTENCY that references it. `summary=true` \
 slims each particle to id, content, confidence, effective_confidence, subject_ids and \
-contested. Dates (as_of, during_start/during_end, on) are ISO-8601.";
+contested. Dates (as_of, during_start/during_end, on) are ISO-8601. `vector` (384 numbers) \
+or `no_embedding=true` may stand in for the question (particles-rs only).";
 
 /// The MCP server: one tool, `query`.
 struct ParticlesMcp {

@@ -82,13 +82,21 @@ impl Backend {
         self
     }
 
-    /// The envelope of a request from a front end: no vector (the question is
-    /// encoded), the frozen clock if any.
-    pub(crate) fn envelope(&self) -> particles_model::Envelope {
-        particles_model::Envelope {
-            now: self.frozen_now,
-            ..Default::default()
-        }
+    /// The envelope of a request body: its `vector`, `no_embedding` and `now`
+    /// (ours, beside the reference's fields, which ignore them), the frozen
+    /// clock when the body gives no `now`.
+    ///
+    /// # Errors
+    ///
+    /// A pydantic-shaped error for an envelope field of the wrong type, or both
+    /// a vector and `no_embedding`.
+    pub(crate) fn envelope_from(
+        &self,
+        body: &serde_json::Value,
+    ) -> std::result::Result<particles_model::Envelope, particles_model::RequestErrors> {
+        let mut envelope = particles_model::Envelope::from_json(body)?;
+        envelope.now = envelope.now.or(self.frozen_now);
+        Ok(envelope)
     }
 
     /// The engine.

@@ -11,6 +11,7 @@ mod federation;
 mod help;
 mod import;
 mod mcp;
+mod one_engine;
 mod model;
 mod reference;
 mod response;

@@ -327,6 +327,23 @@ impl QueryRequest {
     /// cross-field rule. Locations are relative to the object (the HTTP layer
     /// prefixes `body`).
     pub fn from_json(value: &Value, now: Timestamp) -> Result<ValidRequest, RequestErrors> {
+        QueryRequest::from_json_with(value, now, &Envelope::default())
+    }
+
+    /// [`from_json`](QueryRequest::from_json) for a request that comes with an
+    /// envelope: when the envelope brings a vector or asks for `no_embedding`,
+    /// that stands in for the question (see [`ValidRequest::stands_in`]), so a
+    /// request with neither a question nor a structural field is a semantic
+    /// query instead of the "needs a question" error.
+    ///
+    /// # Errors
+    ///
+    /// As [`from_json`](QueryRequest::from_json).
+    pub fn from_json_with(
+        value: &Value,
+        now: Timestamp,
+        envelope: &Envelope,
+    ) -> Result<ValidRequest, RequestErrors> {
         let Value::Object(object) = value else {
             // What `QueryRequest.model_validate` (and FastAPI's body validation,
             // in Python mode) says of a JSON value that is not an object.
@@ -347,7 +364,7 @@ impl QueryRequest {
             return Err(RequestErrors(reader.errors));
         }
         request
-            .check_rules(now)
+            .check_rules(now, envelope.stands_in())
             .map_err(|message| RequestErrors(vec![model_error(message, value.clone())]))
     }
 
@@ -358,6 +375,20 @@ impl QueryRequest {
     ///
     /// As [`from_json`](QueryRequest::from_json).
     pub fn validate(self, now: Timestamp) -> Result<ValidRequest, RequestErrors> {
+        self.validate_with(now, &Envelope::default())
+    }
+
+    /// [`validate`](QueryRequest::validate) for a request that comes with an
+    /// envelope, as [`from_json_with`](QueryRequest::from_json_with).
+    ///
+    /// # Errors
+    ///
+    /// As [`from_json`](QueryRequest::from_json).
+    pub fn validate_with(
+        self,
+        now: Timestamp,
+        envelope: &Envelope,
+    ) -> Result<ValidRequest, RequestErrors> {
         let json = serde_json::to_value(&self).unwrap_or(Value::Null);
         let mut errors = Vec::new();
         let field = |errors: &mut Vec<FieldError>,
@@ -428,14 +459,16 @@ impl QueryRequest {
         let mut request = self;
         request.window = request.window.map(|w| w.checked().unwrap_or(w));
         request
-            .check_rules(now)
+            .check_rules(now, envelope.stands_in())
             .map_err(|message| RequestErrors(vec![model_error(message, json)]))
     }
 
     /// The reference's model validators, in order: `_check_structural`, then
     /// `_check_as_of` (naive becomes UTC; a future instant is refused).
-    fn check_rules(mut self, now: Timestamp) -> Result<ValidRequest, String> {
-        if self.question.is_none() && !self.is_structural_mode() {
+    /// `stands_in`: the envelope brings a vector or `no_embedding`, which
+    /// answers the first rule as a question would.
+    fn check_rules(mut self, now: Timestamp, stands_in: bool) -> Result<ValidRequest, String> {
+        if self.question.is_none() && !stands_in && !self.is_structural_mode() {
             return Err("a query needs a question, a structural claim filter (predicate / object_*), an aggregate (count / group_by), a time window, list_predicates, or list_vocabulary ".to_owned());
         }
         if self.window.is_some() && (self.list_predicates || self.list_vocabulary) {
@@ -494,42 +527,14 @@ impl QueryRequest {
             eq_bound,
             gt_bound,
             lt_bound,
+            stands_in,
         })
     }
 }
 
-/// Python's `repr` of a string, as the reference's messages quote values: the
-/// quote Python picks, backslash escapes for `\\`, the quote, `\n`, `\r`, `\t`,
-/// and `\xhh`, `\uhhhh` or `\Uhhhhhhhh` for every character Python 3.11 does not
-/// print (controls, format and private-use characters, separators other than
-/// the space, and code points unassigned in its Unicode 14.0).
-pub fn python_repr(text: &str) -> String {
-    let quote = if text.contains('\'') && !text.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push(quote);
-    for c in text.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if crate::pytext::is_printable(c) => out.push(c),
-            c if (c as u32) < 0x100 => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c if (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push_str(&format!("\\U{:08x}", c as u32)),
-        }
-    }
-    out.push(quote);
-    out
-}
+/// Python's `repr` of a string, as the reference's messages quote values (moved
+/// to `particles_pytext`, with the rest of Python's string operations).
+pub use particles_pytext::python_repr;
 
 fn value_error(loc: Vec<Loc>, message: &str, input: Value) -> FieldError {
     FieldError {
@@ -601,9 +606,28 @@ pub struct ValidRequest {
     eq_bound: Option<BoundValue>,
     gt_bound: Option<BoundValue>,
     lt_bound: Option<BoundValue>,
+    stands_in: bool,
 }
 
 impl ValidRequest {
+    /// Whether the request's envelope brought a vector or asked for
+    /// `no_embedding`, standing in for a question: such a request without a
+    /// question ranks as a semantic query (the claim filters, if any, select
+    /// its candidates as they would a question's) instead of listing claims.
+    pub fn stands_in(&self) -> bool {
+        self.stands_in
+    }
+
+    /// The mode this engine answers the request in: the reference's dispatch
+    /// ([`QueryRequest::mode`]), except that a vector or `no_embedding` with
+    /// claim filters and no question ranks them (a question's place taken).
+    pub fn mode(&self) -> Mode {
+        match self.request.mode() {
+            Mode::ClaimListing if self.stands_in => Mode::Semantic,
+            mode => mode,
+        }
+    }
+
     /// `object_eq` read as a number or an instant, when it is one (else the
     /// comparison is textual).
     pub fn eq_bound(&self) -> Option<&BoundValue> {
@@ -654,6 +678,12 @@ pub struct Envelope {
 }
 
 impl Envelope {
+    /// Whether the envelope stands in for a question: it brings the vector, or
+    /// asks for a ranking without one.
+    pub fn stands_in(&self) -> bool {
+        self.vector.is_some() || self.no_embedding
+    }
+
     /// Reads the envelope's fields from a request object (other fields ignored).
     ///
     /// # Errors
@@ -705,6 +735,13 @@ impl Envelope {
                 Ok(t) => envelope.now = Some(if t.is_aware() { t } else { t.with_utc_offset() }),
                 Err(failure) => errors.push(failure.at(vec![Loc::Field("now".to_owned())], now)),
             },
+        }
+        if envelope.vector.is_some() && envelope.no_embedding {
+            errors.push(value_error(
+                vec![Loc::Field("no_embedding".to_owned())],
+                "give either `vector` or `no_embedding`, not both",
+                object.get("no_embedding").cloned().unwrap_or_default(),
+            ));
         }
         if errors.is_empty() {
             Ok(envelope)

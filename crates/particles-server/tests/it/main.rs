@@ -19,4 +19,5 @@ mod proxy;
 mod reads;
 mod reference_cli;
 mod security;
+mod stand_in;
 mod support;

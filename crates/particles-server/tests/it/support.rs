@@ -191,6 +191,10 @@ impl Reply {
             .map(|(_, v)| v.as_str())
     }
 
+    pub fn body_text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
     pub fn detail(&self) -> String {
         self.json()["detail"]
             .as_str()
