@@ -7,35 +7,16 @@
 //! not the `Alphabetic` property, which also holds combining vowel signs and circled
 //! letters. A sentence boundary decided on the wrong definition changes an
 //! attribution, so the parser uses these instead.
+//!
+//! The predicates and `repr`s are `particles_pytext`'s, over tables generated from
+//! Python 3.11's Unicode (14.0), not the newer version Rust's `char` follows.
 
+use particles_pytext::{float_repr, python_repr as str_repr};
+// `str.isspace()` (and `re`'s `\s` for `str` patterns), `str.isalnum()` (letters
+// and numbers, not the `Alphabetic` property) and `str.isdecimal()` (and `re`'s
+// `\d`).
+pub(crate) use particles_pytext::{is_alnum, is_decimal, is_space};
 use serde_json::Value;
-use unicode_general_category::{get_general_category, GeneralCategory};
-
-/// Python's `str.isspace()` (and `re`'s `\s` for `str` patterns).
-pub(crate) fn is_space(ch: char) -> bool {
-    ch.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&ch)
-}
-
-/// Python's `str.isalnum()`: a letter (`L*`) or a number (`N*`).
-pub(crate) fn is_alnum(ch: char) -> bool {
-    use GeneralCategory::*;
-    matches!(
-        get_general_category(ch),
-        UppercaseLetter
-            | LowercaseLetter
-            | TitlecaseLetter
-            | ModifierLetter
-            | OtherLetter
-            | DecimalNumber
-            | LetterNumber
-            | OtherNumber
-    )
-}
-
-/// Python's `str.isdecimal()` (and `re`'s `\d`): general category `Nd`.
-pub(crate) fn is_decimal(ch: char) -> bool {
-    ch.is_ascii_digit() || get_general_category(ch) == GeneralCategory::DecimalNumber
-}
 
 /// `str.strip()` with no argument.
 pub(crate) fn strip(text: &str) -> &str {
@@ -148,105 +129,6 @@ fn write_repr(value: &Value, out: &mut String) {
             out.push('}');
         }
     }
-}
-
-/// `repr(float)`: the shortest round-tripping digits, positional for decimal
-/// exponents -4..16, else `d.ddde±XX`.
-fn float_repr(value: f64) -> String {
-    if value.is_nan() {
-        return "nan".to_owned();
-    }
-    if value.is_infinite() {
-        return if value > 0.0 { "inf" } else { "-inf" }.to_owned();
-    }
-    let scientific = format!("{value:e}");
-    let (mantissa, exponent) = scientific
-        .split_once('e')
-        .expect("LowerExp always writes an exponent");
-    let exponent: i32 = exponent
-        .parse()
-        .expect("LowerExp writes a decimal exponent");
-    let (sign, mantissa) = mantissa
-        .strip_prefix('-')
-        .map_or(("", mantissa), |rest| ("-", rest));
-    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-    if (-4..16).contains(&exponent) {
-        let point = exponent + 1;
-        let text = if point <= 0 {
-            format!("0.{}{digits}", "0".repeat(point.unsigned_abs() as usize))
-        } else if point as usize >= digits.len() {
-            format!("{digits}{}.0", "0".repeat(point as usize - digits.len()))
-        } else {
-            format!(
-                "{}.{}",
-                &digits[..point as usize],
-                &digits[point as usize..]
-            )
-        };
-        format!("{sign}{text}")
-    } else {
-        let (head, rest) = digits.split_at(1);
-        let fraction = if rest.is_empty() {
-            String::new()
-        } else {
-            format!(".{rest}")
-        };
-        let exp_sign = if exponent < 0 { '-' } else { '+' };
-        format!(
-            "{sign}{head}{fraction}e{exp_sign}{:02}",
-            exponent.unsigned_abs()
-        )
-    }
-}
-
-/// `repr(str)`: single quotes unless the text holds a single quote and no double
-/// one; backslash escapes for the quote, backslash, `\t\n\r` and characters Python
-/// does not print.
-fn str_repr(text: &str) -> String {
-    let quote = if text.contains('\'') && !text.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push(quote);
-    for ch in text.chars() {
-        match ch {
-            '\\' => out.push_str("\\\\"),
-            '\t' => out.push_str("\\t"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            _ if ch == quote => {
-                out.push('\\');
-                out.push(ch);
-            }
-            _ if is_printable(ch) => out.push(ch),
-            _ if (ch as u32) < 0x100 => out.push_str(&format!("\\x{:02x}", ch as u32)),
-            _ if (ch as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", ch as u32)),
-            _ => out.push_str(&format!("\\U{:08x}", ch as u32)),
-        }
-    }
-    out.push(quote);
-    out
-}
-
-/// Python's `str.isprintable()` for one character: not a control, format,
-/// surrogate, private-use or unassigned character, nor a separator other than
-/// the ASCII space.
-fn is_printable(ch: char) -> bool {
-    use GeneralCategory::*;
-    ch == ' '
-        || !matches!(
-            get_general_category(ch),
-            Control
-                | Format
-                | Surrogate
-                | PrivateUse
-                | Unassigned
-                | LineSeparator
-                | ParagraphSeparator
-                | SpaceSeparator
-        )
 }
 
 #[cfg(test)]

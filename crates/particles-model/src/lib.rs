@@ -27,7 +27,6 @@ mod pytext;
 mod request;
 pub mod response;
 mod timestamp;
-mod unicode_tables;
 
 pub use crate::{
     enums::{

@@ -87,59 +87,9 @@ pub fn truncation_warning(
 
 /// Python's `str(float)`: the shortest repr that round-trips, with a `.0` on
 /// integral values and scientific notation below 1e-4 and from 1e16 (`1e-05`,
-/// `1e+16`), `inf` and `nan`.
+/// `1e+16`), `inf` and `nan` (`particles_pytext::float_repr`).
 pub fn python_float_str(value: f64) -> String {
-    if value.is_nan() {
-        return "nan".to_owned();
-    }
-    if value.is_infinite() {
-        return if value > 0.0 { "inf" } else { "-inf" }.to_owned();
-    }
-    if value == 0.0 {
-        return if value.is_sign_negative() {
-            "-0.0"
-        } else {
-            "0.0"
-        }
-        .to_owned();
-    }
-    // Rust's `{:e}` is the shortest round-trip digits in scientific form.
-    let scientific = format!("{value:e}");
-    let (mantissa, exponent) = scientific
-        .split_once('e')
-        .map_or((scientific.as_str(), 0), |(m, e)| {
-            (m, e.parse::<i32>().unwrap_or(0))
-        });
-    let negative = mantissa.starts_with('-');
-    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-    let sign = if negative { "-" } else { "" };
-    if (-4..16).contains(&exponent) {
-        // Positional, as Python's repr does between 1e-4 and 1e16.
-        let point = exponent + 1;
-        let text = if point <= 0 {
-            format!("0.{}{digits}", "0".repeat((-point) as usize))
-        } else if point as usize >= digits.len() {
-            format!("{digits}{}.0", "0".repeat(point as usize - digits.len()))
-        } else {
-            format!(
-                "{}.{}",
-                &digits[..point as usize],
-                &digits[point as usize..]
-            )
-        };
-        return format!("{sign}{text}");
-    }
-    let (first, rest) = digits.split_at(1);
-    let fraction = if rest.is_empty() {
-        String::new()
-    } else {
-        format!(".{rest}")
-    };
-    let exponent_sign = if exponent < 0 { '-' } else { '+' };
-    format!(
-        "{sign}{first}{fraction}e{exponent_sign}{:02}",
-        exponent.unsigned_abs()
-    )
+    particles_pytext::float_repr(value)
 }
 
 #[cfg(test)]

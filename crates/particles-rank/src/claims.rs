@@ -91,9 +91,9 @@ fn normalize_term(term: &ClaimTerm) -> Normalized {
     }
 }
 
-/// Python's `str.casefold`.
+/// Python's `str.casefold`, with Python 3.11's Unicode (14.0).
 fn fold(text: &str) -> String {
-    caseless::default_case_fold_str(text)
+    particles_pytext::casefold(text)
 }
 
 fn eq_matches(term: &ClaimTerm, folded: &str, typed: Option<&BoundValue>) -> bool {

@@ -1,7 +1,5 @@
 //! The host key of a source URI: Python's `urllib.parse.urlsplit(uri).netloc`.
 
-use unicode_normalization::UnicodeNormalization;
-
 /// Why `urlsplit` raises on a URI (the reference aborts the query).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NetlocError(pub &'static str);
@@ -174,7 +172,8 @@ fn check_nfkc(netloc: &str) -> Result<(), NetlocError> {
         .chars()
         .filter(|c| !matches!(c, '@' | ':' | '#' | '?'))
         .collect();
-    let normalized: String = cleaned.nfkc().collect();
+    // `unicodedata.normalize("NFKC", ...)`, with Python 3.11's Unicode (14.0).
+    let normalized = particles_pytext::nfkc(&cleaned);
     if normalized == cleaned {
         return Ok(());
     }

@@ -89,9 +89,10 @@ fn push_string(out: &mut String, text: &str) {
     out.push('"');
 }
 
-/// Python's `repr(float)`: the shortest digits that round-trip, in fixed notation
-/// when the decimal exponent is in `-4..16`, else scientific with a signed,
-/// two-digit-minimum exponent.
+/// Python's `repr(float)` (`particles_pytext::float_repr`: the shortest digits
+/// that round-trip, in fixed notation when the decimal exponent is in `-4..16`,
+/// else scientific with a signed, two-digit-minimum exponent), and `json.dumps`'s
+/// `NaN`, `Infinity` and `-Infinity`.
 pub fn push_float(out: &mut String, value: f64) {
     if value.is_nan() {
         out.push_str("NaN");
@@ -101,41 +102,7 @@ pub fn push_float(out: &mut String, value: f64) {
         out.push_str(if value > 0.0 { "Infinity" } else { "-Infinity" });
         return;
     }
-    // `{:e}` prints the shortest round-trip digits: `-1.2345e-5`.
-    let scientific = format!("{value:e}");
-    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
-    let exponent: i32 = exponent.parse().unwrap_or(0);
-    let (sign, mantissa) = match mantissa.strip_prefix('-') {
-        Some(rest) => ("-", rest),
-        None => ("", mantissa),
-    };
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
-    let decimal_point = exponent + 1;
-    out.push_str(sign);
-    if (-3..=16).contains(&decimal_point) {
-        let n = digits.len() as i32;
-        if decimal_point <= 0 {
-            out.push_str("0.");
-            out.extend(std::iter::repeat_n('0', (-decimal_point) as usize));
-            out.push_str(&digits);
-        } else if decimal_point >= n {
-            out.push_str(&digits);
-            out.extend(std::iter::repeat_n('0', (decimal_point - n) as usize));
-            out.push_str(".0");
-        } else {
-            out.push_str(&digits[..decimal_point as usize]);
-            out.push('.');
-            out.push_str(&digits[decimal_point as usize..]);
-        }
-    } else {
-        out.push_str(&digits[..1]);
-        if digits.len() > 1 {
-            out.push('.');
-            out.push_str(&digits[1..]);
-        }
-        let exp_sign = if exponent < 0 { '-' } else { '+' };
-        out.push_str(&format!("e{exp_sign}{:02}", exponent.abs()));
-    }
+    out.push_str(&particles_pytext::float_repr(value));
 }
 
 #[cfg(test)]

@@ -16,7 +16,6 @@ use particles_model::{Particle, Status, StatusReason, Timestamp, EMBEDDING_MODEL
 use rusqlite::{params, Connection, OpenFlags, Transaction};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use unicode_normalization::UnicodeNormalization;
 
 use crate::{
     error::{query_error, Error, Result},
@@ -327,7 +326,7 @@ impl RowValues {
 /// collapsing and trimming of trailing punctuation.
 pub fn content_hash(content: &str) -> String {
     let mut folded = String::with_capacity(content.len());
-    for ch in content.nfc() {
+    for ch in particles_pytext::nfc(content).chars() {
         match ch {
             '"' | '\u{201c}' | '\u{201d}' | '\u{201e}' | '\u{201f}' | '\u{ab}' | '\u{bb}'
             | '\u{2039}' | '\u{203a}' | '\u{300c}' | '\u{300d}' | '\u{300e}' | '\u{300f}'
@@ -339,8 +338,9 @@ pub fn content_hash(content: &str) -> String {
             other => folded.push(other),
         }
     }
-    // Python's str.split() also splits on the information separators U+001C..U+001F.
-    let is_space = |c: char| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c);
+    // Python's str.split(): `str.isspace()`, which also holds for the information
+    // separators U+001C..U+001F.
+    let is_space = particles_pytext::is_space;
     let collapsed = folded
         .split(is_space)
         .filter(|w| !w.is_empty())
