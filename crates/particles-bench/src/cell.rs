@@ -10,10 +10,11 @@ use std::{
     time::Instant,
 };
 
-use particles_cache::{CandidateCache, SidecarConfig, SidecarWrite};
-use particles_model::{QueryRequest, Timestamp};
-use particles_query::{run_query_with, QueryInput, QueryOutcome};
-use particles_store::{CandidateLoader, Store};
+use particles_cache::SidecarWrite;
+use particles_engine::{CacheOptions, Detail, Encode, Engine, StoreSelection, StoreTarget};
+use particles_model::{Envelope, QueryRequest, Timestamp};
+use particles_query::QueryOutcome;
+use particles_store::Store;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -24,10 +25,6 @@ use crate::{
 };
 
 static PROCESS_START: OnceLock<Instant> = OnceLock::new();
-
-/// Warm questions that are also answered as a whole response and as a bare
-/// ranking, back to back, for the response's price (a p50 over these).
-const RESPONSE_COST_QUESTIONS: usize = 20;
 
 /// Marks the process start, so a cell reports start-up apart from its queries.
 /// The binary that runs cells calls it first thing in `main`.
@@ -182,34 +179,16 @@ pub fn run_cell(spec_path: &Path) -> Result<()> {
         (spec.variant == "subject" && !subjects.is_empty())
             .then(|| subjects[i % subjects.len()].clone())
     };
-    // Process start and store open are reported apart from the queries.
+    // Process start and engine start (its store open) are reported apart from
+    // the queries. The cell asks the engine every front end asks, configured
+    // with the defaults (an empty environment, no file), so its latencies are
+    // those of the path users take: `query` for the one-shot kinds, `serve` for
+    // the warm cell.
     let open_started = Instant::now();
-    let store = Store::open_read_only(&spec.store_path)?;
+    let engine = cell_engine(&spec, encoder)?;
     let open_seconds = open_started.elapsed().as_secs_f64();
-    // Our cells query through the sidecar beside the store copy, as `query` and
-    // `serve` do: `first` finds none (the runner deleted it) and builds it, `cold`
-    // and `cold-evicted` start from it, `warm` starts from it and keeps deltas.
-    let sidecar_path = particles_cache::sidecar_path(&spec.store_path, None);
-    let mut cache = CandidateCache::with_sidecar(SidecarConfig {
-        path: sidecar_path.clone(),
-        write: if spec.mode == "warm" {
-            SidecarWrite::OnRebuild
-        } else {
-            SidecarWrite::OnChange
-        },
-    });
-    // The warm cell stands for `serve`, which keeps its vectors in huge pages.
-    cache.set_huge_pages(spec.mode == "warm");
-    cache.set_half_precision(
-        (spec.mode == "warm" && spec.half_precision)
-            .then_some(particles_cache::HALF_PRECISION_MIN_BYTES),
-    );
-    // And, as `serve` does, a small store's particles kept hydrated.
-    cache.set_keep_particles(
-        (spec.mode == "warm").then_some(particles_cache::KEEP_PARTICLES_MAX_ROWS),
-    );
     let now = Timestamp::parse("2026-06-01T00:00:00Z").expect("a fixed instant parses");
-    let ask = |index: usize, loader: &mut dyn CandidateLoader| -> Result<(f64, QueryOutcome)> {
+    let ask = |index: usize| -> Result<(f64, QueryOutcome)> {
         let request = QueryRequest {
             question: Some(questions.text(index).to_owned()),
             top_k: spec.top_k,
@@ -217,78 +196,60 @@ pub fn run_cell(spec_path: &Path) -> Result<()> {
             ..QueryRequest::default()
         };
         let request = request.validate(now)?;
+        // Without an encoder the question's vector rides in the envelope.
+        let envelope = Envelope {
+            vector: (!spec.encoder).then(|| questions.vector(index).to_vec()),
+            no_embedding: false,
+            now: Some(now),
+        };
         let started = Instant::now();
-        let encoded = encoder.as_ref().map(|encode| encode(questions.text(index)));
-        let embed_seconds = started.elapsed().as_secs_f64();
-        let vector = encoded.as_deref().unwrap_or(questions.vector(index));
-        let mut outcome = run_query_with(
-            &store,
-            loader,
-            &QueryInput::new(&request, Some(vector), now),
-        )?;
-        outcome.timings.embed += embed_seconds;
-        Ok((started.elapsed().as_secs_f64(), outcome))
+        let answered = engine
+            .ask(&request, &envelope, Detail::Ranking)
+            .map_err(|error| Error::Engine(error.to_string()))?;
+        let total = started.elapsed().as_secs_f64();
+        let mut outcome = answered
+            .outcome
+            .ok_or_else(|| Error::Engine("a question was not ranked".to_owned()))?;
+        outcome.timings.embed += answered.timings.encode.as_secs_f64();
+        Ok((total, outcome))
     };
-    // The price of the whole response (badges, gaps, truncation, the observer,
-    // the pruning margin the truncation warning needs) over the bare ranking, on
-    // the same question vector, encoder left out of both.
-    let response_settings = particles_query::ResponseSettings::default();
-    let compare = |index: usize, loader: &mut dyn CandidateLoader| -> Result<(f64, f64, f64)> {
-        let request = QueryRequest {
-            question: Some(questions.text(index).to_owned()),
-            top_k: spec.top_k,
-            subject_id: subject(index),
-            ..QueryRequest::default()
-        }
-        .validate(now)?;
-        let vector = questions.vector(index);
-        let bare_input = QueryInput::new(&request, Some(vector), now);
-        let started = Instant::now();
-        run_query_with(&store, loader, &bare_input)?;
-        let bare = started.elapsed().as_secs_f64();
-        let full_input = QueryInput::new(&request, Some(vector), now)
-            .with_truncation(&response_settings.truncation());
-        // The ranking alone with the response's pruning margin: how much of the
-        // response's price is scoring the candidates near the cut.
-        let started = Instant::now();
-        run_query_with(&store, loader, &full_input)?;
-        let margin = started.elapsed().as_secs_f64();
-        let started = Instant::now();
-        particles_query::run_semantic(&store, loader, &full_input, &response_settings)?;
-        Ok((bare, margin, started.elapsed().as_secs_f64()))
+    let route = || {
+        engine
+            .cache_report()
+            .and_then(|report| report.route)
+            .map(|r| format!("{r:?}"))
     };
     let mut samples = Vec::new();
     let mut warmup_seconds = None;
     let mut floors = serde_json::Map::new();
     let mut extra = serde_json::Map::new();
-    let mut response_cost_json = Value::Null;
     if spec.mode != "warm" {
         // A fresh process: one question, start to answer (`process_seconds`), then
         // the sidecar written as `query` writes it after printing.
         let index = spec.question_offset;
-        let (total, outcome) = ask(index, &mut cache)?;
+        let (total, outcome) = ask(index)?;
         let mut sample = sample_json(index, subject(index).as_deref(), total, &outcome);
         sample["process_seconds"] = json!(startup_seconds + open_seconds + total);
-        sample["route"] = json!(cache.last_route().map(|r| format!("{r:?}")));
+        sample["route"] = json!(route());
         samples.push(sample);
         let started = Instant::now();
-        let written = cache.persist(&spec.store_path);
-        extra.insert("sidecar_written".into(), json!(written));
+        let (written, persisted) = engine.persist_counted();
+        extra.insert("sidecar_written".into(), json!(written > 0));
         extra.insert(
             "sidecar_write_seconds".into(),
             json!(started.elapsed().as_secs_f64()),
         );
-        notes.extend(cache.take_notes());
+        notes.extend(persisted);
         if spec.mode == "first" {
+            let store = Store::open_read_only(&spec.store_path)?;
             floors.insert(
                 "json_parse_single_core_seconds".into(),
                 json!(json_parse_floor(&store)?),
             );
         }
     } else {
-        let mut response_cost: Vec<(f64, f64, f64)> = Vec::new();
         let warmup_index = spec.question_offset + spec.questions;
-        let (seconds, _) = ask(warmup_index, &mut cache)?;
+        let (seconds, _) = ask(warmup_index)?;
         warmup_seconds = Some(seconds);
         let loop_started = Instant::now();
         for n in 0..spec.questions {
@@ -298,16 +259,13 @@ pub fn run_cell(spec_path: &Path) -> Result<()> {
                 && n + 1 >= spec.min_questions
                 && spent + mean > spec.budget_seconds;
             let index = spec.question_offset + n;
-            let (total, outcome) = ask(index, &mut cache)?;
+            let (total, outcome) = ask(index)?;
             samples.push(sample_json(
                 index,
                 subject(index).as_deref(),
                 total,
                 &outcome,
             ));
-            if n < RESPONSE_COST_QUESTIONS {
-                response_cost.push(compare(index, &mut cache)?);
-            }
             if budget_stop && n + 1 < spec.questions {
                 notes.push(format!(
                     "stopped after {} of {} questions: the next would have passed the {} s budget",
@@ -318,25 +276,9 @@ pub fn run_cell(spec_path: &Path) -> Result<()> {
                 break;
             }
         }
-        if !response_cost.is_empty() {
-            let p50 = |mut values: Vec<f64>| {
-                values.sort_by(f64::total_cmp);
-                values[values.len() / 2]
-            };
-            let bare = p50(response_cost.iter().map(|c| c.0).collect());
-            let margin = p50(response_cost.iter().map(|c| c.1).collect());
-            let full = p50(response_cost.iter().map(|c| c.2).collect());
-            response_cost_json = json!({
-                    "questions": response_cost.len(),
-                    "ranking_p50_seconds": bare,
-                    "ranking_with_truncation_margin_p50_seconds": margin,
-                    "response_p50_seconds": full,
-                    "response_over_ranking": full / bare,
-            });
-        }
     }
     if spec.mode == "warm" && subject(0).is_none() {
-        if let Some(set) = cache.candidates() {
+        if let Some(set) = engine.candidates() {
             let vector = questions.vector(spec.question_offset);
             floors.insert(
                 "f32_scan_single_thread_seconds".into(),
@@ -344,7 +286,8 @@ pub fn run_cell(spec_path: &Path) -> Result<()> {
             );
         }
     }
-    notes.extend(cache.take_notes());
+    notes.extend(engine.persist());
+    let report = engine.cache_report();
     environment.finish();
     let result = json!({
         "spec": spec,
@@ -364,13 +307,12 @@ pub fn run_cell(spec_path: &Path) -> Result<()> {
         "notes": notes,
         "engine": "particles-rs",
         "store_open_seconds": open_seconds,
-        "cache_heap_bytes": cache.heap_bytes(),
-        "cache_route": cache.last_route().map(|r| format!("{r:?}")),
+        "cache_heap_bytes": report.map(|r| r.heap_bytes),
+        "cache_route": route(),
         "anon_huge_pages_bytes": smaps_rollup_bytes("AnonHugePages:"),
         "rss_anon_bytes": smaps_rollup_bytes("Anonymous:"),
         "floors": floors,
         "sidecar": extra,
-        "response_cost": response_cost_json,
     });
     write_json_atomically(&spec.result_path, &result)
 }
@@ -423,26 +365,65 @@ fn json_parse_floor(store: &Store) -> Result<f64> {
     Ok(spent)
 }
 
-/// Encodes a question text.
-type EncodeFn = dyn Fn(&str) -> Vec<f32>;
+/// The engine of a cell: the cell's store alone, its cache kept as `query`
+/// keeps it (one-shot kinds: the sidecar written after the answer when the
+/// state moved) or as `serve` does (the warm cell: huge pages, the
+/// half-precision copy unless the spec says not, a small store's particles
+/// kept, the sidecar written after a rebuild).
+fn cell_engine(spec: &CellSpec, encoder: Option<Encode>) -> Result<Engine> {
+    let dir = spec
+        .store_path
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let loaded =
+        particles_config::load_defaults(&particles_config::Environment::new(Vec::new(), &dir))
+            .map_err(|error| Error::Engine(error.to_string()))?;
+    let warm = spec.mode == "warm";
+    let options = CacheOptions {
+        write: Some(if warm {
+            SidecarWrite::OnRebuild
+        } else {
+            SidecarWrite::OnChange
+        }),
+        huge_pages: warm,
+        half_precision: (warm && spec.half_precision)
+            .then_some(particles_cache::HALF_PRECISION_MIN_BYTES),
+        keep_particles: warm.then_some(particles_cache::KEEP_PARTICLES_MAX_ROWS),
+        ..CacheOptions::default()
+    };
+    let selection = StoreSelection {
+        targets: vec![StoreTarget {
+            handle: None,
+            path: spec.store_path.clone(),
+        }],
+        federated: false,
+    };
+    let engine = Engine::new(
+        particles_engine::Settings::from_config(loaded.config()),
+        particles_engine::answer_settings(loaded.config(), &std::collections::HashMap::new()),
+        &selection,
+        &options,
+        encoder,
+    )
+    .map_err(|error| Error::Engine(error.to_string()))?;
+    Ok(engine.with_strict_encoder())
+}
 
 /// The encoder and its load time, when the cell encodes its questions.
 #[cfg(feature = "encoder")]
-fn load_encoder(wanted: bool) -> Result<(Option<Box<EncodeFn>>, Option<f64>)> {
+fn load_encoder(wanted: bool) -> Result<(Option<Encode>, Option<f64>)> {
     if !wanted {
         return Ok((None, None));
     }
     let started = Instant::now();
     let encoder = particles_embed::Encoder::load(&particles_embed::model_dir(None))?;
     let seconds = started.elapsed().as_secs_f64();
-    Ok((
-        Some(Box::new(move |text| encoder.encode(text))),
-        Some(seconds),
-    ))
+    let encode: Encode = std::sync::Arc::new(move |text: &str| Ok(encoder.encode(text)));
+    Ok((Some(encode), Some(seconds)))
 }
 
 #[cfg(not(feature = "encoder"))]
-fn load_encoder(wanted: bool) -> Result<(Option<Box<EncodeFn>>, Option<f64>)> {
+fn load_encoder(wanted: bool) -> Result<(Option<Encode>, Option<f64>)> {
     if wanted {
         return Err(Error::Options {
             reason: "this build has no encoder: run the benchmark with --no-encoder".into(),

@@ -7,6 +7,10 @@ use serde::{de::DeserializeOwned, Serialize};
 /// Errors from running, or reporting on, a benchmark.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// The engine could not be built or could not answer a cell's question
+    /// (its message names the store or the request).
+    #[error("{0}")]
+    Engine(String),
     /// The run's options do not go together, or one is out of range. Change them.
     #[error("{reason}")]
     Options {

@@ -561,14 +561,30 @@ impl Engine {
 
     /// Writes each cache's sidecar when its policy asks; returns the notes.
     pub fn persist(&self) -> Vec<String> {
+        self.persist_counted().1
+    }
+
+    /// [`Engine::persist`], with how many sidecars were written.
+    pub fn persist_counted(&self) -> (usize, Vec<String>) {
         let mut notes = Vec::new();
+        let mut written = 0;
         for slot in &self.slots {
             slot.cache.with_cache(|cache| {
-                cache.persist(&slot.target.path);
+                written += usize::from(cache.persist(&slot.target.path));
                 notes.extend(cache.take_notes());
             });
         }
-        notes
+        (written, notes)
+    }
+
+    /// The first store's cached candidates, when its cache holds a state (for
+    /// the benchmark's scan floor, measured over the very vectors the engine
+    /// scans).
+    pub fn candidates(&self) -> Option<Arc<particles_candidates::CandidateSet>> {
+        self.slots
+            .first()?
+            .cache
+            .with_cache(|cache| cache.candidates())
     }
 
     /// Runs `f` with a pooled connection to the first (the default) store.
