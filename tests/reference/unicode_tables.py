@@ -3,7 +3,6 @@
 Usage:
   python unicode_tables.py pytext > crates/particles-pytext/src/tables.rs
   python unicode_tables.py rank > crates/particles-rank/src/pyregex/tables.rs
-  python unicode_tables.py config > crates/particles-config/src/unicode_tables.rs
 
 pytext (every Python string operation the engine mirrors):
 - SPACE, PRINTABLE, ALNUM, LINE_BOUNDARY: the code points for which
@@ -12,6 +11,12 @@ pytext (every Python string operation the engine mirrors):
 - DECIMAL_ZEROS: the digit zero of every run of decimal digits (category Nd),
   which `str.isdecimal()`, `Decimal(str)`, `int()` and `float()` read.
 - CASEFOLD: `str.casefold()` of every character it changes.
+- LOWER / UPPER: `str.lower()` / `str.upper()` of every character they change
+  (U+03A3 alone: `lower()` gives a final sigma by context).
+- CASED / CASE_IGNORABLE: the properties `lower()`'s final-sigma rule reads,
+  probed through `str.title()` and `str.lower()`.
+- IGNORECASE_EXTRA: the non-ASCII characters an ASCII letter matches under
+  `re.IGNORECASE` (str patterns), found by `re`.
 - COMBINING_CLASS: `unicodedata.combining`, as runs of equal non-zero classes.
 - CANONICAL / COMPATIBILITY: `normalize("NFD", c)` where it changes c, and
   `normalize("NFKD", c)` where that differs from NFD (Hangul syllables are
@@ -19,10 +24,6 @@ pytext (every Python string operation the engine mirrors):
 - COMPOSITIONS: the primary composites, (first, second, composite), from the
   two-character canonical decompositions whose NFC is the character itself
   (which leaves the composition exclusions out).
-
-config:
-- DECIMAL_ZEROS, as above, for the `int()` and `float()` PyYAML's constructors call.
-  (particles-config depends on no other particles crate, so it keeps its copy.)
 
 rank (what `re` matches with, for str patterns):
 - WORD: `\w`, characters that are `isalnum()` or `_`.
@@ -154,6 +155,41 @@ def write_strings(out, name, doc, entries):
     out.write("];\n\n")
 
 
+def cased_and_case_ignorable():
+    """The two properties CPython's final-sigma rule reads, probed through the
+    interpreter's own string methods (unicodedata exposes neither).
+
+    `str.title()` lower-cases a character after a Cased one, so the last
+    character of `(c + "A").title()` is "a" exactly when c is Cased. The sigma
+    rule skips Case_Ignorable characters on either side of U+03A3: for a Cased
+    c, `(c + "Σ").lower()` ends in a final sigma unless c is skipped; for any
+    other c, the sigma of `("AΣ" + c + "A").lower()` is medial only when c is
+    skipped (so the "A" after it is seen).
+    """
+    cased, ignorable = set(), set()
+    for cp in scalar_values():
+        c = chr(cp)
+        if (c + "A").title()[-1] == "a":
+            cased.add(cp)
+            if (c + "\u03a3").lower()[-1] == "\u03c3":
+                ignorable.add(cp)
+        elif ("A\u03a3" + c + "A").lower()[1] == "\u03c3":
+            ignorable.add(cp)
+    return cased, ignorable
+
+
+def ignorecase_extra():
+    """Every non-ASCII character an ASCII letter matches under `re.IGNORECASE`,
+    found by `re` itself over a string of every non-ASCII character."""
+    import re
+
+    others = "".join(chr(cp) for cp in scalar_values() if cp >= 0x80)
+    pairs = []
+    for letter in "abcdefghijklmnopqrstuvwxyz":
+        pairs.extend((ord(letter), ord(m.group())) for m in re.finditer(letter, others, re.IGNORECASE))
+    return sorted(pairs)
+
+
 def pytext(out, version):
     # The reference runs on CPython 3.11; tables from another Unicode would
     # decide comparisons the reference decides differently.
@@ -190,6 +226,21 @@ def pytext(out, version):
     write_strings(out, "CASEFOLD", "/// `str.casefold()` of each character it changes, sorted.",
                   [(cp, chr(cp).casefold()) for cp in range(0x110000)
                    if chr(cp).casefold() != chr(cp)])
+    write_strings(out, "LOWER",
+                  "/// `str.lower()` of each character it changes, alone, sorted (U+03A3 is\n"
+                  "/// `lower`'s one context-dependent case).",
+                  [(cp, chr(cp).lower()) for cp in scalar_values() if chr(cp).lower() != chr(cp)])
+    write_strings(out, "UPPER", "/// `str.upper()` of each character it changes, sorted.",
+                  [(cp, chr(cp).upper()) for cp in scalar_values() if chr(cp).upper() != chr(cp)])
+    cased, ignorable = cased_and_case_ignorable()
+    write_ranges(out, "CASED", "/// Cased (`_PyUnicode_IsCased`), for the final sigma of `str.lower()`.",
+                 ranges_where(lambda cp: cp in cased))
+    write_ranges(out, "CASE_IGNORABLE",
+                 "/// Case_Ignorable (`_PyUnicode_IsCaseIgnorable`), for the final sigma of `str.lower()`.",
+                 ranges_where(lambda cp: cp in ignorable))
+    write_pairs(out, "IGNORECASE_EXTRA",
+                "/// (ASCII lowercase letter, non-ASCII character `re.IGNORECASE` matches it\n"
+                "/// with in a str pattern), sorted.", ignorecase_extra())
 
     runs = []
     for cp in scalar_values():
@@ -244,20 +295,7 @@ def main():
     if sys.argv[1:] == ["rank"]:
         rank(out, version)
         return
-    if sys.argv[1:] == ["config"]:
-        out.write(
-            "//! The decimal digits Python's `int()` and `float()` read, from the\n"
-            f"//! reference's interpreter (Python {version}, Unicode {unicodedata.unidata_version}).\n"
-            "//! Generated by `tests/reference/unicode_tables.py config`; do not edit.\n\n"
-            "/// The digit zero of each run of ten decimal digits (Nd), sorted.\n"
-            "#[rustfmt::skip]\npub(crate) const DECIMAL_ZEROS: &[u32] = &[\n"
-        )
-        zeros = decimal_zeros()
-        for at in range(0, len(zeros), 8):
-            out.write("    " + ", ".join(f"0x{z:05X}" for z in zeros[at : at + 8]) + ",\n")
-        out.write("];\n")
-        return
-    assert sys.argv[1:] == ["pytext"], "usage: unicode_tables.py pytext|rank|config"
+    assert sys.argv[1:] == ["pytext"], "usage: unicode_tables.py pytext|rank"
     pytext(out, version)
 
 if __name__ == "__main__":

@@ -3,12 +3,16 @@
 //!
 //! Nothing is inferred from an address: loopback is refused under `none` like any
 //! other host, and an allowlist entry names a host, an IP literal or a CIDR block,
-//! optionally with a port. Host names are compared lower-cased; the reference also
+//! optionally with a port. Host names are compared stripped and lower-cased as
+//! Python strips and lower-cases them (`particles_pytext`); the reference also
 //! IDNA-encodes non-ASCII names, which this does not (see the crate docs).
 
 use std::net::IpAddr;
 
-use crate::error::{Error, RefusingPosture};
+use crate::{
+    error::{Error, RefusingPosture},
+    pytext,
+};
 
 /// `network.egress` with its `network.allow` list.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -65,7 +69,7 @@ fn allows(entries: &[AllowEntry], host: &str, port: Option<u16>) -> bool {
         if !port_matches {
             return false;
         }
-        let entry_host = entry.host.trim().to_lowercase();
+        let entry_host = pytext::lower(pytext::strip(&entry.host));
         match (ip, entry_host.split_once('/')) {
             (Some(ip), Some((network, prefix))) => in_network(ip, network, prefix),
             (Some(ip), None) => parse_ip(&normalize_host(&entry_host)) == Some(ip),
@@ -78,12 +82,14 @@ fn allows(entries: &[AllowEntry], host: &str, port: Option<u16>) -> bool {
     })
 }
 
-/// Lower-cased, brackets and a trailing dot removed.
+/// The reference's `normalize_host` short of IDNA: `host.strip().strip("[]")
+/// .rstrip(".").lower()`.
 fn normalize_host(host: &str) -> String {
-    host.trim()
-        .trim_matches(['[', ']'])
-        .trim_end_matches('.')
-        .to_lowercase()
+    pytext::lower(
+        pytext::strip(host)
+            .trim_matches(['[', ']'])
+            .trim_end_matches('.'),
+    )
 }
 
 /// An IP literal, a zone suffix (`%eth0`) ignored.
@@ -122,7 +128,7 @@ struct UrlParts<'a> {
 
 fn split_url(url: &str) -> UrlParts<'_> {
     let (scheme, rest) = match url.split_once("://") {
-        Some((scheme, rest)) => (scheme.to_lowercase(), rest),
+        Some((scheme, rest)) => (pytext::lower(scheme), rest),
         None => (String::new(), url.strip_prefix("//").unwrap_or(url)),
     };
     let netloc = rest.split(['/', '?', '#']).next().unwrap_or_default();
@@ -140,11 +146,12 @@ fn split_url(url: &str) -> UrlParts<'_> {
             None => (hostport, None),
         }
     };
-    UrlParts {
-        scheme,
-        host: host.to_lowercase(),
-        port,
-    }
+    // `SplitResult.hostname`: lower-cased, an IPv6 zone (`%eth0`) kept as written.
+    let host = match host.split_once('%') {
+        Some((name, zone)) => format!("{}%{zone}", pytext::lower(name)),
+        None => pytext::lower(host),
+    };
+    UrlParts { scheme, host, port }
 }
 
 /// The host and port a URL connects to; the scheme's default port when the URL
@@ -171,7 +178,8 @@ pub(crate) fn is_cleartext_remote(url: &str) -> bool {
     if parts.scheme == "https" {
         return false;
     }
-    let host = parts.host.trim();
+    // `host_is_loopback`: `host.strip().lower()` (the host is lower-cased already).
+    let host = pytext::strip(&parts.host);
     if host.is_empty() {
         return true;
     }

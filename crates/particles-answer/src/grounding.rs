@@ -152,7 +152,7 @@ impl Handles {
 /// (cut first, then lower-cased, as the reference does).
 fn handle_of(id: &str, length: usize) -> String {
     let bare: String = id.chars().filter(|&ch| ch != '-').collect();
-    format!("p-{}", pytext::take_chars(&bare, length).to_lowercase())
+    format!("p-{}", pytext::lower(pytext::take_chars(&bare, length)))
 }
 
 /// The handles of every particle the composer is shown: each hit and, under a
@@ -248,10 +248,10 @@ fn citation_lookup(handles: &Handles) -> HashMap<String, String> {
     let mut lookup = HashMap::new();
     for (id, handle) in handles.iter() {
         let bare_handle: String = handle.chars().skip(2).collect();
-        lookup.insert(bare_handle.to_lowercase(), id.to_owned());
-        lookup.insert(id.to_lowercase(), id.to_owned());
+        lookup.insert(pytext::lower(&bare_handle), id.to_owned());
+        lookup.insert(pytext::lower(id), id.to_owned());
         let no_dashes: String = id.chars().filter(|&ch| ch != '-').collect();
-        lookup.insert(no_dashes.to_lowercase(), id.to_owned());
+        lookup.insert(pytext::lower(&no_dashes), id.to_owned());
     }
     lookup
 }
@@ -259,7 +259,7 @@ fn citation_lookup(handles: &Handles) -> HashMap<String, String> {
 /// A citation token as the lookup keys it: trimmed, lower-cased, one `p-`/`p:`
 /// prefix removed.
 fn normalise_token(token: &str) -> String {
-    let token = pytext::strip(token).to_lowercase();
+    let token = pytext::lower(pytext::strip(token));
     for prefix in ["p-", "p:"] {
         if let Some(rest) = token.strip_prefix(prefix) {
             return rest.to_owned();
@@ -307,7 +307,7 @@ fn tag_groups(text: &str, lookup: &HashMap<String, String>) -> Vec<TagGroup> {
         let group = groups.last_mut().expect("a group was pushed or joined");
         group.end = tag.end;
         let body = &text[tag.body.0..tag.body.1];
-        let lowered = pytext::strip(body).to_lowercase();
+        let lowered = pytext::lower(pytext::strip(body));
         let declared = match lowered.as_str() {
             "inference" => Some(AttributionKind::Inference),
             "background" => Some(AttributionKind::Background),

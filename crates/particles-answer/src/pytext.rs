@@ -8,30 +8,19 @@
 //! letters. A sentence boundary decided on the wrong definition changes an
 //! attribution, so the parser uses these instead.
 //!
-//! The predicates and `repr`s are `particles_pytext`'s, over tables generated from
-//! Python 3.11's Unicode (14.0), not the newer version Rust's `char` follows.
+//! The predicates, trims, case mappings and `repr`s are `particles_pytext`'s, over
+//! tables generated from Python 3.11's Unicode (14.0), not the newer version
+//! Rust's `char` follows.
 
 use particles_pytext::{float_repr, python_repr as str_repr};
 // `str.isspace()` (and `re`'s `\s` for `str` patterns), `str.isalnum()` (letters
 // and numbers, not the `Alphabetic` property) and `str.isdecimal()` (and `re`'s
-// `\d`).
-pub(crate) use particles_pytext::{is_alnum, is_decimal, is_space};
+// `\d`); `str.strip()`, `lstrip()` and `rstrip()` with no argument;
+// `str.lower()` (final sigma included) and `str.upper()`.
+pub(crate) use particles_pytext::{
+    is_alnum, is_decimal, is_space, lower, lstrip, rstrip, strip, upper,
+};
 use serde_json::Value;
-
-/// `str.strip()` with no argument.
-pub(crate) fn strip(text: &str) -> &str {
-    text.trim_matches(is_space)
-}
-
-/// `str.lstrip()` with no argument.
-pub(crate) fn lstrip(text: &str) -> &str {
-    text.trim_start_matches(is_space)
-}
-
-/// `str.rstrip()` with no argument.
-pub(crate) fn rstrip(text: &str) -> &str {
-    text.trim_end_matches(is_space)
-}
 
 /// `" ".join(text.split())`: runs of whitespace become one space, ends trimmed.
 pub(crate) fn collapse_spaces(text: &str) -> String {
@@ -60,22 +49,12 @@ pub(crate) fn skip_spaces(text: &str, at: usize) -> usize {
         .unwrap_or(text.len() - at)
 }
 
-/// A lower-case ASCII word matched at `at` as Python's `re.IGNORECASE` matches it:
-/// ASCII case, plus U+0130 and U+0131 for `i` and the Kelvin sign for `k` (the only
-/// extra equivalents of the letters the reference's patterns spell). Returns the end
-/// of the match.
+/// An ASCII word matched at `at` as Python's `re.IGNORECASE` matches it: ASCII
+/// case, plus the non-ASCII characters `re` pairs with an ASCII letter (U+0130 and
+/// U+0131 with `i`, the Kelvin sign with `k`, U+017F with `s`;
+/// `particles_pytext::match_ignorecase`). Returns the end of the match.
 pub(crate) fn literal_ci(text: &str, at: usize, word: &str) -> Option<usize> {
-    let mut chars = text[at..].char_indices();
-    for expected in word.chars() {
-        let (_, ch) = chars.next()?;
-        let same = ch.to_ascii_lowercase() == expected
-            || (expected == 'i' && matches!(ch, '\u{130}' | '\u{131}'))
-            || (expected == 'k' && ch == '\u{212a}');
-        if !same {
-            return None;
-        }
-    }
-    Some(chars.next().map_or(text.len(), |(idx, _)| at + idx))
+    particles_pytext::match_ignorecase(&text[at..], word).map(|len| at + len)
 }
 
 /// Python's `str()` of a value `json.loads` produced: a string is itself, anything

@@ -182,8 +182,9 @@ pub fn provider_api_key(name: &str, env: &HashMap<String, String>) -> Option<Str
     let suffix: String = name
         .chars()
         .map(|ch| if crate::pytext::is_alnum(ch) { ch } else { '_' })
-        .collect::<String>()
-        .to_uppercase();
+        .collect();
+    // `str.upper()`: full mappings (`ß` is `SS`), Python 3.11's Unicode.
+    let suffix = crate::pytext::upper(&suffix);
     non_empty(env, &format!("PARTICLES_LLM_API_KEY_{suffix}")).or_else(|| {
         (name == "local")
             .then(|| non_empty(env, "PARTICLES_LOCAL_LLM_API_KEY"))

@@ -21,6 +21,7 @@ use serde_json::{json, Value};
 use crate::{
     environment::Environment,
     error::{read_json, write_json_atomically, Error, Result},
+    probe::{self, Process},
     questions::Questions,
 };
 
@@ -119,23 +120,6 @@ fn sample_json(index: usize, subject: Option<&str>, total: f64, outcome: &QueryO
         "entry_ids_looked_up": w.entry_ids_looked_up,
         "results": outcome.hits.len(),
     })
-}
-
-/// Peak resident set of this process, from `/proc/self/status` (`VmHWM`).
-pub(crate) fn peak_rss_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
-}
-
-/// A field of `/proc/self/smaps_rollup`, in bytes (huge pages in use, anonymous
-/// memory as opposed to mapped files).
-fn smaps_rollup_bytes(field: &str) -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/self/smaps_rollup").ok()?;
-    let line = text.lines().find(|l| l.starts_with(field))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
 }
 
 fn now_iso() -> String {
@@ -300,7 +284,7 @@ pub fn run_cell(spec_path: &Path) -> Result<()> {
         "warmup_seconds": warmup_seconds,
         "samples": samples,
         "cosine_reference": Value::Null,
-        "peak_rss_bytes": peak_rss_bytes(),
+        "peak_rss_bytes": probe::peak_rss(Process::Current),
         "sampled_peak_rss_bytes": Value::Null,
         "environment": environment,
         "error": Value::Null,
@@ -309,8 +293,8 @@ pub fn run_cell(spec_path: &Path) -> Result<()> {
         "store_open_seconds": open_seconds,
         "cache_heap_bytes": report.map(|r| r.heap_bytes),
         "cache_route": route(),
-        "anon_huge_pages_bytes": smaps_rollup_bytes("AnonHugePages:"),
-        "rss_anon_bytes": smaps_rollup_bytes("Anonymous:"),
+        "anon_huge_pages_bytes": probe::smaps_rollup_bytes(Process::Current, "AnonHugePages:"),
+        "rss_anon_bytes": probe::smaps_rollup_bytes(Process::Current, "Anonymous:"),
         "floors": floors,
         "sidecar": extra,
     });
@@ -411,7 +395,7 @@ fn cell_engine(spec: &CellSpec, encoder: Option<Encode>) -> Result<Engine> {
 
 /// The encoder and its load time, when the cell encodes its questions.
 #[cfg(feature = "encoder")]
-fn load_encoder(wanted: bool) -> Result<(Option<Encode>, Option<f64>)> {
+pub(crate) fn load_encoder(wanted: bool) -> Result<(Option<Encode>, Option<f64>)> {
     if !wanted {
         return Ok((None, None));
     }
@@ -423,7 +407,7 @@ fn load_encoder(wanted: bool) -> Result<(Option<Encode>, Option<f64>)> {
 }
 
 #[cfg(not(feature = "encoder"))]
-fn load_encoder(wanted: bool) -> Result<(Option<Encode>, Option<f64>)> {
+pub(crate) fn load_encoder(wanted: bool) -> Result<(Option<Encode>, Option<f64>)> {
     if wanted {
         return Err(Error::Options {
             reason: "this build has no encoder: run the benchmark with --no-encoder".into(),

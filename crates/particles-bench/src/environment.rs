@@ -2,6 +2,8 @@
 
 use serde::Serialize;
 
+use crate::probe;
+
 /// The reference's `Environment` keys (its Python-only ones say so), plus ours.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Environment {
@@ -25,12 +27,6 @@ pub(crate) struct Environment {
     rustc: Option<String>,
 }
 
-fn load_average() -> Option<[f64; 3]> {
-    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
-    let mut parts = text.split_whitespace().map(|p| p.parse::<f64>().ok());
-    Some([parts.next()??, parts.next()??, parts.next()??])
-}
-
 fn command_output(program: &str, args: &[&str]) -> Option<String> {
     let output = std::process::Command::new(program)
         .args(args)
@@ -47,22 +43,8 @@ impl Environment {
     /// Reads the environment now (load average "before").
     pub(crate) fn read() -> Environment {
         let not_python = "n/a (particles-rs)".to_owned();
-        let cpu = std::fs::read_to_string("/proc/cpuinfo")
-            .ok()
-            .and_then(|t| {
-                t.lines()
-                    .find(|l| l.starts_with("model name"))
-                    .and_then(|l| l.split_once(':'))
-                    .map(|(_, v)| v.trim().to_owned())
-            })
-            .unwrap_or_else(|| std::env::consts::ARCH.to_owned());
-        let memory_bytes = std::fs::read_to_string("/proc/meminfo").ok().and_then(|t| {
-            t.lines()
-                .find(|l| l.starts_with("MemTotal:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kib| kib.parse::<u64>().ok())
-                .map(|kib| kib * 1024)
-        });
+        let cpu = probe::cpu_model().unwrap_or_else(|| std::env::consts::ARCH.to_owned());
+        let memory_bytes = probe::meminfo_bytes("MemTotal:");
         Environment {
             git_sha: command_output("git", &["rev-parse", "HEAD"]),
             package_version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -76,7 +58,7 @@ impl Environment {
             cpu,
             cpu_count: std::thread::available_parallelism().ok().map(usize::from),
             memory_bytes,
-            load_average_before: load_average(),
+            load_average_before: probe::load_average(),
             load_average_after: None,
             bench_lock: std::env::var("PARTICLES_BENCH_LOCK").ok(),
             config: "(unset)".to_owned(),
@@ -87,6 +69,6 @@ impl Environment {
 
     /// Records the load average after the work.
     pub(crate) fn finish(&mut self) {
-        self.load_average_after = load_average();
+        self.load_average_after = probe::load_average();
     }
 }

@@ -68,6 +68,17 @@ pub enum Error {
         /// Questions the run asks.
         need: usize,
     },
+    /// The load generator (`benchmark serve-load`) could not run: no questions
+    /// or rates, an engine that did not start or answer its warm-up, a client
+    /// that could not be built. Its message names the engine's URL or the flag.
+    #[error("{reason}")]
+    Load {
+        /// What went wrong.
+        reason: String,
+    },
+    /// No free loopback port could be found for an engine started for a run.
+    #[error("cannot find a free loopback port")]
+    Port(#[source] std::io::Error),
     /// Reading or writing a store failed.
     #[error(transparent)]
     Store(#[from] particles_store::Error),

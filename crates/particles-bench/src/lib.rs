@@ -21,8 +21,19 @@
 //! to `cells-extra/` instead: the reference validates `spec.mode` as `cold` or
 //! `warm` and reads only `cells/`, while [`render_report`] reads both.
 //!
-//! This crate measures and prints progress to stderr; it reads stores only
-//! through `particles-store`, `particles-cache` and `particles-query`.
+//! `benchmark serve-load` lives here too: [`load`] is the open-loop load
+//! generator for an HTTP engine (Poisson arrivals, latency from the scheduled
+//! send, the server's `Server-Timing` read back), and [`serve_load::run`] the
+//! driver that starts the engines (ours, the reference's beside it, a writer
+//! through the reference's write route) and writes the results.
+//!
+//! Every figure comes from one definition: percentiles from
+//! [`stats::quantile`] (NumPy's default), process and machine readings from
+//! one `/proc` module (`probe`), plots from one SVG writer (`plot`).
+//!
+//! This crate measures and prints progress to stderr (the tables it writes go
+//! to the caller too); it reads stores only through `particles-store`,
+//! `particles-cache` and `particles-query`.
 //!
 //! ```no_run
 //! use particles_bench::{render_report, run, CellCommand, RunOptions};
@@ -47,13 +58,21 @@ mod cell;
 mod environment;
 mod error;
 mod generator;
+pub mod load;
+mod plot;
+mod probe;
 mod questions;
+mod reference_load;
 mod report;
 mod runner;
+pub mod serve_load;
+pub mod stats;
+mod writer_load;
 
 pub use crate::{
     cell::{mark_process_start, run_cell},
     error::{Error, Result},
-    report::{log_log_svg, render_report, PlotLine},
+    plot::{log_log_svg, PlotLine},
+    report::render_report,
     runner::{run, CellCommand, RunOptions, Variant},
 };

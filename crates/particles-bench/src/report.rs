@@ -13,7 +13,9 @@ use serde_json::Value;
 use crate::{
     cell::STAGES,
     error::{io_error, read_json, Error, Result},
+    plot::{duration_label, log_log_svg, stacked_shares_svg, PlotLine, ShareBar},
     runner::{size_label, EXTRA_CELLS_DIR},
+    stats::quantile,
 };
 
 /// One `(size, mode, variant)` row of one engine.
@@ -37,19 +39,6 @@ struct Row {
     /// Floors measured in the same cells (`floors` of the cell results).
     floors: BTreeMap<String, f64>,
     notes: Vec<String>,
-}
-
-/// NumPy's default percentile (linear interpolation).
-fn percentile(values: &[f64], q: f64) -> Option<f64> {
-    if values.is_empty() {
-        return None;
-    }
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let position = q / 100.0 * (sorted.len() - 1) as f64;
-    let low = position.floor() as usize;
-    let high = position.ceil() as usize;
-    Some(sorted[low] + (sorted[high] - sorted[low]) * (position - low as f64))
 }
 
 /// The result files in `dir` (every `*.json`).
@@ -113,7 +102,7 @@ fn rows_of(cells: &[Value]) -> Vec<Row> {
                     .iter()
                     .filter_map(|s| s["stages"][stage].as_f64())
                     .collect();
-                stage_p50.insert(stage, percentile(&values, 50.0).unwrap_or(0.0));
+                stage_p50.insert(stage, quantile(&values, 0.50).unwrap_or(0.0));
                 let sum: f64 = values.iter().sum();
                 stage_share.insert(
                     stage,
@@ -157,10 +146,10 @@ fn rows_of(cells: &[Value]) -> Vec<Row> {
                 variant,
                 status,
                 n: totals.len(),
-                p50: percentile(&totals, 50.0),
-                p95: percentile(&totals, 95.0),
-                rows_read_p50: percentile(&field("rows_read"), 50.0),
-                bytes_p50: percentile(&field("embedding_json_bytes"), 50.0),
+                p50: quantile(&totals, 0.50),
+                p95: quantile(&totals, 0.95),
+                rows_read_p50: quantile(&field("rows_read"), 0.50),
+                bytes_p50: quantile(&field("embedding_json_bytes"), 0.50),
                 peak_rss: cells
                     .iter()
                     .flat_map(|c| {
@@ -174,7 +163,7 @@ fn rows_of(cells: &[Value]) -> Vec<Row> {
                 stage_p50,
                 stage_share,
                 warmup: ok.iter().find_map(|c| c["warmup_seconds"].as_f64()),
-                process_p50: percentile(&field("process_seconds"), 50.0),
+                process_p50: quantile(&field("process_seconds"), 0.50),
                 floors: ok
                     .iter()
                     .flat_map(|c| c["floors"].as_object().into_iter().flatten())
@@ -187,12 +176,7 @@ fn rows_of(cells: &[Value]) -> Vec<Row> {
 }
 
 fn seconds(value: Option<f64>) -> String {
-    match value {
-        None => "—".into(),
-        Some(s) if s < 0.01 => format!("{:.1} ms", s * 1e3),
-        Some(s) if s < 1.0 => format!("{:.0} ms", s * 1e3),
-        Some(s) => format!("{s:.2} s"),
-    }
+    value.map_or_else(|| "—".into(), duration_label)
 }
 
 fn bytes(value: Option<f64>) -> String {
@@ -459,138 +443,24 @@ fn latency_svg(series: &[(String, Vec<(f64, f64)>)]) -> String {
     )
 }
 
-/// One line of [`log_log_svg`].
-#[derive(Debug, Clone)]
-pub struct PlotLine {
-    /// The legend's text.
-    pub name: String,
-    /// Index into the palette.
-    pub color: usize,
-    /// Drawn dashed (by convention, the reference's lines).
-    pub dashed: bool,
-    /// `(x, y)` points; those not both positive are left out (a log scale).
-    pub points: Vec<(f64, f64)>,
-}
-
-/// A log-log line plot (y in seconds) as a standalone SVG document, with a
-/// gridline and label at each decade and a legend on the right. `x_tick` labels
-/// the x decades.
-pub fn log_log_svg(
-    lines: &[PlotLine],
-    x_label: &str,
-    y_label: &str,
-    x_tick: impl Fn(f64) -> String,
-) -> String {
-    let (w, h, left, bottom, top, right) = (820.0, 440.0, 70.0, 50.0, 20.0, 250.0);
-    let points: Vec<(f64, f64)> = lines
-        .iter()
-        .flat_map(|line| line.points.iter().copied())
-        .filter(|(x, y)| *x > 0.0 && *y > 0.0)
-        .collect();
-    if points.is_empty() {
-        return String::from("<svg xmlns=\"http://www.w3.org/2000/svg\"/>");
-    }
-    let (x0, x1) = points.iter().fold((f64::MAX, f64::MIN), |(a, b), p| {
-        (a.min(p.0.log10()), b.max(p.0.log10()))
-    });
-    let (y0, y1) = points.iter().fold((f64::MAX, f64::MIN), |(a, b), p| {
-        (a.min(p.1.log10()), b.max(p.1.log10()))
-    });
-    let (x0, x1) = (x0.floor(), x1.ceil().max(x0.floor() + 1.0));
-    let (y0, y1) = (y0.floor(), y1.ceil().max(y0.floor() + 1.0));
-    let px = |x: f64| left + (x.log10() - x0) / (x1 - x0) * (w - left - right);
-    let py = |y: f64| h - bottom - (y.log10() - y0) / (y1 - y0) * (h - bottom - top);
-    let colors = [
-        "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-    ];
-    let mut svg = format!("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n");
-    for decade in (x0 as i32)..=(x1 as i32) {
-        let x = px(10f64.powi(decade));
-        let _ = writeln!(svg, "<line x1=\"{x}\" y1=\"{top}\" x2=\"{x}\" y2=\"{}\" stroke=\"#ddd\"/><text x=\"{x}\" y=\"{}\" text-anchor=\"middle\">{}</text>", h - bottom, h - bottom + 18.0, x_tick(10f64.powi(decade)));
-    }
-    for decade in (y0 as i32)..=(y1 as i32) {
-        let y = py(10f64.powi(decade));
-        let _ = writeln!(svg, "<line x1=\"{left}\" y1=\"{y}\" x2=\"{}\" y2=\"{y}\" stroke=\"#ddd\"/><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", w - right, left - 6.0, y + 4.0, seconds(Some(10f64.powi(decade))));
-    }
-    let _ = writeln!(
-        svg,
-        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{x_label}</text>",
-        (left + w - right) / 2.0,
-        h - 10.0
-    );
-    let _ = writeln!(svg, "<text x=\"16\" y=\"{}\" transform=\"rotate(-90 16 {})\" text-anchor=\"middle\">{y_label}</text>", h / 2.0, h / 2.0);
-    for (i, line) in lines.iter().enumerate() {
-        let color = colors[line.color % colors.len()];
-        let dash = if line.dashed {
-            " stroke-dasharray=\"6 4\""
-        } else {
-            ""
-        };
-        let shown: Vec<(f64, f64)> = line
-            .points
-            .iter()
-            .copied()
-            .filter(|(x, y)| *x > 0.0 && *y > 0.0)
-            .collect();
-        let path: Vec<String> = shown
-            .iter()
-            .map(|(x, y)| format!("{:.1},{:.1}", px(*x), py(*y)))
-            .collect();
-        let _ = writeln!(
-            svg,
-            "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"2\"{dash} points=\"{}\"/>",
-            path.join(" ")
-        );
-        for (x, y) in &shown {
-            let _ = writeln!(
-                svg,
-                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{color}\"/>",
-                px(*x),
-                py(*y)
-            );
-        }
-        let ly = top + 18.0 * i as f64 + 10.0;
-        let _ = writeln!(svg, "<line x1=\"{}\" y1=\"{ly}\" x2=\"{}\" y2=\"{ly}\" stroke=\"{color}\" stroke-width=\"2\"{dash}/><text x=\"{}\" y=\"{}\">{}</text>", w - right + 10.0, w - right + 34.0, w - right + 40.0, ly + 4.0, line.name);
-    }
-    svg.push_str("</svg>\n");
-    svg
-}
-
 /// Stacked bars of the stage split (p50 shares) per store size, for one engine's
 /// rows of one cell kind.
 fn stages_svg(title: &str, rows: &[&Row]) -> String {
-    let (w, h, left, bottom, top) = (760.0, 60.0 + 34.0 * rows.len() as f64, 60.0, 70.0, 30.0);
-    let colors = [
-        "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
-        "#9c755f", "#bab0ac", "#86bcb6", "#d37295",
-    ];
-    let mut svg = format!("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"{left}\" y=\"18\">{title}: share of total time per stage</text>\n", h + bottom);
-    for (i, row) in rows.iter().enumerate() {
-        let y = top + 34.0 * i as f64;
-        let _ = writeln!(
-            svg,
-            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
-            left - 6.0,
-            y + 16.0,
-            size_label(row.size)
-        );
-        let mut x = left;
-        for (j, stage) in STAGES.iter().enumerate() {
-            let share = row.stage_share.get(stage).copied().unwrap_or(0.0);
-            let width = share * (w - left - 20.0);
-            if width > 0.0 {
-                let _ = writeln!(svg, "<rect x=\"{x:.1}\" y=\"{y}\" width=\"{width:.1}\" height=\"24\" fill=\"{}\"><title>{stage} {:.0}%</title></rect>", colors[j], share * 100.0);
-            }
-            x += width;
-        }
-    }
-    for (j, stage) in STAGES.iter().enumerate() {
-        let x = left + (j % 6) as f64 * 115.0;
-        let y = h + 10.0 + (j / 6) as f64 * 20.0;
-        let _ = writeln!(svg, "<rect x=\"{x}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{stage}</text>", y - 10.0, colors[j], x + 16.0, y);
-    }
-    svg.push_str("</svg>\n");
-    svg
+    let bars: Vec<ShareBar> = rows
+        .iter()
+        .map(|row| ShareBar {
+            label: size_label(row.size),
+            shares: STAGES
+                .iter()
+                .map(|stage| row.stage_share.get(stage).copied().unwrap_or(0.0))
+                .collect(),
+        })
+        .collect();
+    stacked_shares_svg(
+        &format!("{title}: share of total time per stage"),
+        &bars,
+        &STAGES,
+    )
 }
 
 /// Renders the report of a work directory into `export_dir`: the Markdown page
@@ -627,7 +497,7 @@ pub fn render_report(work_dir: &Path, export_dir: &Path) -> Result<PathBuf> {
             " and the reference, side by side"
         }
     );
-    let _ = writeln!(out, "Every latency below is **measured** (closed loop: one question at a time, so p95 is a closed-loop p95, not a tail SLO); ratios and slopes are **derived** from them. Cold = a fresh process, one question; warm = one process, an untimed warm-up, then timed questions. top_k 40. The reference has cold and warm cells; particles-rs, which keeps a sidecar beside the store, has four one-shot kinds: `first` (no sidecar yet, the store read into the page cache beforehand: decode the store, answer, then write the sidecar), `cold` (sidecar present, page cache warm), `cold-evicted` (sidecar and store pages dropped from the page cache first) and the subject-filtered cold cell (which never opens the sidecar); each is compared with the reference's cold cell. Our warm cells stand for `serve`: they start from the sidecar and keep the vectors in huge pages.\n");
+    let _ = writeln!(out, "Percentiles here are NumPy's default (linear interpolation between the two nearest ranks), computed by `particles_bench::stats::quantile`. Every latency below is **measured** (closed loop: one question at a time, so p95 is a closed-loop p95, not a tail SLO); ratios and slopes are **derived** from them. Cold = a fresh process, one question; warm = one process, an untimed warm-up, then timed questions. top_k 40. The reference has cold and warm cells; particles-rs, which keeps a sidecar beside the store, has four one-shot kinds: `first` (no sidecar yet, the store read into the page cache beforehand: decode the store, answer, then write the sidecar), `cold` (sidecar present, page cache warm), `cold-evicted` (sidecar and store pages dropped from the page cache first) and the subject-filtered cold cell (which never opens the sidecar); each is compared with the reference's cold cell. Our warm cells stand for `serve`: they start from the sidecar and keep the vectors in huge pages.\n");
     if let Some(environment) = ours_cells
         .iter()
         .find_map(|c| c.get("environment").filter(|e| !e.is_null()))
@@ -739,10 +609,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn percentiles_interpolate_like_numpy() {
-        assert_eq!(percentile(&[1.0, 2.0, 3.0, 4.0], 50.0), Some(2.5));
-        assert_eq!(percentile(&[1.0, 2.0, 3.0, 4.0, 5.0], 95.0), Some(4.8));
-        assert_eq!(percentile(&[], 50.0), None);
+    fn the_slope_is_fitted_in_logs() {
+        // The percentiles are `stats::quantile`'s (NumPy's), tested there.
         assert_eq!(
             slope(&[(10.0, 1.0), (100.0, 10.0)]).map(|s| (s * 1e9).round() / 1e9),
             Some(1.0)

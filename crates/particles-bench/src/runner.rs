@@ -19,6 +19,7 @@ use crate::{
     environment::Environment,
     error::{io_error, read_json, write_json, write_json_atomically, Error, Result},
     generator,
+    probe::{self, Process},
     questions::{self, Questions},
 };
 
@@ -390,14 +391,8 @@ fn plan(options: &RunOptions, sizes: &[u64]) -> Vec<PlannedCell> {
 }
 
 fn swap_used() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let field = |name: &str| -> Option<u64> {
-        text.lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse::<u64>().ok())
-    };
-    Some((field("SwapTotal:")? - field("SwapFree:")?) * 1024)
+    let total = probe::meminfo_bytes("SwapTotal:")?;
+    Some(total.saturating_sub(probe::meminfo_bytes("SwapFree:")?))
 }
 
 fn free_disk(path: &Path) -> Option<u64> {
@@ -412,18 +407,6 @@ fn free_disk(path: &Path) -> Option<u64> {
         .trim()
         .parse()
         .ok()
-}
-
-fn rss_of(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let kib: u64 = status
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()?;
-    Some(kib * 1024)
 }
 
 fn failure_result(
@@ -489,7 +472,7 @@ fn run_cell(options: &RunOptions, dirs: &EngineDirs, spec: &CellSpec) -> Result<
             continue;
         }
         last_sample = Instant::now();
-        if let Some(rss) = rss_of(child.id()) {
+        if let Some(rss) = probe::current_rss(Process::Id(child.id())) {
             peak = Some(peak.map_or(rss, |p| p.max(rss)));
         }
         let guard = if started.elapsed().as_secs_f64() > options.cell_timeout {

@@ -14,7 +14,6 @@ mod model_cmd;
 mod output;
 mod query;
 mod query_flags;
-mod reference_load;
 mod reference_text;
 mod response;
 mod serve;
@@ -22,7 +21,6 @@ mod server_cmd;
 mod sidecar_cmd;
 mod store_cmd;
 mod structural_cmd;
-mod writer_load;
 
 use std::{io, process::ExitCode};
 

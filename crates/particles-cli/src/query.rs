@@ -453,7 +453,6 @@ pub(crate) fn run(args: QueryArgs, config: &crate::config_cmd::Configured) -> Re
     let answered = engine
         .ask(&request, &envelope, detail)
         .map_err(|error| engine_error(error, &selection))?;
-    let engine = std::sync::Arc::new(engine);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match &answered.outcome {

@@ -28,18 +28,13 @@ Coming from the reference's `particles query`:
     --json, --response-json, --subject-id, --include-agreement, --observer-project,
     --uncertainty-nature, --recency-window-days, --sidecar-dir, --no-sidecar";
 
-/// Python's `str.strip()`: Rust's whitespace plus U+001C..U+001F.
-fn py_strip(text: &str) -> &str {
-    text.trim_matches(|c: char| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c))
-}
-
 /// `--assertion-modality` as the reference's CLI reads it: `strip()`, `upper()`,
 /// then one of the four values, else its message (a usage error here).
 pub(crate) fn assertion_modality(text: Option<&str>) -> Result<Option<AssertionModality>> {
     let Some(text) = text else {
         return Ok(None);
     };
-    py_strip(text).to_uppercase().parse().map(Some).map_err(|_| {
+    particles_pytext::upper(particles_pytext::strip(text)).parse().map(Some).map_err(|_| {
         UsageError(format!(
             "Unknown assertion modality {}. Valid: FALSIFIABLE, EVALUATIVE, EXPERIENTIAL, CONSTITUTIVE.",
             python_repr(text)

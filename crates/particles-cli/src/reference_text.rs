@@ -11,11 +11,11 @@
 
 use std::io::{self, Write};
 
+use particles_engine::SourcePassage;
 use particles_model::{
     response::{AnswerFailureCause, AttributionKind, QueryResponse, WindowHit},
     Particle, ParticleType, Timestamp,
 };
-use particles_server::SourcePassage;
 use serde::Serialize;
 
 /// What the caller asked for beyond the answer itself.
@@ -333,7 +333,7 @@ fn write_attribution(
 /// `reading: 2020-03-15 → 2021-01-01 [valid_until]`, as the window notes print
 /// a hit's place in the window.
 fn window_label(hit: &WindowHit) -> String {
-    let reading = wire(&hit.reading).to_lowercase().replace('_', " ");
+    let reading = particles_pytext::lower(&wire(&hit.reading)).replace('_', " ");
     let mut span = hit.valid_from.date_text();
     if let Some(closed) = hit.closed_at {
         let basis = hit.close_basis.as_ref().map(wire).unwrap_or_default();

@@ -3,7 +3,7 @@
 //! source passage behind each of the top hits. A formatter only: the answer
 //! comes from the engine (`query::run`).
 
-use std::{io::Write, path::Path, sync::Arc};
+use std::{io::Write, path::Path};
 
 use anyhow::Result;
 use particles_engine::Engine;
@@ -18,7 +18,7 @@ use crate::{
 /// `sources` names the store, the passages of the top hits.
 pub(crate) fn print_text(
     out: &mut impl Write,
-    engine: &Arc<Engine>,
+    engine: &Engine,
     response: &QueryResponse,
     layout: &Layout,
     sources: Option<&Path>,
@@ -34,11 +34,16 @@ pub(crate) fn print_text(
         let hits = &response.particles[..limit];
         // Passages come from the store the hits were ranked in (a plain query:
         // --show-source refuses handles, as the reference refuses --store).
-        let backend = particles_server::Backend::new(engine.clone(), &config.loaded, store);
+        let settings = particles_engine::PassageSettings::from_config(&config.loaded, store);
         let passages = hits
             .iter()
-            .map(|hit| backend.passage_for_display(&hit.id))
-            .collect::<Result<Vec<_>, _>>()?;
+            .map(|hit| {
+                engine
+                    .source_passage(&hit.id, &settings)?
+                    .for_display(&hit.id)
+                    .map_err(anyhow::Error::msg)
+            })
+            .collect::<Result<Vec<_>>>()?;
         reference_text::write_sources(out, hits, response.particles.len(), &passages)?;
     }
     Ok(())

@@ -86,7 +86,7 @@ pub(crate) fn prepare(
 
 /// `StructuralGroupBy(axis.strip().lower())`.
 fn parse_axis(axis: &str) -> Result<GroupBy> {
-    match axis.trim().to_lowercase().as_str() {
+    match particles_pytext::lower(particles_pytext::strip(axis)).as_str() {
         "subject" => Ok(GroupBy::Subject),
         "predicate" => Ok(GroupBy::Predicate),
         "object" => Ok(GroupBy::Object),

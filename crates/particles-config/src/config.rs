@@ -232,12 +232,14 @@ impl ProviderConfig {
     /// non-alphanumeric character replaced by `_` (for `local`, the reference
     /// also falls back to `PARTICLES_LOCAL_LLM_API_KEY`).
     pub fn api_key_env_var(name: &str) -> String {
+        use particles_pytext::{is_alnum, upper};
+        // `"".join(c if c.isalnum() else "_" for c in name).upper()`, Python 3.11's
+        // Unicode.
         let suffix: String = name
             .chars()
-            .map(|c| if c.is_alphanumeric() { c } else { '_' })
-            .collect::<String>()
-            .to_uppercase();
-        format!("PARTICLES_LLM_API_KEY_{suffix}")
+            .map(|c| if is_alnum(c) { c } else { '_' })
+            .collect();
+        format!("PARTICLES_LLM_API_KEY_{}", upper(&suffix))
     }
 }
 

@@ -45,7 +45,6 @@ mod rules;
 mod schema;
 mod show;
 mod store;
-mod unicode_tables;
 mod validate;
 mod value;
 mod yaml;

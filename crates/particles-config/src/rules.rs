@@ -111,7 +111,7 @@ pub(crate) fn field_rule(rule: &str, key: &str, value: &mut Value) -> Result<(),
             let Value::Str(host) = value else {
                 return Ok(());
             };
-            let normalized = host.trim().to_lowercase();
+            let normalized = particles_pytext::lower(particles_pytext::strip(host));
             if normalized.is_empty() {
                 return Err("network.allow entry needs a host".to_owned());
             }
@@ -139,7 +139,7 @@ pub(crate) fn field_rule(rule: &str, key: &str, value: &mut Value) -> Result<(),
             };
             for item in items.iter_mut() {
                 let Value::Str(entry) = item else { continue };
-                let host = entry.trim().to_lowercase();
+                let host = particles_pytext::lower(particles_pytext::strip(entry));
                 let bare = host.strip_prefix("*.").unwrap_or(&host);
                 let forbidden: &[char] = if bare.starts_with('[') && bare.ends_with(']') {
                     &['/', '@', ' ']
@@ -158,7 +158,7 @@ pub(crate) fn field_rule(rule: &str, key: &str, value: &mut Value) -> Result<(),
         }
         "allowed_origins" => {
             for entry in strings(value) {
-                let parts = net::urlsplit(entry.trim())?;
+                let parts = net::urlsplit(particles_pytext::strip(entry))?;
                 let bad = parts.scheme.is_empty()
                     || parts.netloc.is_empty()
                     || entry.contains('*')
@@ -176,7 +176,7 @@ pub(crate) fn field_rule(rule: &str, key: &str, value: &mut Value) -> Result<(),
         }
         "trusted_proxies" => {
             for entry in strings(value) {
-                let trimmed = entry.trim();
+                let trimmed = particles_pytext::strip(entry);
                 let Some(network) = net::ip_network(trimmed) else {
                     return Err(format!(
                         "api.trusted_proxies entry {} is not a valid IP or CIDR: {}",

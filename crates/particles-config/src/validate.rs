@@ -17,8 +17,8 @@
 //! Approximations, not checked to the letter: the network rules parse addresses
 //! with a port of the parts of Python's `ipaddress` and `urlsplit` they use (the
 //! reason text of an unparseable `trusted_proxies` entry, IPv6 scope ids and the
-//! NFKC check of a non-ASCII netloc may differ), and lower-casing is Rust's
-//! Unicode `to_lowercase`, not Python's `str.lower`.
+//! NFKC check of a non-ASCII netloc may differ). Stripping and lower-casing are
+//! Python's (`particles_pytext::{strip, lower}`, Python 3.11's Unicode).
 
 use std::collections::HashMap;
 
@@ -140,7 +140,7 @@ impl Validator<'_> {
         // `mode="before"` validators see the raw value.
         if has("blank_is_none") {
             if let NodeValue::Str(text) = &node.value {
-                if text.trim().is_empty() {
+                if particles_pytext::strip(text).is_empty() {
                     return Some(Value::Null);
                 }
             }

@@ -945,21 +945,12 @@ pub(crate) fn construct_int(text: &str) -> Result<Int, String> {
 fn decimal_and_space_to_ascii(text: &str) -> String {
     text.chars()
         .map(|c| {
-            let code = u32::from(c);
-            if code < 127 {
-                return c;
-            }
-            if matches!(
-                code,
-                0x85 | 0xA0 | 0x1680 | 0x2000..=0x200A | 0x2028 | 0x2029 | 0x202F | 0x205F | 0x3000
-            ) {
-                return ' ';
-            }
-            let zeros = crate::unicode_tables::DECIMAL_ZEROS;
-            let at = zeros.partition_point(|&zero| zero <= code);
-            match at.checked_sub(1).map(|at| zeros[at]) {
-                Some(zero) if code - zero < 10 => char::from(b'0' + (code - zero) as u8),
-                _ => '?',
+            if u32::from(c) < 127 {
+                c
+            } else if particles_pytext::is_space(c) {
+                ' '
+            } else {
+                particles_pytext::decimal_value(c).map_or('?', |digit| char::from(b'0' + digit))
             }
         })
         .collect()
@@ -1028,7 +1019,7 @@ fn python_int(text: &str, base: u32) -> Option<Int> {
 
 /// `construct_yaml_float` on any text.
 pub(crate) fn construct_float(text: &str) -> Result<f64, String> {
-    let cleaned = text.replace('_', "").to_lowercase();
+    let cleaned = particles_pytext::lower(&text.replace('_', ""));
     let (sign, body) = match cleaned.as_bytes().first() {
         Some(b'-') => (-1.0, &cleaned[1..]),
         Some(b'+') => (1.0, &cleaned[1..]),
@@ -1230,7 +1221,7 @@ fn construct(node: &Composed) -> Result<Node, YamlError> {
             let value = match resolved {
                 Resolved::Null => NodeValue::Null,
                 Resolved::Str => NodeValue::Str(text.clone()),
-                Resolved::Bool => match text.to_lowercase().as_str() {
+                Resolved::Bool => match particles_pytext::lower(text).as_str() {
                     "yes" | "true" | "on" => NodeValue::Bool(true),
                     "no" | "false" | "off" => NodeValue::Bool(false),
                     _ => return Err(fail(format!("{text:?} is not a YAML boolean (KeyError)"))),

@@ -587,6 +587,21 @@ impl Engine {
             .with_cache(|cache| cache.candidates())
     }
 
+    /// The source passage behind the particle `id` in the first store,
+    /// rebuilt from the store and its blob files as the reference does
+    /// (`GET /particles/{id}/source`, `query --show-source`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] when the store cannot be read.
+    pub fn source_passage(
+        &self,
+        id: &str,
+        settings: &crate::PassageSettings,
+    ) -> Result<crate::Hydrated> {
+        self.with_store(|store| Ok(crate::passage::hydrate(store, id, settings)?))
+    }
+
     /// Runs `f` with a pooled connection to the first (the default) store.
     ///
     /// # Errors

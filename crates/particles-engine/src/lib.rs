@@ -24,6 +24,7 @@
 
 mod batcher;
 mod engine;
+mod passage;
 mod respond;
 mod settings;
 mod stores;
@@ -34,6 +35,7 @@ pub use crate::{
         answer_settings, check_vector, AnswerTimings, Answered, CacheOptions, CacheReport, Detail,
         Encode, Engine, ProgressFactory,
     },
+    passage::{Hydrated, PassageSettings, SourcePassage},
     settings::Settings,
     stores::{resolve_stores, StoreSelection, StoreTarget},
 };

@@ -3,7 +3,7 @@
 use crate::tables::{ALNUM, DECIMAL_ZEROS, LINE_BOUNDARY, PRINTABLE, SPACE};
 
 /// Whether `code` lies in one of `ranges` (sorted, disjoint, inclusive).
-fn in_ranges(ranges: &[(u32, u32)], code: u32) -> bool {
+pub(crate) fn in_ranges(ranges: &[(u32, u32)], code: u32) -> bool {
     let at = ranges.partition_point(|&(_, last)| last < code);
     ranges.get(at).is_some_and(|&(first, _)| first <= code)
 }
@@ -23,6 +23,11 @@ pub fn is_printable(c: char) -> bool {
 /// or `isnumeric()`.
 pub fn is_alnum(c: char) -> bool {
     in_ranges(ALNUM, c as u32)
+}
+
+/// `re`'s `\w` for str patterns: [`is_alnum`] or the underscore.
+pub fn is_word(c: char) -> bool {
+    c == '_' || is_alnum(c)
 }
 
 /// `str.isdecimal()` for one character (also `re`'s `\d` for str patterns).

@@ -84,7 +84,7 @@ impl Caller<'_> {
 /// The reference's `_is_loopback_host`: `localhost` or a loopback IP literal
 /// (brackets and an IPv6 zone stripped); no DNS.
 pub fn is_loopback_host(host: &str) -> bool {
-    let lowered = pytext::strip(host).to_lowercase();
+    let lowered = pytext::lower(pytext::strip(host));
     if lowered == "localhost" {
         return true;
     }
@@ -183,7 +183,7 @@ fn host_without_port(host: &str) -> &str {
 }
 
 fn host_is_allowed(host: &str, dev_key: bool, policy: &Policy) -> bool {
-    let name = host_without_port(host).to_lowercase();
+    let name = pytext::lower(host_without_port(host));
     if is_loopback_host(&name) {
         return true;
     }
@@ -235,7 +235,7 @@ fn is_browser_request(caller: &Caller<'_>) -> bool {
 }
 
 fn normalise_origin(origin: &str) -> String {
-    pytext::strip(origin).trim_end_matches('/').to_lowercase()
+    pytext::lower(pytext::strip(origin).trim_end_matches('/'))
 }
 
 /// Why the request is a cross-site browser request, or `None`.
@@ -253,7 +253,7 @@ fn cross_site_reason(caller: &Caller<'_>, policy: &Policy) -> Result<Option<Stri
     }
     if let Some(site) = caller.header("sec-fetch-site") {
         let site = pytext::strip(&site);
-        return Ok(match site.to_lowercase().as_str() {
+        return Ok(match pytext::lower(site).as_str() {
             "same-origin" | "none" => None,
             _ => Some(format!("Sec-Fetch-Site: {site}")),
         });
@@ -269,9 +269,9 @@ fn cross_site_reason(caller: &Caller<'_>, policy: &Policy) -> Result<Option<Stri
     let Ok(netloc) = particles_rank::netloc(origin) else {
         return Ok(Some(format!("Origin: {origin}")));
     };
-    let netloc = netloc.to_lowercase();
+    let netloc = pytext::lower(&netloc);
     let host = caller.header("host").unwrap_or_default();
-    if !netloc.is_empty() && netloc == pytext::strip(&host).to_lowercase() {
+    if !netloc.is_empty() && netloc == pytext::lower(pytext::strip(&host)) {
         return Ok(None);
     }
     Ok(Some(format!("Origin: {origin}")))
@@ -306,7 +306,7 @@ pub(crate) fn bearer(headers: &HeaderMap) -> Option<String> {
     let value = pytext::latin1(headers.get("authorization")?.as_bytes());
     let (scheme, rest) = value.split_once(' ').unwrap_or((value.as_str(), ""));
     let credentials = pytext::strip(rest);
-    if scheme.is_empty() || credentials.is_empty() || scheme.to_lowercase() != "bearer" {
+    if scheme.is_empty() || credentials.is_empty() || pytext::lower(scheme) != "bearer" {
         return None;
     }
     Some(credentials.to_owned())

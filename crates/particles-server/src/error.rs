@@ -31,10 +31,6 @@ pub enum Error {
     /// Standard input or output failed (the MCP transport).
     #[error("the MCP transport failed: {0}")]
     Mcp(String),
-    /// A load-generator run failed (the target did not answer, a file could not
-    /// be written).
-    #[error("{0}")]
-    Load(String),
     /// Reading or writing a file failed.
     #[error("{path}")]
     Io {

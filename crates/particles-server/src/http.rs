@@ -28,13 +28,13 @@ use axum::{
 };
 use bytes::Bytes;
 use http_body_util::BodyExt;
+use particles_engine::Hydrated;
 use particles_model::{QueryRequest, Timestamp};
 use serde_json::{json, Value};
 use tokio::sync::Semaphore;
 
 use crate::{
     auth::{self, ApiKey, Caller, Refusal},
-    passage::Hydrated,
     proxy::Upstream,
     pyjson,
     rate_limit::{self, Buckets},
@@ -303,12 +303,9 @@ enum Parsed {
 /// `application/json` or `application/*+json`, read as Python's email parser
 /// reads a content type (parameters dropped, case folded, one `/`).
 fn is_json_content_type(value: &str) -> bool {
-    let main = value
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_lowercase();
+    let main = crate::pytext::lower(crate::pytext::strip(
+        value.split(';').next().unwrap_or_default(),
+    ));
     let mut parts = main.split('/');
     match (parts.next(), parts.next(), parts.next()) {
         (Some("application"), Some(subtype), None) => {

@@ -10,7 +10,6 @@
 //!   cap on queries in flight. A `/query` answer carries the journal position it
 //!   is exact at in [`JOURNAL_SEQ_HEADER`].
 //! - [`run_mcp_stdio`]: the reference's MCP `query` tool on stdio (rmcp).
-//! - [`load`]: an open-loop load generator for `benchmark serve-load`.
 //!
 //! Queries run on blocking threads (SQLite and the answer's provider call
 //! block); the engine's candidate cache is shared, so one refresh serves every
@@ -36,9 +35,7 @@
 mod auth;
 mod error;
 mod http;
-pub mod load;
 mod mcp;
-mod passage;
 mod proxy;
 mod pyjson;
 mod pytext;
@@ -51,7 +48,6 @@ pub use crate::{
     error::{Error, Result},
     http::{KeySource, Limits, JOURNAL_SEQ_HEADER},
     mcp::{run_mcp_stdio, McpOptions},
-    passage::SourcePassage,
     server::{run_http, shutdown_signal, HttpOptions, HttpServer, DEFAULT_LISTEN},
     service::{Backend, VERSION},
 };

@@ -129,12 +129,18 @@ impl<'a> Arguments<'a> {
             None => Ok(None),
             Some(Value::Bool(b)) => Ok(Some(*b)),
             Some(Value::String(s))
-                if matches!(s.to_lowercase().as_str(), "true" | "1" | "yes" | "on") =>
+                if matches!(
+                    crate::pytext::lower(s).as_str(),
+                    "true" | "1" | "yes" | "on"
+                ) =>
             {
                 Ok(Some(true))
             }
             Some(Value::String(s))
-                if matches!(s.to_lowercase().as_str(), "false" | "0" | "no" | "off") =>
+                if matches!(
+                    crate::pytext::lower(s).as_str(),
+                    "false" | "0" | "no" | "off"
+                ) =>
             {
                 Ok(Some(false))
             }
@@ -207,7 +213,7 @@ fn build_request(
     let group_by = match args.string("group_by")? {
         None => None,
         Some(text) => {
-            let axis = crate::pytext::strip(text).to_lowercase();
+            let axis = crate::pytext::lower(crate::pytext::strip(text));
             if !matches!(axis.as_str(), "subject" | "predicate" | "object") {
                 return Err(format!(
                     "Unknown group_by axis {}. Valid: subject, predicate, object.",

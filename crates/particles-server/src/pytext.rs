@@ -1,17 +1,10 @@
-//! Python's string semantics where a client reads the text we produce: `strip`,
-//! `isspace`, and headers decoded as Starlette decodes them (latin-1).
-//! `splitlines` and `repr` are `particles_model::{python_splitlines, python_repr}`.
+//! Python's string semantics where a client reads the text we produce, and
+//! headers decoded as Starlette decodes them (latin-1). `str.strip()` and
+//! `str.lower()` (final sigma included) are `particles_pytext`'s, over tables
+//! generated from Python 3.11 (Unicode 14.0); `splitlines` and `repr` are
+//! `particles_model::{python_splitlines, python_repr}`.
 
-/// Python's `str.isspace` for one character: Unicode White_Space plus the four
-/// information separators U+001C..U+001F, which Python counts and Rust does not.
-pub(crate) fn is_space(c: char) -> bool {
-    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
-}
-
-/// Python's `str.strip()`.
-pub(crate) fn strip(text: &str) -> &str {
-    text.trim_matches(is_space)
-}
+pub(crate) use particles_pytext::{lower, strip};
 
 /// A header value as Starlette reads it: bytes decoded as latin-1.
 pub(crate) fn latin1(bytes: &[u8]) -> String {
@@ -26,6 +19,7 @@ mod tests {
     #[test]
     fn strip_and_splitlines_follow_python() {
         assert_eq!(strip("\u{1c} a \u{a0}"), "a");
+        assert_eq!(lower("ORIGIN İ ΟΣ"), "origin i\u{307} ος");
         assert_eq!(splitlines("a\r\nb\rc\u{2028}d\n"), vec!["a", "b", "c", "d"]);
         assert_eq!(splitlines(""), Vec::<&str>::new());
         assert_eq!(splitlines("a\n\nb"), vec!["a", "", "b"]);

@@ -1,19 +1,12 @@
 //! What the HTTP and MCP front ends share: the engine, the configuration they
 //! read per request, and the reads they answer besides `/query`.
 
-use std::{
-    path::{Path, PathBuf},
-    sync::Arc,
-};
+use std::{path::Path, sync::Arc};
 
-use particles_engine::Engine;
+use particles_engine::{Engine, Hydrated, PassageSettings, SourcePassage};
 use particles_model::Particle;
 
-use crate::{
-    auth,
-    passage::{self, Hydrated, PassageSettings, SourcePassage},
-    Error, Result,
-};
+use crate::{auth, Error, Result};
 
 /// Our `/health` version: clearly ours, so `particles --version` against this
 /// engine says which engine answered.
@@ -37,24 +30,6 @@ impl Backend {
     /// reference resolves `storage.blob_dir` beside its default store).
     pub fn new(engine: Arc<Engine>, loaded: &particles_config::Loaded, store: &Path) -> Backend {
         let config = loaded.config();
-        let int_key = |key: &str, default: usize| {
-            loaded
-                .value(key)
-                .and_then(|v| v.as_u64())
-                .and_then(|v| usize::try_from(v).ok())
-                .unwrap_or(default)
-        };
-        let tool_turn_source_types = loaded
-            .value("extraction.tool_turn_source_types")
-            .and_then(|v| {
-                v.as_array().map(|items| {
-                    items
-                        .iter()
-                        .filter_map(|item| item.as_str().map(str::to_owned))
-                        .collect()
-                })
-            })
-            .unwrap_or_else(|| vec!["CONVERSATION".to_owned(), "JOURNAL".to_owned()]);
         Backend {
             engine,
             policy: auth::Policy::from_config(&config.api),
@@ -62,14 +37,7 @@ impl Backend {
             mcp_rate_limit_per_minute: config.mcp.rate_limit_per_minute,
             max_request_body_bytes: config.api.max_request_body_bytes,
             build_date: config.build.date.clone(),
-            passage: PassageSettings {
-                locate_min_overlap: config.source_passage.locate_min_overlap,
-                max_passage_chars: usize::try_from(config.source_passage.max_passage_chars)
-                    .unwrap_or(6000),
-                html_chunk_size: int_key("extraction.html_chunk_size", 15_000),
-                tool_turn_source_types,
-                blob_dir: blob_dir(&config.storage.blob_dir, store, loaded.path()),
-            },
+            passage: PassageSettings::from_config(loaded, store),
             frozen_now: None,
         }
     }
@@ -140,46 +108,13 @@ impl Backend {
     /// [`Error::Engine`] when the store cannot be read; [`Error::Refused`] where
     /// the reference raises (an ambiguous snapshot prefix, a malformed hash).
     pub fn passage_for_display(&self, id: &str) -> Result<Option<SourcePassage>> {
-        match self.source_passage(id)? {
-            Hydrated::Missing => Ok(None),
-            Hydrated::Passage(passage) => Ok(Some(passage)),
-            Hydrated::Unrendered(mut passage) => {
-                passage.note = Some(format!(
-                    "This source is HTML or PDF, which particles-rs does not render; \
-                     `particles particle source {id}` shows it."
-                ));
-                Ok(Some(passage))
-            }
-            Hydrated::Raised(message) => Err(Error::Refused(message)),
-        }
+        self.source_passage(id)?
+            .for_display(id)
+            .map_err(Error::Refused)
     }
 
     pub(crate) fn source_passage(&self, id: &str) -> Result<Hydrated> {
-        Ok(self
-            .engine
-            .with_store(|store| Ok(passage::hydrate(store, id, &self.passage)?))?)
-    }
-}
-
-/// `storage.blob_dir` as the reference resolves it: `~` expanded, an absolute
-/// path as is, a relative one beside the store (our store is always a file),
-/// else beside the configuration file.
-fn blob_dir(value: &str, store: &Path, config_file: Option<&Path>) -> PathBuf {
-    let expanded = match value.strip_prefix("~/") {
-        Some(rest) => std::env::var_os("HOME")
-            .map(|home| PathBuf::from(home).join(rest))
-            .unwrap_or_else(|| PathBuf::from(value)),
-        None => PathBuf::from(value),
-    };
-    if expanded.is_absolute() {
-        return expanded;
-    }
-    if let Some(parent) = store.parent().filter(|_| store.is_absolute()) {
-        return parent.join(expanded);
-    }
-    match config_file.and_then(Path::parent) {
-        Some(dir) => dir.join(expanded),
-        None => expanded,
+        Ok(self.engine.source_passage(id, &self.passage)?)
     }
 }
 

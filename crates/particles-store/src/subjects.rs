@@ -123,7 +123,7 @@ impl SubjectResolution {
 /// [`crate::Error::Query`] when SQLite fails, including a store without the
 /// `subjects` or `subject_aliases` table (the reference fails there too).
 pub fn resolve_subject(store: &Store, reference: &str) -> Result<SubjectResolution> {
-    let reference = py_strip(reference);
+    let reference = particles_pytext::strip(reference);
     if reference.is_empty() {
         return Ok(SubjectResolution::NoMatch);
     }
@@ -163,8 +163,9 @@ pub fn resolve_subject(store: &Store, reference: &str) -> Result<SubjectResoluti
         &prefix,
         MatchedBy::IdPrefix,
     )?);
-    // Python lowers the typed text; SQLite lowers the stored name (ASCII only).
-    let lowered = reference.to_lowercase();
+    // Python lowers the typed text (`str.lower()`, Python 3.11's Unicode); SQLite
+    // lowers the stored name (ASCII only, in the SQL).
+    let lowered = particles_pytext::lower(reference);
     let mut named = rows(
         "SELECT id, canonical_name FROM subjects WHERE lower(canonical_name) = ?1 \
          ORDER BY created_at, id",
@@ -194,13 +195,6 @@ pub fn resolve_subject(store: &Store, reference: &str) -> Result<SubjectResoluti
             shown: pool.into_iter().take(AMBIGUOUS_SHOWN).collect(),
         },
     })
-}
-
-/// Python's `str.strip()`: Rust's whitespace plus the four information separators
-/// U+001C..U+001F, which Python counts as whitespace and Rust does not.
-fn py_strip(text: &str) -> &str {
-    let is_space = |c: char| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c);
-    text.trim_matches(is_space)
 }
 
 /// The reference's `escape_like_pattern`: `\` first, then `%` and `_`.
@@ -238,7 +232,7 @@ mod tests {
                 connection
                     .execute(
                         "INSERT INTO subject_aliases VALUES (?1, ?2, ?3)",
-                        [*id, alias.to_lowercase().as_str(), alias],
+                        [*id, particles_pytext::lower(alias).as_str(), alias],
                     )
                     .unwrap();
             }

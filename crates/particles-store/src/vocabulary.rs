@@ -135,29 +135,10 @@ fn python_float(value: &Value) -> std::result::Result<f64, String> {
             .as_f64()
             .ok_or_else(|| format!("confidence {n} is not a float")),
         Value::Bool(b) => Ok(if *b { 1.0 } else { 0.0 }),
-        Value::String(s) => {
-            let text = s.trim();
-            let lowered = text.to_ascii_lowercase();
-            let unsigned = lowered.trim_start_matches(['+', '-']);
-            let negative = lowered.starts_with('-');
-            let special = match unsigned {
-                "inf" | "infinity" => Some(f64::INFINITY),
-                "nan" => Some(f64::NAN),
-                _ => None,
-            };
-            match special {
-                // Only one sign is allowed before the special names.
-                Some(v) if lowered.len() - unsigned.len() <= 1 => Ok(if negative { -v } else { v }),
-                _ if text
-                    .chars()
-                    .all(|c| c.is_ascii_digit() || "+-.eE".contains(c)) =>
-                {
-                    text.parse::<f64>()
-                        .map_err(|_| format!("could not convert string to float: {s:?}"))
-                }
-                _ => Err(format!("could not convert string to float: {s:?}")),
-            }
-        }
+        // `float(str)`: Python's spaces and decimal digits, underscores between
+        // digits, `inf`/`infinity`/`nan` with one optional sign.
+        Value::String(s) => particles_pytext::python_float(s)
+            .ok_or_else(|| format!("could not convert string to float: {s:?}")),
         other => Err(format!("confidence {other} is not a number")),
     }
 }
@@ -420,6 +401,14 @@ mod tests {
         );
         assert!(python_float(&Value::String("abc".into())).is_err());
         assert!(python_float(&Value::Null).is_err());
+        // What `float()` reads beyond Rust's grammar: underscores between digits,
+        // Unicode digits and spaces; U+001C is not one of them.
+        assert_eq!(python_float(&Value::String("1_0".into())), Ok(10.0));
+        assert_eq!(
+            python_float(&Value::String("\u{3000}\u{661}.5".into())),
+            Ok(1.5)
+        );
+        assert!(python_float(&Value::String("\u{1c}1".into())).is_err());
     }
 
     #[test]

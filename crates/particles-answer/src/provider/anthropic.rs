@@ -131,11 +131,12 @@ fn send_following_redirects(
     Err(None)
 }
 
-/// `scheme://authority` of an absolute URL, lower-cased.
+/// `scheme://authority` of an absolute URL, lower-cased as httpx lower-cases the
+/// scheme and host (Python's `str.lower()`).
 fn origin(url: &str) -> String {
     let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
     let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    format!("{}://{}", scheme.to_lowercase(), authority.to_lowercase())
+    format!("{}://{}", pytext::lower(scheme), pytext::lower(authority))
 }
 
 /// A `location` resolved against the URL it came from.

@@ -31,17 +31,19 @@ impl Reply {
         self.should_retry.as_deref()
     }
 
-    /// The wait a `retry-after-ms` or numeric `retry-after` header asks for.
+    /// The wait a `retry-after-ms` or numeric `retry-after` header asks for, each
+    /// read by Python's `float()` as the SDK reads it (underscores between digits,
+    /// `inf` and `nan` included).
     pub(crate) fn retry_after(&self) -> Option<Duration> {
         let seconds = self
             .retry_after_ms
             .as_deref()
-            .and_then(|ms| ms.trim().parse::<f64>().ok())
+            .and_then(particles_pytext::python_float)
             .map(|ms| ms / 1000.0)
             .or_else(|| {
                 self.retry_after
                     .as_deref()
-                    .and_then(|seconds| seconds.trim().parse::<f64>().ok())
+                    .and_then(particles_pytext::python_float)
             })?;
         (seconds.is_finite() && seconds > 0.0)
             .then(|| Duration::from_secs_f64(seconds.min(4_294_967.0)))

@@ -130,6 +130,10 @@ pub(crate) fn float(value: &Value) -> Lax<f64> {
 /// pydantic-core's `str` to `float`: surrounding whitespace trimmed, underscores
 /// removed unless one leads, one trails or two touch, then Rust's float grammar
 /// (which takes `inf`, `infinity` and `nan` in any case, and `-nan`).
+///
+/// The trim is Rust's `str::trim` because pydantic-core is Rust and trims with
+/// it (White_Space, unchanged since Unicode 6.3): `"\u{1c}1"` is refused there,
+/// though Python's `str.strip()` would drop the U+001C.
 fn parse_float_text(text: &str) -> Option<f64> {
     let trimmed = text.trim();
     if trimmed.starts_with('_') || trimmed.ends_with('_') || trimmed.contains("__") {
@@ -197,6 +201,7 @@ pub(crate) fn integer(value: &Value) -> Lax<Integer> {
                     "Input should be a valid integer, unable to parse string as an integer",
                 )
             };
+            // pydantic-core's own `str::trim`, as for floats.
             let trimmed = text.trim();
             let negative = trimmed.starts_with('-');
             let digits = trimmed.strip_prefix(['+', '-']).unwrap_or(trimmed);

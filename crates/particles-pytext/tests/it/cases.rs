@@ -2,8 +2,8 @@
 //! comparison with the reference goes wrong.
 
 use particles_pytext::{
-    casefold, decimal_value, is_alnum, is_decimal, is_printable, is_space, nfc, nfkc, python_repr,
-    splitlines, UNICODE_VERSION,
+    casefold, decimal_value, is_alnum, is_decimal, is_printable, is_space, is_word, lower,
+    match_ignorecase, nfc, nfkc, python_repr, splitlines, strip, upper, UNICODE_VERSION,
 };
 
 #[test]
@@ -20,6 +20,29 @@ fn unicode_16_case_pair_is_not_folded() {
     assert_ne!(casefold("\u{A7CC}"), casefold("\u{A7CD}"));
     // Unassigned in 14.0: neither letters nor printable.
     assert!(!is_alnum('\u{A7CC}') && !is_printable('\u{A7CD}'));
+    // Nor cased: `lower()` and `upper()` leave them too.
+    assert_eq!(lower("\u{A7CC}"), "\u{A7CC}");
+    assert_eq!(upper("\u{A7CD}"), "\u{A7CD}");
+}
+
+#[test]
+fn lower_is_full_with_a_final_sigma() {
+    assert_eq!(lower("İstanbul"), "i\u{307}stanbul");
+    assert_eq!(lower("ΟΔΥΣΣΕΥΣ"), "οδυσσευς");
+    // The sigma is final when a cased letter precedes it and none follows,
+    // looking through case-ignorable characters (the apostrophe here).
+    assert_eq!(lower("ΑΣ' ΑΣ'Α Σ"), "ας' ασ'α σ");
+    assert_eq!(upper("ﬁß"), "FISS");
+}
+
+#[test]
+fn strip_and_ignorecase() {
+    assert_eq!(strip("\u{1c}\u{1f} x \u{85}"), "x");
+    assert!(is_word('_') && is_word('\u{B2}') && !is_word('-'));
+    assert_eq!(match_ignorecase("[EDİT]", "[edit]"), Some("[EDİT]".len()));
+    assert_eq!(match_ignorecase("ſ", "S"), Some(2));
+    assert_eq!(match_ignorecase("\u{212A}", "k"), Some(3));
+    assert_eq!(match_ignorecase("ß", "ss"), None);
 }
 
 #[test]

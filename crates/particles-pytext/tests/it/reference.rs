@@ -8,17 +8,21 @@
 use std::{collections::HashMap, process::Command};
 
 use particles_pytext::{
-    casefold, decimal_value, float_repr, is_alnum, is_decimal, is_line_boundary, is_printable,
-    is_space, nfc, nfkc, python_float, python_repr, splitlines,
+    casefold, decimal_value, float_repr, ignorecase_eq, is_alnum, is_decimal, is_line_boundary,
+    is_printable, is_space, is_word, lower, lstrip, nfc, nfkc, python_float, python_repr, rstrip,
+    splitlines, strip, upper,
 };
 
 /// Writes, one record a line, tab-separated, strings as dot-separated hex code
 /// points: `version`; `ranges NAME` (where a predicate holds, `first-last`
 /// pairs); `decimal CP VALUE`; `map NAME CP RESULT` (where the result is not
-/// the character itself); `string INPUT CASEFOLD NFC NFKC SPLITLINES REPR
-/// FLOAT`; `float BITS REPR`.
+/// the character itself); `sigma CP PROBES` (the sigma `lower()` gives in four
+/// contexts around the character, where that is not the usual `σςςσ`);
+/// `ignorecase LITERAL CPS` (what an ASCII character matches under
+/// `re.IGNORECASE`); `string INPUT CASEFOLD NFC NFKC SPLITLINES REPR FLOAT
+/// LOWER UPPER STRIP LSTRIP RSTRIP`; `float BITS REPR`.
 const SCRIPT: &str = r#"
-import random, struct, sys, unicodedata
+import random, re, struct, sys, unicodedata
 
 out = sys.stdout
 out.write(f"version\t{unicodedata.unidata_version}\n")
@@ -42,6 +46,7 @@ def ranges(predicate):
 predicates = [
     ("isspace", str.isspace), ("isprintable", str.isprintable), ("isalnum", str.isalnum),
     ("isdecimal", str.isdecimal), ("linebreak", lambda c: c.splitlines() == [""]),
+    ("isword", lambda c: re.fullmatch(r"\w", c) is not None),
 ]
 for name, predicate in predicates:
     out.write(f"ranges\t{name}\t{ranges(predicate)}\n")
@@ -54,9 +59,23 @@ for cp in scalars:
         out.write(f"decimal\t{cp:x}\t{value}\n")
     for name, result in (("casefold", c.casefold()),
                          ("nfc", unicodedata.normalize("NFC", c)),
-                         ("nfkc", unicodedata.normalize("NFKC", c))):
+                         ("nfkc", unicodedata.normalize("NFKC", c)),
+                         ("lower", c.lower()), ("upper", c.upper())):
         if result != c:
             out.write(f"map\t{name}\t{cp:x}\t{enc(result)}\n")
+    # The final-sigma context: the character before a sigma, after one that
+    # follows a cased letter, between one and a cased letter, and between a
+    # cased letter and a sigma.
+    probes = "".join("f" if text.lower()[at] == "\u03c2" else "m" for text, at in (
+        (c + "\u03a3", -1), ("A\u03a3" + c, 1), ("A\u03a3" + c + "A", 1),
+        ("A" + c + "\u03a3", -1)))
+    if probes != "mffm":
+        out.write(f"sigma\t{cp:x}\t{probes}\n")
+
+everything = "".join(chr(cp) for cp in scalars)
+for code in range(0x20, 0x7F):
+    found = re.finditer(re.escape(chr(code)), everything, re.IGNORECASE)
+    out.write(f"ignorecase\t{code:x}\t{enc(''.join(m.group() for m in found))}\n")
 
 rng = random.Random(20240614)
 
@@ -95,6 +114,12 @@ pools = {
         + span(0x13A0, 0x13A8) + span(0x13F0, 0x13FD) + span(0xAB70, 0xAB78)
         + span(0x10A0, 0x10A5) + span(0x2C00, 0x2C03) + span(0x24B6, 0x24BA),
     "lines": list("\n\r\v\f\x1c\x1d\x1e\x1f\x85\u2028\u2029") + ["\r\n"],
+    # Sigmas among cased letters, case-ignorable characters (apostrophes,
+    # combining and modifier marks, the soft hyphen, the Greek ypogegrammeni,
+    # which is both) and neither.
+    "sigma": list("\u03a3\u03a3\u03a3\u03a3\u03c3\u03c2AaΑαΟοΔδΛ"
+                  "'.:^`\u00ad\u0301\u0345\u02b0\u2019\u00b7\u3005\u1d2c"
+                  " -1_\u00aa\u2160\u24b6") + ["\u03a3 ", "\u03a3'", "\u03a3\u0301"],
     "spaces": list(" \t\xa0\u1680\u2000\u2007\u200a\u200b\u202f\u205f\u3000\u180e\ufeff"),
     "unprintable": [chr(cp) for cp in (0x0, 0x7, 0x1B, 0x7F, 0x80, 0x9F, 0xAD, 0x378,
         0x61C, 0x200E, 0x2066, 0xE000, 0xF8FF, 0xFFFE, 0xFFFF, 0xE0001, 0x10FFFF,
@@ -146,13 +171,20 @@ def py_float(text):
     except ValueError:
         return "err"
 
-strings = [text_string() for _ in range(4000)] + [float_string() for _ in range(2000)]
+sigma_words = ["\u03a3", "\u039f\u0394\u039f\u03a3", "\u03a3\u0391\u03a3 \u03a3\u0391\u03a3",
+               "A\u03a3'", "A\u03a3'B", "A\u03a3\u0301", "\u03a3\u0301A", "a\u0345\u03a3",
+               "'\u03a3", "\u03a3\u03a3", "\u03a3\u03a3\u03a3 ", "\u1d2c\u03a3", "\u03a3\u1d2c",
+               "1\u03a3", "\u03a3.", "A.\u03a3.", "A\u00ad\u03a3\u00adB", "\u2160\u03a3",
+               "\u24b6\u03a3", "\u00aa\u03a3 \u03a3\u00aa"]
+strings = ([text_string() for _ in range(4000)] + [float_string() for _ in range(2000)]
+           + sigma_words)
 for text in strings:
     lines = text.splitlines()
     fields = [enc(text), enc(text.casefold()), enc(unicodedata.normalize("NFC", text)),
               enc(unicodedata.normalize("NFKC", text)),
               f"{len(lines)}:" + ",".join(enc(line) for line in lines), enc(repr(text)),
-              py_float(text)]
+              py_float(text), enc(text.lower()), enc(text.upper()), enc(text.strip()),
+              enc(text.lstrip()), enc(text.rstrip())]
     out.write("string\t" + "\t".join(fields) + "\n")
 
 floats = [0.0, -0.0, 5e-324, 1.7976931348623157e308, 1e16, 1e15, 9999999999999998.0,
@@ -179,6 +211,8 @@ for value in floats:
 type Predicate = fn(char) -> bool;
 /// A string operation of this crate.
 type Operation = fn(&str) -> String;
+/// A trim of this crate.
+type Strip = fn(&str) -> &str;
 
 /// Up to 20 mismatches, kept for the failure message, and the total.
 #[derive(Default)]
@@ -266,6 +300,8 @@ fn every_operation_against_python() {
     let mut ranges: HashMap<&str, Vec<(u32, u32)>> = HashMap::new();
     let mut decimals: HashMap<u32, u8> = HashMap::new();
     let mut maps: HashMap<&str, HashMap<u32, String>> = HashMap::new();
+    let mut sigmas: HashMap<u32, &str> = HashMap::new();
+    let mut ignorecase: Vec<(char, String)> = Vec::new();
     let mut strings = Vec::new();
     let mut floats = Vec::new();
     for line in output.lines() {
@@ -287,6 +323,13 @@ fn every_operation_against_python() {
                     .or_default()
                     .insert(hex(code), decode(result));
             }
+            ["sigma", code, probes] => {
+                sigmas.insert(hex(code), probes);
+            }
+            ["ignorecase", code, matched] => {
+                let literal = char::from_u32(hex(code)).expect("ASCII");
+                ignorecase.push((literal, decode(matched)));
+            }
             ["string", ..] => strings.push(fields),
             ["float", bits, repr] => {
                 floats.push((u64::from_str_radix(bits, 16).expect("bits"), repr))
@@ -294,16 +337,22 @@ fn every_operation_against_python() {
             _ => panic!("unexpected line from python: {line:?}"),
         }
     }
-    assert_eq!(ranges.len(), 5, "every predicate's ranges");
+    assert_eq!(ranges.len(), 6, "every predicate's ranges");
+    assert_eq!(
+        ignorecase.len(),
+        0x7F - 0x20,
+        "every printable ASCII literal"
+    );
     assert!(strings.len() >= 6000 && floats.len() >= 4000);
 
     let mut mismatches = Mismatches::default();
-    let predicates: [(&str, Predicate); 5] = [
+    let predicates: [(&str, Predicate); 6] = [
         ("isspace", is_space),
         ("isprintable", is_printable),
         ("isalnum", is_alnum),
         ("isdecimal", is_decimal),
         ("linebreak", is_line_boundary),
+        ("isword", is_word),
     ];
     let mut code_points = 0;
     for c in (0..=0x10FFFF).filter_map(char::from_u32) {
@@ -322,8 +371,13 @@ fn every_operation_against_python() {
             decimal_value(c),
             decimals.get(&code).copied(),
         );
-        let operations: [(&str, Operation); 3] =
-            [("casefold", casefold), ("nfc", nfc), ("nfkc", nfkc)];
+        let operations: [(&str, Operation); 5] = [
+            ("casefold", casefold),
+            ("nfc", nfc),
+            ("nfkc", nfkc),
+            ("lower", lower),
+            ("upper", upper),
+        ];
         for (name, operation) in operations {
             let python = maps
                 .get(name)
@@ -331,6 +385,37 @@ fn every_operation_against_python() {
                 .unwrap_or(&input);
             mismatches.check(name, &input, operation(&input), python.clone());
         }
+        let probes: String = [
+            (format!("{c}\u{3A3}"), true),
+            (format!("A\u{3A3}{c}"), false),
+            (format!("A\u{3A3}{c}A"), false),
+            (format!("A{c}\u{3A3}"), true),
+        ]
+        .iter()
+        .map(|(text, sigma_last)| {
+            let lowered = lower(text);
+            let sigma = if *sigma_last {
+                lowered.chars().next_back()
+            } else {
+                lowered.chars().nth(1)
+            };
+            if sigma == Some('\u{3C2}') {
+                'f'
+            } else {
+                'm'
+            }
+        })
+        .collect();
+        let python = sigmas.get(&code).copied().unwrap_or("mffm");
+        mismatches.check("sigma", &input, probes.as_str(), python);
+    }
+
+    for (literal, python) in &ignorecase {
+        let ours: String = (0..=0x10FFFF)
+            .filter_map(char::from_u32)
+            .filter(|&c| ignorecase_eq(c, *literal))
+            .collect();
+        mismatches.check("ignorecase", &literal.to_string(), &ours, python);
     }
 
     for fields in &strings {
@@ -354,6 +439,12 @@ fn every_operation_against_python() {
             python_float(&input).map(f64::to_bits),
             python_bits,
         );
+        mismatches.check("lower", &input, lower(&input), decode(fields[8]));
+        mismatches.check("upper", &input, upper(&input), decode(fields[9]));
+        let strips: [(&str, Strip); 3] = [("strip", strip), ("lstrip", lstrip), ("rstrip", rstrip)];
+        for ((name, operation), python) in strips.into_iter().zip(&fields[10..]) {
+            mismatches.check(name, &input, operation(&input), decode(python).as_str());
+        }
     }
 
     for &(bits, repr) in &floats {
@@ -367,9 +458,10 @@ fn every_operation_against_python() {
     }
 
     println!(
-        "compared {code_points} code points x {} operations, {} strings x 6 operations, \
-         {} float reprs: {} mismatches",
-        predicates.len() + 4,
+        "compared {code_points} code points x {} operations, {} ASCII literals under \
+         IGNORECASE, {} strings x 11 operations, {} float reprs: {} mismatches",
+        predicates.len() + 7,
+        ignorecase.len(),
         strings.len(),
         floats.len(),
         mismatches.count

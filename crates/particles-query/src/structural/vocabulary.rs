@@ -330,7 +330,7 @@ fn object_shape(term: &ClaimTerm) -> Shape {
                     _ => Shape::Text,
                 }
             }
-            (None, None) => match BoundValue::parse(python_strip(&term.value)) {
+            (None, None) => match BoundValue::parse(particles_pytext::strip(&term.value)) {
                 Some(BoundValue::Number(_)) => Shape::Numeric,
                 Some(BoundValue::Instant(_)) => Shape::Dated,
                 None => Shape::Text,
@@ -513,7 +513,7 @@ fn class_namespace(subject_class: &str) -> String {
     if let Some((_, first)) = chars.next().filter(|(_, c)| c.is_ascii_alphabetic()) {
         let mut end = first.len_utf8();
         for (at, c) in chars {
-            if is_python_word(c) || c == '.' || c == '-' {
+            if particles_pytext::is_word(c) || c == '.' || c == '-' {
                 end = at + c.len_utf8();
             } else {
                 break;
@@ -534,11 +534,6 @@ fn class_namespace(subject_class: &str) -> String {
         }
     }
     "(none)".to_owned()
-}
-
-/// Python's `\w` for a `str` pattern: alphanumeric or the underscore.
-fn is_python_word(c: char) -> bool {
-    c.is_alphanumeric() || c == '_'
 }
 
 /// What the adopted documents say each canonical form is
@@ -578,12 +573,6 @@ fn alignments_from_documents(
         .collect::<Vec<_>>()
         .join(", ");
     (entries, Some(source))
-}
-
-/// Python's `str.strip()`: Unicode whitespace and the four information
-/// separators (U+001C..U+001F), which Python also counts as space.
-fn python_strip(text: &str) -> &str {
-    text.trim_matches(|c: char| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c))
 }
 
 const ARTICLES: [&str; 3] = ["a", "an", "the"];
@@ -804,10 +793,10 @@ fn stem(word: &str) -> String {
 /// negation and prepositions kept (`moved to` -> `mov to`). A value with no token
 /// is only stripped and lower-cased.
 pub fn normalise_predicate(value: &str) -> String {
-    let lowered = value.to_lowercase();
+    let lowered = particles_pytext::lower(value);
     let toks = strip_front(tokens(&lowered));
     let Some((head, rest)) = toks.split_first() else {
-        return python_strip(value).to_lowercase();
+        return particles_pytext::lower(particles_pytext::strip(value));
     };
     let mut out = stem(head);
     for token in rest {

@@ -106,7 +106,7 @@ fn a_query_answers_with_the_reference_shape() {
     assert!(body["answer"].as_str().is_some_and(|a| !a.is_empty()));
     // Where the time went rides in a header, the body staying the reference's:
     // a batch of one (nothing else was asking), each stage within the total.
-    let timing = particles_server::load::ServerTiming::parse(
+    let timing = particles_bench::load::ServerTiming::parse(
         reply
             .header("server-timing")
             .expect("a Server-Timing header"),

@@ -6,8 +6,9 @@
 //! last byte of the answer, so time spent queueing, in the client or the
 //! server, counts. Every step is bounded in time and in requests; requests
 //! still open when the step's drain time ends count as timed out. Per step the
-//! report gives p50/p99/p99.9, the errors by kind, the achieved throughput and
-//! the server's peak RSS (from `/proc`, the peak reset before each step).
+//! report gives p50/p99/p99.9 ([`crate::stats::quantile`]), the errors by
+//! kind, the achieved throughput and the server's peak RSS (the peak reset
+//! before each step).
 
 use std::{
     collections::BTreeMap,
@@ -23,7 +24,15 @@ use hyper_util::{
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
-use crate::{Error, Result};
+use crate::{
+    probe::{self, Process},
+    stats::quantile,
+    Error, Result,
+};
+
+/// The response header in which an engine says where a query's time went
+/// (`particles-rs serve --http` sends it; the reference's engine does not).
+const SERVER_TIMING: &str = "server-timing";
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -175,7 +184,7 @@ fn stage_stats(timings: &[ServerTiming]) -> Vec<StageStat> {
 pub struct LoadReport {
     /// The target.
     pub url: String,
-    /// The CPU (`model name` of /proc/cpuinfo) and the core count.
+    /// The CPU, as [`cpu_name`] gives it.
     pub cpu: String,
     /// Seconds per step, requests cap per step, drain seconds, seed.
     pub step_seconds: f64,
@@ -236,7 +245,9 @@ fn request(options: &LoadOptions, question: &str) -> Result<http::Request<Full<B
     }
     builder
         .body(Full::new(Bytes::from(body.to_string())))
-        .map_err(|e| Error::Load(format!("cannot build a request to {}: {e}", options.url)))
+        .map_err(|e| Error::Load {
+            reason: format!("cannot build a request to {}: {e}", options.url),
+        })
 }
 
 /// Sends one request and reads its whole answer: its status and its
@@ -249,7 +260,7 @@ async fn send(
     let status = response.status().as_u16();
     let timing = response
         .headers()
-        .get(crate::http::SERVER_TIMING)
+        .get(SERVER_TIMING)
         .and_then(|v| v.to_str().ok())
         .map(ServerTiming::parse);
     response.into_body().collect().await.map_err(|_| ())?;
@@ -290,7 +301,9 @@ impl BlockingClient {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| Error::Load(format!("cannot start a client runtime: {e}")))?;
+            .map_err(|e| Error::Load {
+                reason: format!("cannot start a client runtime: {e}"),
+            })?;
         let client = Client::builder(TokioExecutor::new()).build_http();
         Ok(BlockingClient { runtime, client })
     }
@@ -305,62 +318,40 @@ impl BlockingClient {
         let request = http::Request::post(url)
             .header(http::header::CONTENT_TYPE, "application/json")
             .body(Full::new(Bytes::from(body)))
-            .map_err(|e| Error::Load(format!("cannot build a request to {url}: {e}")))?;
+            .map_err(|e| Error::Load {
+                reason: format!("cannot build a request to {url}: {e}"),
+            })?;
         self.runtime.block_on(async {
             let answered = tokio::time::timeout(timeout, async {
                 let response = self
                     .client
                     .request(request)
                     .await
-                    .map_err(|e| Error::Load(format!("no answer from {url}: {e}")))?;
+                    .map_err(|e| Error::Load {
+                        reason: format!("no answer from {url}: {e}"),
+                    })?;
                 let status = response.status().as_u16();
                 let body = response
                     .into_body()
                     .collect()
                     .await
-                    .map_err(|e| Error::Load(format!("the answer from {url} broke off: {e}")))?
+                    .map_err(|e| Error::Load {
+                        reason: format!("the answer from {url} broke off: {e}"),
+                    })?
                     .to_bytes();
                 Ok((status, String::from_utf8_lossy(&body).into_owned()))
             })
             .await;
-            answered.map_err(|_| Error::Load(format!("no answer from {url} within {timeout:?}")))?
+            answered.map_err(|_| Error::Load {
+                reason: format!("no answer from {url} within {timeout:?}"),
+            })?
         })
     }
-}
-
-/// The `q`-quantile of sorted values (nearest rank), `None` for no values.
-pub fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let rank = (q * sorted.len() as f64).ceil().max(1.0) as usize;
-    sorted.get(rank.min(sorted.len()) - 1).copied()
-}
-
-/// Resets a process's peak RSS (`/proc/PID/clear_refs`, value 5).
-fn reset_peak(pid: u32) {
-    let _ = std::fs::write(format!("/proc/{pid}/clear_refs"), "5");
-}
-
-/// A process's peak RSS (`VmHWM`), bytes.
-fn peak_rss(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
 }
 
 /// The CPU's model name and this machine's core count.
 pub fn cpu_name() -> String {
-    let model = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|text| {
-            text.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, name)| name.trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown CPU".to_owned());
+    let model = probe::cpu_model().unwrap_or_else(|| "unknown CPU".to_owned());
     let cores = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
     format!("{model} ({cores} cores)")
 }
@@ -374,7 +365,7 @@ async fn run_step(
 ) -> Result<StepResult> {
     let schedule = arrivals(rate, options.step, options.max_requests, rng);
     if let Some(pid) = options.server_pid {
-        reset_peak(pid);
+        probe::reset_peak_rss(Process::Id(pid));
     }
     let start = tokio::time::Instant::now();
     let wall = Instant::now();
@@ -429,7 +420,9 @@ async fn run_step(
         p99: None,
         p999: None,
         max: None,
-        peak_rss_bytes: options.server_pid.and_then(peak_rss),
+        peak_rss_bytes: options
+            .server_pid
+            .and_then(|pid| probe::peak_rss(Process::Id(pid))),
         seconds,
         server_timing: Vec::new(),
         mean_batch_size: None,
@@ -468,7 +461,9 @@ fn load_runtime() -> Result<tokio::runtime::Runtime> {
         .worker_threads(1)
         .enable_all()
         .build()
-        .map_err(|e| Error::Load(format!("cannot start the load runtime: {e}")))
+        .map_err(|e| Error::Load {
+            reason: format!("cannot start the load runtime: {e}"),
+        })
 }
 
 /// The generator's HTTP client, keeping connections open between requests.
@@ -489,9 +484,9 @@ pub fn run(options: &LoadOptions, mut progress: impl FnMut(&StepResult)) -> Resu
         || options.rates.iter().any(|r| r.is_nan() || *r <= 0.0)
         || options.rates.is_empty()
     {
-        return Err(Error::Load(
-            "serve-load needs at least one question and positive rates".to_owned(),
-        ));
+        return Err(Error::Load {
+            reason: "serve-load needs at least one question and positive rates".to_owned(),
+        });
     }
     let runtime = load_runtime()?;
     runtime.block_on(async {
@@ -501,16 +496,14 @@ pub fn run(options: &LoadOptions, mut progress: impl FnMut(&StepResult)) -> Resu
             match send(&client, request(options, question)?).await {
                 Ok((200, _)) => {}
                 Ok((status, _)) => {
-                    return Err(Error::Load(format!(
-                        "warm-up request to {} answered {status}",
-                        options.url
-                    )))
+                    return Err(Error::Load {
+                        reason: format!("warm-up request to {} answered {status}", options.url),
+                    })
                 }
                 Err(()) => {
-                    return Err(Error::Load(format!(
-                        "warm-up request to {} got no answer",
-                        options.url
-                    )))
+                    return Err(Error::Load {
+                        reason: format!("warm-up request to {} got no answer", options.url),
+                    })
                 }
             }
         }
@@ -585,14 +578,6 @@ pub struct SoakReport {
     pub slope_mib_per_minute: Option<f64>,
 }
 
-/// A process's current RSS (`VmRSS`), bytes.
-fn current_rss(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
-}
-
 /// The least-squares slope of `(seconds, bytes)` readings, MiB per minute;
 /// `None` under two readings or with no spread in time.
 pub fn rss_slope(samples: &[RssSample]) -> Option<f64> {
@@ -630,14 +615,14 @@ pub fn soak(
 ) -> Result<SoakReport> {
     let load = &options.load;
     let Some(pid) = load.server_pid else {
-        return Err(Error::Load(
-            "a soak samples the server's RSS: it needs the server's pid".to_owned(),
-        ));
+        return Err(Error::Load {
+            reason: "a soak samples the server's RSS: it needs the server's pid".to_owned(),
+        });
     };
     if load.questions.is_empty() || options.rate.is_nan() || options.rate <= 0.0 {
-        return Err(Error::Load(
-            "a soak needs at least one question and a positive rate".to_owned(),
-        ));
+        return Err(Error::Load {
+            reason: "a soak needs at least one question and a positive rate".to_owned(),
+        });
     }
     let runtime = load_runtime()?;
     runtime.block_on(async {
@@ -645,10 +630,12 @@ pub fn soak(
         for i in 0..load.warmup.max(1) {
             let question = &load.questions[i % load.questions.len()];
             if !matches!(send(&client, request(load, question)?).await, Ok((200, _))) {
-                return Err(Error::Load(format!(
+                return Err(Error::Load {
+ reason: format!(
                     "warm-up request to {} did not answer 200",
                     load.url
-                )));
+                )
+});
             }
         }
         let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
@@ -683,7 +670,7 @@ pub fn soak(
                     });
                 }
                 _ = sampler.tick() => {
-                    if let Some(rss_bytes) = current_rss(pid) {
+                    if let Some(rss_bytes) = probe::current_rss(Process::Id(pid)) {
                         let sample = RssSample { seconds: start.elapsed().as_secs_f64(), rss_bytes };
                         progress(&sample, sent);
                         samples.push(sample);
@@ -705,7 +692,7 @@ pub fn soak(
             }
         }
         // The reading after the last answer: what the server keeps once idle.
-        if let Some(rss_bytes) = current_rss(pid) {
+        if let Some(rss_bytes) = probe::current_rss(Process::Id(pid)) {
             samples.push(RssSample {
                 seconds: start.elapsed().as_secs_f64(),
                 rss_bytes,
@@ -1008,7 +995,8 @@ mod tests {
         let stats = stage_stats(&[timing, other]);
         assert_eq!(stats[1].name, "encode");
         assert!((stats[1].mean_ms - 6.5).abs() < 1e-12);
-        assert_eq!(stats[1].p99_ms, 7.5);
+        // NumPy's p99 of [5.5, 7.5] (`stats::quantile`).
+        assert_eq!(stats[1].p99_ms, 7.48);
         assert_eq!(stats.len(), 5);
         assert_eq!(ServerTiming::parse(""), ServerTiming::default());
     }
@@ -1044,14 +1032,5 @@ mod tests {
             .capacity(),
             None
         );
-    }
-
-    #[test]
-    fn quantiles_use_the_nearest_rank() {
-        let values: Vec<f64> = (1..=1000).map(f64::from).collect();
-        assert_eq!(quantile(&values, 0.5), Some(500.0));
-        assert_eq!(quantile(&values, 0.99), Some(990.0));
-        assert_eq!(quantile(&values, 0.999), Some(999.0));
-        assert_eq!(quantile(&[], 0.5), None);
     }
 }

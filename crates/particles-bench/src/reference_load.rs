@@ -17,8 +17,9 @@ use std::{
     time::{Duration, Instant},
 };
 
-use anyhow::{bail, Context, Result};
 use particles_engine::Encode;
+
+use crate::{error::io_error, Error, Result};
 
 /// The seam: the reference's question encoder replaced by a table lookup. Only
 /// the benchmark's questions are asked, so a missing text is a bug (KeyError).
@@ -90,25 +91,24 @@ pub(crate) fn start(
     work: &Path,
 ) -> Result<ReferenceEngine> {
     let seam = work.join("seam");
-    std::fs::create_dir_all(&seam).with_context(|| format!("cannot create {}", seam.display()))?;
-    std::fs::write(seam.join("sitecustomize.py"), SEAM)
-        .with_context(|| format!("cannot write the encoder seam in {}", seam.display()))?;
+    std::fs::create_dir_all(&seam).map_err(io_error("create", &seam))?;
+    let seam_file = seam.join("sitecustomize.py");
+    std::fs::write(&seam_file, SEAM).map_err(io_error("write the encoder seam", &seam_file))?;
 
     let mut table = serde_json::Map::new();
     for question in questions {
         let vector = encode(question)
-            .map_err(|error| anyhow::anyhow!("cannot encode {question:?}: {error}"))?;
+            .map_err(|error| Error::Engine(format!("cannot encode {question:?}: {error}")))?;
         table.insert(question.clone(), serde_json::json!(vector));
     }
     let qvecs = work.join("qvecs.json");
     std::fs::write(&qvecs, serde_json::Value::Object(table).to_string())
-        .with_context(|| format!("cannot write {}", qvecs.display()))?;
+        .map_err(io_error("write", &qvecs))?;
 
     let copy = copy_store(store, &work.join("reference-store.db"))?;
-    let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let port = free_port()?;
     let log = work.join("engine.log");
-    let log_file =
-        std::fs::File::create(&log).with_context(|| format!("cannot create {}", log.display()))?;
+    let log_file = std::fs::File::create(&log).map_err(io_error("create", &log))?;
     let pythonpath = match std::env::var_os("PYTHONPATH") {
         Some(existing) if !existing.is_empty() => {
             let mut joined = seam.clone().into_os_string();
@@ -129,14 +129,15 @@ pub(crate) fn start(
         )
         .env("PARTICLES_API_RATE_LIMIT_PER_MINUTE", "0")
         .stdin(Stdio::null())
-        .stdout(log_file.try_clone()?)
+        .stdout(log_file.try_clone().map_err(io_error("open", &log))?)
         .stderr(log_file);
     if let Some(config) = config {
         command.env("PARTICLES_CONFIG", config);
     }
-    let child = command
-        .spawn()
-        .with_context(|| format!("cannot start {} engine serve", particles.display()))?;
+    let child = command.spawn().map_err(|source| Error::Spawn {
+        program: particles.to_owned(),
+        source,
+    })?;
     let mut engine = ReferenceEngine {
         child,
         url: format!("http://127.0.0.1:{port}"),
@@ -145,18 +146,28 @@ pub(crate) fn start(
     };
     let deadline = Instant::now() + START_TIMEOUT;
     while !healthy(port) {
-        if let Some(status) = engine.child.try_wait()? {
-            bail!(
-                "the reference's engine exited before it answered /health ({status}); its log: {}",
-                engine.log.display()
-            );
+        let exited = engine.child.try_wait().map_err(|source| Error::Spawn {
+            program: particles.to_owned(),
+            source,
+        })?;
+        if let Some(status) = exited {
+            return Err(Error::Reference {
+                task: "`particles engine serve`".to_owned(),
+                detail: format!(
+                    "it exited before it answered /health ({status}); its log: {}",
+                    engine.log.display()
+                ),
+            });
         }
         if Instant::now() > deadline {
-            bail!(
-                "the reference's engine did not answer /health within {} s; its log: {}",
-                START_TIMEOUT.as_secs(),
-                engine.log.display()
-            );
+            return Err(Error::Reference {
+                task: "`particles engine serve`".to_owned(),
+                detail: format!(
+                    "it did not answer /health within {} s; its log: {}",
+                    START_TIMEOUT.as_secs(),
+                    engine.log.display()
+                ),
+            });
         }
         std::thread::sleep(Duration::from_millis(300));
     }
@@ -166,17 +177,24 @@ pub(crate) fn start(
 /// Copies the store file (and its WAL, whose committed pages SQLite replays on
 /// open) to `to`; returns `to` made absolute.
 fn copy_store(store: &Path, to: &Path) -> Result<PathBuf> {
-    std::fs::copy(store, to)
-        .with_context(|| format!("cannot copy {} to {}", store.display(), to.display()))?;
+    std::fs::copy(store, to).map_err(io_error("copy the store to", to))?;
     let wal = PathBuf::from(format!("{}-wal", store.display()));
     let copied_wal = PathBuf::from(format!("{}-wal", to.display()));
     if wal.exists() {
-        std::fs::copy(&wal, &copied_wal)
-            .with_context(|| format!("cannot copy {}", wal.display()))?;
+        std::fs::copy(&wal, &copied_wal).map_err(io_error("copy", &wal))?;
     } else {
         let _ = std::fs::remove_file(&copied_wal);
     }
-    std::path::absolute(to).with_context(|| format!("cannot resolve {}", to.display()))
+    std::path::absolute(to).map_err(io_error("resolve", to))
+}
+
+/// A free port on the loopback interface (free when asked: the engine binds it
+/// a moment later).
+pub(crate) fn free_port() -> Result<u16> {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|address| address.port())
+        .map_err(Error::Port)
 }
 
 /// Whether `GET /health` on the loopback port answers 200.

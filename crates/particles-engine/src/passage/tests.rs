@@ -101,3 +101,28 @@ fn blobs_are_sniffed_as_the_reference_does() {
         Some(PathBuf::from(format!("/b/aa/{hash}")))
     );
 }
+
+/// The cosmetic-noise patterns as Python's `re` reads them: `\s` is Python's
+/// whitespace, `edit` matches `EDİT` under IGNORECASE, and `\b` after a footer's
+/// opening needs a non-word character (Unicode `\w`). Expected values printed by
+/// Python 3.11 for the same inputs.
+#[test]
+fn normalising_follows_pythons_re() {
+    assert_eq!(
+        normalise_for_hashing("a[\u{a0}EDİT]b[ edit ]c[editx]d[\n edit\u{1c}]e[[edit]]"),
+        "abc[editx]de[]"
+    );
+    assert_eq!(
+        normalise_for_hashing(
+            "x\n  retrieved FROM wiki\nRetrieved fromX\nLast updatedé\nlast updated: now\nThis page was last modified\n"
+        ),
+        "x\n\nRetrieved fromX\nLast updatedé\n\n\n"
+    );
+}
+
+#[test]
+fn tool_roles_match_as_re_ignorecase_does() {
+    assert_eq!(tool_turn_body("TOOL_REſULT : diet"), Some("diet"));
+    assert_eq!(tool_turn_body("tool\u{3000}: x"), Some("x"));
+    assert_eq!(tool_turn_body("toolx: y"), None);
+}

@@ -13,7 +13,6 @@
 use std::{
     collections::HashSet,
     path::{Path, PathBuf},
-    sync::OnceLock,
 };
 
 use particles_model::{Particle, ProvenanceRefType};
@@ -21,11 +20,18 @@ use particles_store::{SnapshotRecord, SnapshotResolution, Store};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::pytext;
+/// Python's `str.isspace` and `str.strip()`, on the reference's Unicode.
+mod pytext {
+    pub(super) use particles_pytext::{is_space, is_word, match_ignorecase};
+
+    pub(super) fn strip(text: &str) -> &str {
+        text.trim_matches(is_space)
+    }
+}
 
 /// The configuration the passage reads.
 #[derive(Debug, Clone)]
-pub(crate) struct PassageSettings {
+pub struct PassageSettings {
     /// `source_passage.locate_min_overlap`.
     pub(crate) locate_min_overlap: f64,
     /// `source_passage.max_passage_chars`.
@@ -36,6 +42,63 @@ pub(crate) struct PassageSettings {
     pub(crate) tool_turn_source_types: Vec<String>,
     /// `storage.blob_dir`, resolved beside the store.
     pub(crate) blob_dir: PathBuf,
+}
+
+impl PassageSettings {
+    /// The keys the passage reads, from `loaded`; `store` is the store the
+    /// passages are read from (a relative `storage.blob_dir` is resolved
+    /// beside it, as the reference resolves it beside its default store).
+    pub fn from_config(loaded: &particles_config::Loaded, store: &Path) -> PassageSettings {
+        let config = loaded.config();
+        let int_key = |key: &str, default: usize| {
+            loaded
+                .value(key)
+                .and_then(|v| v.as_u64())
+                .and_then(|v| usize::try_from(v).ok())
+                .unwrap_or(default)
+        };
+        let tool_turn_source_types = loaded
+            .value("extraction.tool_turn_source_types")
+            .and_then(|v| {
+                v.as_array().map(|items| {
+                    items
+                        .iter()
+                        .filter_map(|item| item.as_str().map(str::to_owned))
+                        .collect()
+                })
+            })
+            .unwrap_or_else(|| vec!["CONVERSATION".to_owned(), "JOURNAL".to_owned()]);
+        PassageSettings {
+            locate_min_overlap: config.source_passage.locate_min_overlap,
+            max_passage_chars: usize::try_from(config.source_passage.max_passage_chars)
+                .unwrap_or(6000),
+            html_chunk_size: int_key("extraction.html_chunk_size", 15_000),
+            tool_turn_source_types,
+            blob_dir: blob_dir(&config.storage.blob_dir, store, loaded.path()),
+        }
+    }
+}
+
+/// `storage.blob_dir` as the reference resolves it: `~` expanded, an absolute
+/// path as is, a relative one beside the store (our store is always a file),
+/// else beside the configuration file.
+fn blob_dir(value: &str, store: &Path, config_file: Option<&Path>) -> PathBuf {
+    let expanded = match value.strip_prefix("~/") {
+        Some(rest) => std::env::var_os("HOME")
+            .map(|home| PathBuf::from(home).join(rest))
+            .unwrap_or_else(|| PathBuf::from(value)),
+        None => PathBuf::from(value),
+    };
+    if expanded.is_absolute() {
+        return expanded;
+    }
+    if let Some(parent) = store.parent().filter(|_| store.is_absolute()) {
+        return parent.join(expanded);
+    }
+    match config_file.and_then(Path::parent) {
+        Some(dir) => dir.join(expanded),
+        None => expanded,
+    }
 }
 
 /// The reference's `SourcePassage`, fields in its declaration order: the text
@@ -69,7 +132,7 @@ pub struct SourcePassage {
 
 /// What hydration found.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Hydrated {
+pub enum Hydrated {
     /// No particle with this id (404).
     Missing,
     /// The passage.
@@ -79,6 +142,30 @@ pub(crate) enum Hydrated {
     /// Where the reference raises (an ambiguous snapshot prefix, a malformed
     /// content hash): a 500.
     Raised(String),
+}
+
+impl Hydrated {
+    /// The passage as `particles query --show-source` prints it: `None` when no
+    /// particle has this id; an HTML or PDF source, which only the reference
+    /// renders, with its metadata and a note saying so.
+    ///
+    /// # Errors
+    ///
+    /// The reference's message where it raises.
+    pub fn for_display(self, id: &str) -> Result<Option<SourcePassage>, String> {
+        match self {
+            Hydrated::Missing => Ok(None),
+            Hydrated::Passage(passage) => Ok(Some(passage)),
+            Hydrated::Unrendered(mut passage) => {
+                passage.note = Some(format!(
+                    "This source is HTML or PDF, which particles-rs does not render; \
+                     `particles particle source {id}` shows it."
+                ));
+                Ok(Some(passage))
+            }
+            Hydrated::Raised(message) => Err(message),
+        }
+    }
 }
 
 const NO_SOURCE: &str = "This particle has no corpus source (it derives from other particles).";
@@ -306,21 +393,21 @@ fn indent_of(line: &str) -> (&str, &str) {
 }
 
 /// The body of a `tool:` speaker turn (`tool`, `tool_result`, `tool output`,
-/// `tool-output`, any case, then optional spaces, a colon), or of a distilled
-/// `[tool: ...]` line.
+/// `tool-output`, under `re.IGNORECASE`, then optional spaces, a colon), or of
+/// a distilled `[tool: ...]` line. Case is matched as Python's `re` matches it
+/// (`ſ` is an `s`), and the role's length is what it matched in `rest`.
 fn tool_turn_body(rest: &str) -> Option<&str> {
-    let lowered = rest.to_ascii_lowercase();
-    for role in ["tool_result", "tool output", "tool-output", "tool"] {
-        if !lowered.starts_with(role) {
+    for role in ["tool", "tool_result", "tool output", "tool-output"] {
+        let Some(end) = pytext::match_ignorecase(rest, role) else {
             continue;
-        }
-        let after = rest[role.len()..].trim_start_matches(pytext::is_space);
+        };
+        let after = rest[end..].trim_start_matches(pytext::is_space);
         if let Some(body) = after.strip_prefix(':') {
             return Some(body.trim_start_matches(pytext::is_space));
         }
     }
-    if lowered.starts_with("[tool:") {
-        let after = rest[6..].trim_start_matches(pytext::is_space);
+    if let Some(end) = pytext::match_ignorecase(rest, "[tool:") {
+        let after = rest[end..].trim_start_matches(pytext::is_space);
         // The lazy body ends at the first `]` followed only by whitespace.
         for (index, c) in after.char_indices() {
             if c == ']' && after[index + 1..].chars().all(pytext::is_space) {
@@ -355,29 +442,64 @@ fn mark_tool_turns(text: &str) -> String {
     joined
 }
 
-fn edit_marker() -> &'static regex_lite::Regex {
-    static RE: OnceLock<regex_lite::Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        regex_lite::Regex::new(r"(?i)\[[ \t\n\r\x0b\x0c]*edit[ \t\n\r\x0b\x0c]*\]")
-            .expect("a valid pattern")
-    })
-}
-
-fn wiki_footer() -> &'static regex_lite::Regex {
-    static RE: OnceLock<regex_lite::Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        regex_lite::Regex::new(
-            r"(?im)^[ \t]*(?:This page was last (?:edited|modified)|Retrieved from|Last updated)\b[^\n]*$",
-        )
-        .expect("a valid pattern")
-    })
-}
-
 /// Cosmetic noise removed before chunking (the reference's
 /// `_normalise_for_hashing`): `[edit]` markers and whole-line wiki footers.
 fn normalise_for_hashing(text: &str) -> String {
-    let out = edit_marker().replace_all(text, "");
-    wiki_footer().replace_all(&out, "").into_owned()
+    remove_wiki_footers(&remove_edit_markers(text))
+}
+
+/// `re.sub(r"\[\s*edit\s*\]", "", text, flags=re.IGNORECASE)`: `\s` is
+/// Python's whitespace and `edit` matches as `re` folds case.
+fn remove_edit_markers(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    while let Some(found) = text[at..].find('[') {
+        let open = at + found;
+        out.push_str(&text[at..open]);
+        match edit_marker_end(&text[open + 1..]) {
+            Some(len) => at = open + 1 + len,
+            None => {
+                out.push('[');
+                at = open + 1;
+            }
+        }
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+/// After a `[`: the length of `\s*edit\s*\]`, when it follows.
+fn edit_marker_end(rest: &str) -> Option<usize> {
+    let spaced = rest.trim_start_matches(pytext::is_space);
+    let end = pytext::match_ignorecase(spaced, "edit")?;
+    let tail = spaced[end..].trim_start_matches(pytext::is_space);
+    tail.starts_with(']').then(|| rest.len() - tail.len() + 1)
+}
+
+/// The reference's whole-line wiki footers, under `re.IGNORECASE |
+/// re.MULTILINE`: `^[ \t]*(?:This page was last (?:edited|modified)|Retrieved
+/// from|Last updated)\b[^\n]*$`. A line (split at `\n` only, as `^` and `$`
+/// see it) that matches is emptied; its newline stays.
+fn remove_wiki_footers(text: &str) -> String {
+    const OPENINGS: [&str; 4] = [
+        "This page was last edited",
+        "This page was last modified",
+        "Retrieved from",
+        "Last updated",
+    ];
+    let footer = |line: &str| {
+        let rest = line.trim_start_matches([' ', '\t']);
+        OPENINGS.iter().any(|opening| {
+            pytext::match_ignorecase(rest, opening).is_some_and(|end| {
+                // `\b` after a word character: the next is not one.
+                !rest[end..].chars().next().is_some_and(pytext::is_word)
+            })
+        })
+    };
+    text.split('\n')
+        .map(|line| if footer(line) { "" } else { line })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The chunks `_split_into_paragraph_chunks` cuts: at most `size` characters,
@@ -443,7 +565,7 @@ const STOPWORDS: &[&str] = &[
 /// Distinct terms: runs of `[a-z0-9_]` in the lower-cased text, three
 /// characters or more, not a stopword.
 fn terms(text: &str) -> HashSet<String> {
-    let lowered = text.to_lowercase();
+    let lowered = particles_pytext::lower(text);
     lowered
         .split(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'))
         .filter(|t| t.len() >= 3 && !STOPWORDS.contains(t))

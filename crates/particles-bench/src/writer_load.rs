@@ -14,9 +14,9 @@ use std::{
     time::{Duration, Instant},
 };
 
-use anyhow::Result;
-use particles_server::load::{quantile, BlockingClient};
 use serde::Serialize;
+
+use crate::{load::BlockingClient, stats::quantile, Error, Result};
 
 /// What the writer did in one phase.
 #[derive(Debug, Clone, Serialize)]
@@ -99,7 +99,7 @@ pub(crate) fn run(
         let begun = Instant::now();
         match retract(&client, url, &id) {
             Ok(()) => latencies.push(begun.elapsed().as_secs_f64()),
-            Err(error) if errors.len() < 10 => errors.push(format!("{id}: {error:#}")),
+            Err(error) if errors.len() < 10 => errors.push(format!("{id}: {error}")),
             Err(_) => {}
         }
     }
@@ -134,7 +134,9 @@ fn retract(client: &BlockingClient, url: &str, id: &str) -> Result<()> {
     if status == 200 {
         Ok(())
     } else {
-        anyhow::bail!("HTTP {status}: {answer}")
+        Err(Error::Load {
+            reason: format!("HTTP {status}: {answer}"),
+        })
     }
 }
 
