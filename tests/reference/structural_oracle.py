@@ -63,6 +63,10 @@ OBJECTS = [
     ("LITERAL", "1987", None, "en"), ("LITERAL", "Paris", None, None), ("LITERAL", "Rome", None, None),
     ("TOKEN", "gold", None, None), ("TOKEN", "Paris", None, None), ("URI", "http://example.org/Silver", None, None),
     ("URI", "wd:Q90", None, None),
+    # Letters that got a case pair only after Unicode 14 (U+A7CC/U+A7CD, U+1C89/U+1C8A):
+    # Python 3.11's casefold leaves them as they are, so `object_contains` with the
+    # other letter of the later pair must not match.
+    ("LITERAL", "\ua7ccoin of \u1c89", None, None), ("TOKEN", "\ua7cd\u1c8a", None, None),
 ]
 SUBJECT_CLASSES = [None, "", "Coin", "numista:Coin", "http://ex.org/onto#Metal", "http://ex.org/Mint",
                    "artifact:file", "Coin", "Person", "urn:isbn:1"]
@@ -148,11 +152,13 @@ def augment(path: Path, seed: int) -> dict:
     if "amb-1" in subjects and rng.random() < 0.3:
         claim_subject_ids.append("amb")  # an ambiguous prefix: group_by subject must fail
     rows = db.execute("SELECT id FROM particles ORDER BY rowid").fetchall()
-    for (pid,) in rows:
-        if rng.random() < 0.35:
+    for index, (pid,) in enumerate(rows):
+        # The first two rows always carry the late-case-pair objects (the last
+        # two of OBJECTS), so every store can tell Unicode 14 from a later one.
+        if rng.random() < 0.35 and index >= 2:
             continue
         pkind, pvalue = rng.choice(PREDICATES)
-        okind, ovalue, datatype, language = rng.choice(OBJECTS)
+        okind, ovalue, datatype, language = rng.choice(OBJECTS) if index >= 2 else OBJECTS[index - 2]
         claim = StructuredClaim(
             subject=ClaimTerm(kind=rng.choice(["TOKEN", "URI"]), value=rng.choice(["coin", "wd:Q1"])),
             predicate=ClaimTerm(kind=pkind, value=pvalue),
@@ -307,7 +313,8 @@ def requests_for(store: Path, facts: dict, rng: random.Random, count: int) -> li
                 request["object_eq"] = rng.choice(["5", "5.000", "gold", "GOLD", "2020-01-01T00:00:00Z", "paris",
                                                    "1987", "2021-06-01T10:00:00Z"])
             if "object_contains" in conditions:
-                request["object_contains"] = rng.choice(["o", "O", "Coin", "20", "silver", "a", "5", "e"])
+                request["object_contains"] = rng.choice(["o", "O", "Coin", "20", "silver", "a", "5", "e",
+                                                         "\ua7cdoin", "\ua7cc", "\u1c8a", "\u1c89"])
         if mode == "count":
             request["count"] = True
         if mode == "group_by":
@@ -321,6 +328,12 @@ def requests_for(store: Path, facts: dict, rng: random.Random, count: int) -> li
         if mode == "vocabulary":
             request["list_vocabulary"] = True
         out.append(request)
+    # Alone, on every store: the late case pairs. Python 3.11 (Unicode 14)
+    # casefolds neither letter of U+A7CC/U+A7CD nor of U+1C89/U+1C8A, so each
+    # matches only itself; a later Unicode would match its pair too.
+    for needle in ["\ua7cdoin", "\ua7cc", "\u1c8a", "\u1c89"]:
+        out.append({"store": str(store), "now": NOWS[0], "top_k": 40, "min_confidence": 0.0,
+                    "object_contains": needle})
     return out
 
 

@@ -17,14 +17,17 @@ use anyhow::Result;
 pub(crate) enum Profile {
     /// `cargo build` (what the tests use).
     Debug,
-    /// `cargo build --release` (what the demo and the benchmark use).
-    Release,
+    /// `cargo build --release` with only what the demo runs
+    /// ([`crate::DEMO_FEATURES`]: the encoder and the fetch verb, no server,
+    /// no benchmark).
+    Demo,
 }
 
 pub(crate) fn fetch(dir: Option<PathBuf>, profile: Profile) -> Result<()> {
     let mut args = vec!["run", "--quiet"];
-    if let Profile::Release = profile {
+    if let Profile::Demo = profile {
         args.push("--release");
+        args.extend(crate::DEMO_FEATURES);
     }
     args.extend(["-p", "particles-cli", "--", "model", "fetch"]);
     let dir = dir.map(|dir| dir.display().to_string());

@@ -24,7 +24,7 @@ const DECODERS: &[(&str, &str, &str)] = &[
         "fuzz::datetime::differential",
     ),
     ("netloc", "particles-rank", "fuzz::netloc::differential"),
-    ("regex", "particles-rank", "fuzz::regex::differential"),
+    ("regex", "particles-pyre", "fuzz::regex::differential"),
     ("config", "particles-config", "reference::differential"),
     ("request", "particles-model", "fuzz::request::differential"),
 ];

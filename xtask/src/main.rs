@@ -1,7 +1,8 @@
 //! `cargo xtask`: the project's chores, in Rust so they run wherever cargo does.
 //!
 //! - `demo [QUESTION]`: fetch the model if needed, import `examples/coins.jsonl` once
-//!   into `target/demo/coins.db`, and answer QUESTION (the README's first command).
+//!   into `target/demo/coins.db`, and answer QUESTION (the README's first command),
+//!   with a release build of only what it runs (`DEMO_FEATURES`).
 //! - `reference`: install the reference engine (linkedparticles 1.214.1, without
 //!   torch) into `.reference/venv`, idempotently. The equivalence tests use it.
 //! - `test`: `reference` and `fetch-model`, then `cargo test --workspace` with the
@@ -9,8 +10,9 @@
 //!   tests whose oracle is missing, saying which command provides it).
 //! - `ci`: `reference`, `fetch-model`, `cargo fmt --check`, clippy with `-D
 //!   warnings`, the tests (with the oracles required, not skipped), the CLI's tests
-//!   without the encoder feature, the downstream examples run, and `cargo doc` with
-//!   warnings denied (what `.ci/run` runs).
+//!   without the encoder feature, clippy on the demo's feature set (no server, no
+//!   benchmark), the downstream examples run, and `cargo doc` with warnings
+//!   denied (what `.ci/run` runs).
 //! - `equivalence [--seeds N]`: the loader-equivalence property test with 1000
 //!   cases, and the live-oracle tests against the reference with more cases: the
 //!   rankings on N seeded stores (default 40), 10·N random configurations and
@@ -57,48 +59,7 @@ fn main() -> Result<()> {
             cargo(&["test", "--workspace"], REQUIRE_ORACLES)
         }
         Some("ci") => ci(&root),
-        Some("equivalence") => {
-            let seeds = match args.get(1).map(String::as_str) {
-                Some("--seeds") => args.get(2).context("--seeds needs a number")?.clone(),
-                Some(other) => bail!("unknown argument {other:?}\n{USAGE}"),
-                None => "40".to_owned(),
-            };
-            reference::install(&root)?;
-            // The loader-equivalence property: every loader (uncached, the cache
-            // fresh, across random writes and rebuilt, the subject path, a
-            // sidecar-backed one-shot cache) ranks alike, with 1000 cases.
-            cargo(
-                &[
-                    "test",
-                    "--release",
-                    "-p",
-                    "particles-cache",
-                    "--test",
-                    "it",
-                    "equivalence",
-                ],
-                &[
-                    ("PROPTEST_CASES", "1000"),
-                    REQUIRE_ORACLES[0],
-                    REQUIRE_ORACLES[1],
-                ],
-            )?;
-            let count: u64 = seeds.parse().context("--seeds needs a number")?;
-            let configs = (count * 10).to_string();
-            let federated = (count * 5).to_string();
-            // The live oracle on N seeded stores, random configurations, federation.
-            cli_tests(
-                &["reference::", "configured::", "federation::"],
-                false,
-                &[
-                    ("PARTICLES_REFERENCE_SEEDS", &seeds),
-                    ("PARTICLES_REFERENCE_CONFIGS", &configs),
-                    ("PARTICLES_REFERENCE_FEDERATED", &federated),
-                    REQUIRE_ORACLES[0],
-                    REQUIRE_ORACLES[1],
-                ],
-            )
-        }
+        Some("equivalence") => equivalence(&root, &args),
         Some("fuzz") => fuzz::run(&root, &args[1..]),
         Some("crash") => {
             // `cargo xtask crash [--runs N]`: the kill -9 tests, N kills per verb.
@@ -131,51 +92,7 @@ fn main() -> Result<()> {
             };
             fetch_model::fetch(dir, fetch_model::Profile::Debug)
         }
-        Some("demo") => {
-            // The README's first command: fetch the model if needed, import the demo
-            // beliefs once, answer a question in text.
-            fetch_model::fetch(None, fetch_model::Profile::Release)?;
-            let store = root.join("target/demo/coins.db");
-            if !store.exists() {
-                std::fs::create_dir_all(store.parent().context("store dir")?)?;
-                cargo(
-                    &[
-                        "run",
-                        "--release",
-                        "--quiet",
-                        "-p",
-                        "particles-cli",
-                        "--",
-                        "import",
-                        "--store",
-                        &store.display().to_string(),
-                        "examples/coins.jsonl",
-                    ],
-                    &[],
-                )?;
-            }
-            let question = args
-                .get(1)
-                .cloned()
-                .unwrap_or_else(|| "how are old coins graded?".to_owned());
-            cargo(
-                &[
-                    "run",
-                    "--release",
-                    "--quiet",
-                    "-p",
-                    "particles-cli",
-                    "--",
-                    "query",
-                    "--store",
-                    &store.display().to_string(),
-                    &question,
-                    "--top-k",
-                    "10",
-                ],
-                &[],
-            )
-        }
+        Some("demo") => demo(&root, &args),
         Some("bench") => {
             // `cargo xtask bench [run|report] [flags]`: the release binary's
             // `benchmark query-latency`, `run` by default.
@@ -200,6 +117,112 @@ fn main() -> Result<()> {
     }
 }
 
+/// `cargo xtask equivalence [--seeds N]`: the loader-equivalence property with
+/// 1000 cases, then the live oracle on N seeded stores, 10·N random
+/// configurations and 5·N federated requests.
+fn equivalence(root: &Path, args: &[String]) -> Result<()> {
+    let seeds = match args.get(1).map(String::as_str) {
+        Some("--seeds") => args.get(2).context("--seeds needs a number")?.clone(),
+        Some(other) => bail!("unknown argument {other:?}\n{USAGE}"),
+        None => "40".to_owned(),
+    };
+    reference::install(root)?;
+    // The loader-equivalence property: every loader (uncached, the cache
+    // fresh, across random writes and rebuilt, the subject path, a
+    // sidecar-backed one-shot cache) ranks alike, with 1000 cases.
+    cargo(
+        &[
+            "test",
+            "--release",
+            "-p",
+            "particles-cache",
+            "--test",
+            "it",
+            "equivalence",
+        ],
+        &[
+            ("PROPTEST_CASES", "1000"),
+            REQUIRE_ORACLES[0],
+            REQUIRE_ORACLES[1],
+        ],
+    )?;
+    let count: u64 = seeds.parse().context("--seeds needs a number")?;
+    let configs = (count * 10).to_string();
+    let federated = (count * 5).to_string();
+    // The live oracle on N seeded stores, random configurations, federation.
+    cli_tests(
+        &["reference::", "configured::", "federation::"],
+        false,
+        &[
+            ("PARTICLES_REFERENCE_SEEDS", &seeds),
+            ("PARTICLES_REFERENCE_CONFIGS", &configs),
+            ("PARTICLES_REFERENCE_FEDERATED", &federated),
+            REQUIRE_ORACLES[0],
+            REQUIRE_ORACLES[1],
+        ],
+    )
+}
+
+/// `cargo xtask demo [QUESTION]`: the README's first command. Fetches the model
+/// if needed, imports the demo beliefs once, answers a question in text, with a
+/// release build of only what it runs.
+fn demo(root: &Path, args: &[String]) -> Result<()> {
+    // The README's first command: fetch the model if needed, import the demo
+    // beliefs once, answer a question in text.
+    fetch_model::fetch(None, fetch_model::Profile::Demo)?;
+    let store = root.join("target/demo/coins.db");
+    if !store.exists() {
+        std::fs::create_dir_all(store.parent().context("store dir")?)?;
+        cargo(
+            &[
+                "run",
+                "--release",
+                "--quiet",
+                DEMO_FEATURES[0],
+                DEMO_FEATURES[1],
+                DEMO_FEATURES[2],
+                "-p",
+                "particles-cli",
+                "--",
+                "import",
+                "--store",
+                &store.display().to_string(),
+                "examples/coins.jsonl",
+            ],
+            &[],
+        )?;
+    }
+    let question = args
+        .get(1)
+        .cloned()
+        .unwrap_or_else(|| "how are old coins graded?".to_owned());
+    cargo(
+        &[
+            "run",
+            "--release",
+            "--quiet",
+            DEMO_FEATURES[0],
+            DEMO_FEATURES[1],
+            DEMO_FEATURES[2],
+            "-p",
+            "particles-cli",
+            "--",
+            "query",
+            "--store",
+            &store.display().to_string(),
+            &question,
+            "--top-k",
+            "10",
+        ],
+        &[],
+    )
+}
+
+/// The features `cargo xtask demo` builds the binary with: the encoder and
+/// `model fetch`, not the HTTP and MCP servers (tokio, axum, rmcp) nor the
+/// benchmarks, which the demo does not run.
+pub(crate) const DEMO_FEATURES: [&str; 3] = ["--no-default-features", "--features", "fetch"];
+
 fn ci(root: &Path) -> Result<()> {
     reference::install(root)?;
     fetch_model::fetch(None, fetch_model::Profile::Debug)?;
@@ -219,8 +242,30 @@ fn ci(root: &Path) -> Result<()> {
     // The engine without the encoder feature: it builds, and its tests pass
     // (questions then come with a vector or rank by confidence).
     cargo(
-        &["test", "-p", "particles-cli", "--no-default-features"],
+        &[
+            "test",
+            "-p",
+            "particles-cli",
+            "--no-default-features",
+            "--features",
+            "server,bench",
+        ],
         REQUIRE_ORACLES,
+    )?;
+    // The demo's build (no server, no benchmark) compiles and lints clean.
+    cargo(
+        &[
+            "clippy",
+            "-p",
+            "particles-cli",
+            DEMO_FEATURES[0],
+            DEMO_FEATURES[1],
+            DEMO_FEATURES[2],
+            "--",
+            "-D",
+            "warnings",
+        ],
+        &[],
     )?;
     // Every library crate packages (complete metadata, versioned dependencies).
     cargo(

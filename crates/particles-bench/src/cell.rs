@@ -159,10 +159,6 @@ pub fn run_cell(spec_path: &Path) -> Result<()> {
                 .collect()
         })
         .unwrap_or_default();
-    let subject = |i: usize| -> Option<String> {
-        (spec.variant == "subject" && !subjects.is_empty())
-            .then(|| subjects[i % subjects.len()].clone())
-    };
     // Process start and engine start (its store open) are reported apart from
     // the queries. The cell asks the engine every front end asks, configured
     // with the defaults (an empty environment, no file), so its latencies are
@@ -171,100 +167,22 @@ pub fn run_cell(spec_path: &Path) -> Result<()> {
     let open_started = Instant::now();
     let engine = cell_engine(&spec, encoder)?;
     let open_seconds = open_started.elapsed().as_secs_f64();
-    let now = Timestamp::parse("2026-06-01T00:00:00Z").expect("a fixed instant parses");
-    let ask = |index: usize| -> Result<(f64, QueryOutcome)> {
-        let request = QueryRequest {
-            question: Some(questions.text(index).to_owned()),
-            top_k: spec.top_k,
-            subject_id: subject(index),
-            ..QueryRequest::default()
-        };
-        let request = request.validate(now)?;
-        // Without an encoder the question's vector rides in the envelope.
-        let envelope = Envelope {
-            vector: (!spec.encoder).then(|| questions.vector(index).to_vec()),
-            no_embedding: false,
-            now: Some(now),
-        };
-        let started = Instant::now();
-        let answered = engine
-            .ask(&request, &envelope, Detail::Ranking)
-            .map_err(|error| Error::Engine(error.to_string()))?;
-        let total = started.elapsed().as_secs_f64();
-        let mut outcome = answered
-            .outcome
-            .ok_or_else(|| Error::Engine("a question was not ranked".to_owned()))?;
-        outcome.timings.embed += answered.timings.encode.as_secs_f64();
-        Ok((total, outcome))
+    let cell = CellRun {
+        spec: &spec,
+        questions: &questions,
+        subjects: &subjects,
+        engine: &engine,
+        now: Timestamp::parse("2026-06-01T00:00:00Z").expect("a fixed instant parses"),
     };
-    let route = || {
-        engine
-            .cache_report()
-            .and_then(|report| report.route)
-            .map(|r| format!("{r:?}"))
-    };
-    let mut samples = Vec::new();
-    let mut warmup_seconds = None;
-    let mut floors = serde_json::Map::new();
-    let mut extra = serde_json::Map::new();
-    if spec.mode != "warm" {
-        // A fresh process: one question, start to answer (`process_seconds`), then
-        // the sidecar written as `query` writes it after printing.
-        let index = spec.question_offset;
-        let (total, outcome) = ask(index)?;
-        let mut sample = sample_json(index, subject(index).as_deref(), total, &outcome);
-        sample["process_seconds"] = json!(startup_seconds + open_seconds + total);
-        sample["route"] = json!(route());
-        samples.push(sample);
-        let started = Instant::now();
-        let (written, persisted) = engine.persist_counted();
-        extra.insert("sidecar_written".into(), json!(written > 0));
-        extra.insert(
-            "sidecar_write_seconds".into(),
-            json!(started.elapsed().as_secs_f64()),
-        );
-        notes.extend(persisted);
-        if spec.mode == "first" {
-            let store = Store::open_read_only(&spec.store_path)?;
-            floors.insert(
-                "json_parse_single_core_seconds".into(),
-                json!(json_parse_floor(&store)?),
-            );
-        }
+    let mut measured = if spec.mode != "warm" {
+        cell.one_shot(startup_seconds + open_seconds, &mut notes)?
     } else {
-        let warmup_index = spec.question_offset + spec.questions;
-        let (seconds, _) = ask(warmup_index)?;
-        warmup_seconds = Some(seconds);
-        let loop_started = Instant::now();
-        for n in 0..spec.questions {
-            let spent = loop_started.elapsed().as_secs_f64();
-            let mean = if n == 0 { 0.0 } else { spent / n as f64 };
-            let budget_stop = spec.budget_seconds > 0.0
-                && n + 1 >= spec.min_questions
-                && spent + mean > spec.budget_seconds;
-            let index = spec.question_offset + n;
-            let (total, outcome) = ask(index)?;
-            samples.push(sample_json(
-                index,
-                subject(index).as_deref(),
-                total,
-                &outcome,
-            ));
-            if budget_stop && n + 1 < spec.questions {
-                notes.push(format!(
-                    "stopped after {} of {} questions: the next would have passed the {} s budget",
-                    n + 1,
-                    spec.questions,
-                    spec.budget_seconds
-                ));
-                break;
-            }
-        }
-    }
-    if spec.mode == "warm" && subject(0).is_none() {
+        cell.warm(&mut notes)?
+    };
+    if spec.mode == "warm" && cell.subject(0).is_none() {
         if let Some(set) = engine.candidates() {
             let vector = questions.vector(spec.question_offset);
-            floors.insert(
+            measured.floors.insert(
                 "f32_scan_single_thread_seconds".into(),
                 json!(scan_floor(&set, vector)),
             );
@@ -281,8 +199,8 @@ pub fn run_cell(spec_path: &Path) -> Result<()> {
         "wall_seconds": wall.elapsed().as_secs_f64(),
         "import_seconds": process_start_seconds(),
         "encoder_load_seconds": encoder_load_seconds,
-        "warmup_seconds": warmup_seconds,
-        "samples": samples,
+        "warmup_seconds": measured.warmup_seconds,
+        "samples": measured.samples,
         "cosine_reference": Value::Null,
         "peak_rss_bytes": probe::peak_rss(Process::Current),
         "sampled_peak_rss_bytes": Value::Null,
@@ -292,13 +210,145 @@ pub fn run_cell(spec_path: &Path) -> Result<()> {
         "engine": "particles-rs",
         "store_open_seconds": open_seconds,
         "cache_heap_bytes": report.map(|r| r.heap_bytes),
-        "cache_route": route(),
+        "cache_route": cell.route(),
         "anon_huge_pages_bytes": probe::smaps_rollup_bytes(Process::Current, "AnonHugePages:"),
         "rss_anon_bytes": probe::smaps_rollup_bytes(Process::Current, "Anonymous:"),
-        "floors": floors,
-        "sidecar": extra,
+        "floors": measured.floors,
+        "sidecar": measured.extra,
     });
     write_json_atomically(&spec.result_path, &result)
+}
+
+/// A cell asking its questions of its engine.
+struct CellRun<'c> {
+    spec: &'c CellSpec,
+    questions: &'c Questions,
+    /// The manifest's query subjects (the subject variant asks about them in turn).
+    subjects: &'c [String],
+    engine: &'c Engine,
+    now: Timestamp,
+}
+
+/// What a cell's questions measured, for its result.
+#[derive(Default)]
+struct Measured {
+    samples: Vec<Value>,
+    warmup_seconds: Option<f64>,
+    floors: serde_json::Map<String, Value>,
+    /// The sidecar write after a one-shot's question.
+    extra: serde_json::Map<String, Value>,
+}
+
+impl CellRun<'_> {
+    /// The subject question `i` asks about, in the subject variant.
+    fn subject(&self, i: usize) -> Option<String> {
+        (self.spec.variant == "subject" && !self.subjects.is_empty())
+            .then(|| self.subjects[i % self.subjects.len()].clone())
+    }
+
+    /// Asks question `index`: its seconds, and the outcome with the encoder's
+    /// time counted in `embed`.
+    fn ask(&self, index: usize) -> Result<(f64, QueryOutcome)> {
+        let request = QueryRequest {
+            question: Some(self.questions.text(index).to_owned()),
+            top_k: self.spec.top_k,
+            subject_id: self.subject(index),
+            ..QueryRequest::default()
+        };
+        let request = request.validate(self.now)?;
+        // Without an encoder the question's vector rides in the envelope.
+        let envelope = Envelope {
+            vector: (!self.spec.encoder).then(|| self.questions.vector(index).to_vec()),
+            no_embedding: false,
+            now: Some(self.now),
+        };
+        let started = Instant::now();
+        let answered = self
+            .engine
+            .ask(&request, &envelope, Detail::Ranking)
+            .map_err(|error| Error::Engine(error.to_string()))?;
+        let total = started.elapsed().as_secs_f64();
+        let mut outcome = answered
+            .outcome
+            .ok_or_else(|| Error::Engine("a question was not ranked".to_owned()))?;
+        outcome.timings.embed += answered.timings.encode.as_secs_f64();
+        Ok((total, outcome))
+    }
+
+    /// The route the engine's cache took, if it has one.
+    fn route(&self) -> Option<String> {
+        self.engine
+            .cache_report()
+            .and_then(|report| report.route)
+            .map(|r| format!("{r:?}"))
+    }
+
+    /// A fresh process: one question, start to answer (`process_seconds`, after
+    /// `before_seconds` of process and engine start), then the sidecar written as
+    /// `query` writes it after printing.
+    fn one_shot(&self, before_seconds: f64, notes: &mut Vec<String>) -> Result<Measured> {
+        let mut measured = Measured::default();
+        let index = self.spec.question_offset;
+        let (total, outcome) = self.ask(index)?;
+        let mut sample = sample_json(index, self.subject(index).as_deref(), total, &outcome);
+        sample["process_seconds"] = json!(before_seconds + total);
+        sample["route"] = json!(self.route());
+        measured.samples.push(sample);
+        let started = Instant::now();
+        let (written, persisted) = self.engine.persist_counted();
+        measured
+            .extra
+            .insert("sidecar_written".into(), json!(written > 0));
+        measured.extra.insert(
+            "sidecar_write_seconds".into(),
+            json!(started.elapsed().as_secs_f64()),
+        );
+        notes.extend(persisted);
+        if self.spec.mode == "first" {
+            let store = Store::open_read_only(&self.spec.store_path)?;
+            measured.floors.insert(
+                "json_parse_single_core_seconds".into(),
+                json!(json_parse_floor(&store)?),
+            );
+        }
+        Ok(measured)
+    }
+
+    /// A warm cell: an untimed warm-up, then the timed questions until the
+    /// budget would be passed (after at least `min_questions`).
+    fn warm(&self, notes: &mut Vec<String>) -> Result<Measured> {
+        let spec = self.spec;
+        let mut measured = Measured::default();
+        let warmup_index = spec.question_offset + spec.questions;
+        let (seconds, _) = self.ask(warmup_index)?;
+        measured.warmup_seconds = Some(seconds);
+        let loop_started = Instant::now();
+        for n in 0..spec.questions {
+            let spent = loop_started.elapsed().as_secs_f64();
+            let mean = if n == 0 { 0.0 } else { spent / n as f64 };
+            let budget_stop = spec.budget_seconds > 0.0
+                && n + 1 >= spec.min_questions
+                && spent + mean > spec.budget_seconds;
+            let index = spec.question_offset + n;
+            let (total, outcome) = self.ask(index)?;
+            measured.samples.push(sample_json(
+                index,
+                self.subject(index).as_deref(),
+                total,
+                &outcome,
+            ));
+            if budget_stop && n + 1 < spec.questions {
+                notes.push(format!(
+                    "stopped after {} of {} questions: the next would have passed the {} s budget",
+                    n + 1,
+                    spec.questions,
+                    spec.budget_seconds
+                ));
+                break;
+            }
+        }
+        Ok(measured)
+    }
 }
 
 /// The single-thread f32 scan floor: the best of 20 plain passes computing one

@@ -234,153 +234,312 @@ pub(crate) fn build_store(
     // A throwaway file until the rename below: durability would only cost time.
     writer.disable_durability()?;
 
-    let entries: Vec<String> = (0..counts.entries).map(|_| rng.uuid()).collect();
-    let snapshots: Vec<String> = (0..counts.snapshots).map(|_| rng.uuid()).collect();
-    let snapshot_entry: Vec<usize> = (0..counts.snapshots as usize)
-        .map(|j| {
-            if j < entries.len() {
-                j
-            } else {
-                rng.integers(0, counts.entries) as usize
-            }
-        })
-        .collect();
-    let subjects: Vec<String> = (0..counts.subjects).map(|_| rng.uuid()).collect();
-    let subject_cdf: Vec<f64> = {
-        let weights: Vec<f64> = (1..=subjects.len())
-            .map(|r| 1.0 / (r as f64).powf(0.8))
-            .collect();
-        let total: f64 = weights.iter().sum();
-        let mut running = 0.0;
-        let mut cdf: Vec<f64> = weights
-            .iter()
-            .map(|w| {
-                running += w / total;
-                running
-            })
-            .collect();
-        if let Some(last) = cdf.last_mut() {
-            *last = 1.0;
-        }
-        cdf
+    let pools = Pools::draw(&mut rng, counts);
+    let tally = Tally::new(&mut rng, counts);
+    let mut builder = Builder {
+        rng,
+        pools,
+        tally,
+        created: timestamp(EPOCH_MICROS),
     };
-    // The sampled ACTIVE positions whose first subject the subject variant asks about.
-    let sample_count = size.min(256) as usize;
-    let mut sample: Vec<u64> = Vec::with_capacity(sample_count);
-    let mut seen_positions = HashSet::new();
-    while sample.len() < sample_count {
-        let position = rng.integers(0, size);
-        if seen_positions.insert(position) {
-            sample.push(position);
-        }
-    }
-    let sample_order: std::collections::HashMap<u64, usize> = sample
-        .iter()
-        .enumerate()
-        .map(|(order, &pos)| (pos, order))
-        .collect();
-    let mut sampled: Vec<Option<usize>> = vec![None; sample_count];
-
-    let created = timestamp(EPOCH_MICROS);
-    let tx = writer.transaction()?;
-    for (i, entry) in entries.iter().enumerate() {
-        let uri = format!("file:///synthetic/source-{i}.md");
-        tx.insert_corpus_entry(
-            &CorpusEntryRow {
-                entry_id: entry,
-                uri_r: Some(&uri),
-                source_type: if i % 4 == 0 {
-                    "LOCAL_MARKDOWN"
-                } else {
-                    "CONVERSATION"
-                },
-                mutability: "STABLE",
-                fetch_policy: "NEVER",
-                created_at: created,
-                deposited_by: GENERATOR_NAME,
-                tags_json: "[]",
-            },
-            OnConflict::Abort,
-        )?;
-    }
-    for (j, snapshot) in snapshots.iter().enumerate() {
-        let published = (rng.random() < 0.79)
-            .then(|| timestamp(EPOCH_MICROS + (rng.uniform(0.0, SPAN_DAYS) * 86_400e6) as i64));
-        let hash = format!("{:x}", Sha256::digest(snapshot.as_bytes()));
-        tx.insert_snapshot(
-            &SnapshotRow {
-                snapshot_id: snapshot,
-                entry_id: &entries[snapshot_entry[j]],
-                captured_at: created,
-                content_hash: &hash,
-                warc_record_type: "RESPONSE",
-                extraction_status: "COMPLETE",
-                content_published_at: published,
-                author_id: None,
-                extraction_attempts: 1,
-                resume_whole: false,
-            },
-            OnConflict::Abort,
-        )?;
-    }
-    tx.commit()?;
+    builder.write_sources(&mut writer)?;
 
     let total = counts.active + counts.inactive;
-    let mut remaining_active = counts.active;
-    let mut active_seen: u64 = 0;
-    let mut relation_budget = counts.relations;
-    let mut relations_written = 0;
-    let mut fingerprint = Sha256::new();
-    let mut subject_links: u64 = 0;
-    let mut linked_active: HashSet<usize> = HashSet::new();
-    let mut active_subject_rows: std::collections::HashMap<usize, u64> =
-        std::collections::HashMap::new();
     let mut done: u64 = 0;
     while done < total {
         let n = CHUNK.min((total - done) as usize);
+        builder.write_chunk(&mut writer, done, n, total)?;
+        done += n as u64;
+        progress(done, total);
+    }
+    let linked = builder.write_subjects(&mut writer)?;
+    drop(writer);
+    let embedding_bytes = particles_store::active_embedding_json_length(
+        &particles_store::Store::open_read_only(&building)?,
+    )?;
+    std::fs::rename(&building, path).map_err(io_error("move the built store to", path))?;
+    let Builder { pools, tally, .. } = builder;
+    let query_subjects = tally.query_subjects(&pools.subjects);
+    let manifest = StoreManifest {
+        seed,
+        size,
+        generator_version: GENERATOR_VERSION.to_owned(),
+        active: counts.active,
+        inactive: counts.inactive,
+        subjects: linked.len() as u64,
+        subject_links: tally.subject_links,
+        corpus_entries: counts.entries,
+        snapshots: counts.snapshots,
+        relations: tally.relations_written,
+        embedding_json_bytes: embedding_bytes,
+        db_bytes: std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
+        build_seconds: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+        embedding_model_id: particles_model::EMBEDDING_MODEL_ID.to_owned(),
+        fingerprint: format!("{:x}", tally.fingerprint.finalize()),
+        query_subjects,
+    };
+    write_json(&manifest_path(path), &manifest)?;
+    Ok(manifest)
+}
+
+/// The ids rows point at: corpus entries, their snapshots (and the entry each
+/// belongs to: one snapshot per entry first, the rest at random), and the
+/// subject pool with its Zipf 0.8 CDF.
+struct Pools {
+    entries: Vec<String>,
+    snapshots: Vec<String>,
+    snapshot_entry: Vec<usize>,
+    subjects: Vec<String>,
+    subject_cdf: Vec<f64>,
+}
+
+impl Pools {
+    fn draw(rng: &mut Rng, counts: Counts) -> Pools {
+        let entries: Vec<String> = (0..counts.entries).map(|_| rng.uuid()).collect();
+        let snapshots: Vec<String> = (0..counts.snapshots).map(|_| rng.uuid()).collect();
+        let snapshot_entry: Vec<usize> = (0..counts.snapshots as usize)
+            .map(|j| {
+                if j < entries.len() {
+                    j
+                } else {
+                    rng.integers(0, counts.entries) as usize
+                }
+            })
+            .collect();
+        let subjects: Vec<String> = (0..counts.subjects).map(|_| rng.uuid()).collect();
+        let subject_cdf = zipf_cdf(subjects.len());
+        Pools {
+            entries,
+            snapshots,
+            snapshot_entry,
+            subjects,
+            subject_cdf,
+        }
+    }
+}
+
+/// The cumulative Zipf 0.8 weights of `n` ranks (the last exactly 1).
+fn zipf_cdf(n: usize) -> Vec<f64> {
+    let weights: Vec<f64> = (1..=n).map(|r| 1.0 / (r as f64).powf(0.8)).collect();
+    let total: f64 = weights.iter().sum();
+    let mut running = 0.0;
+    let mut cdf: Vec<f64> = weights
+        .iter()
+        .map(|w| {
+            running += w / total;
+            running
+        })
+        .collect();
+    if let Some(last) = cdf.last_mut() {
+        *last = 1.0;
+    }
+    cdf
+}
+
+/// What the row loop counts for the manifest and the relation budget.
+struct Tally {
+    remaining_active: u64,
+    active_seen: u64,
+    relation_budget: u64,
+    relations_written: u64,
+    fingerprint: Sha256,
+    subject_links: u64,
+    linked_active: HashSet<usize>,
+    active_subject_rows: std::collections::HashMap<usize, u64>,
+    /// The sampled ACTIVE positions whose first subject the subject variant asks
+    /// about, to their order in the sample.
+    sample_order: std::collections::HashMap<u64, usize>,
+    /// The first subject of each sampled position, once written.
+    sampled: Vec<Option<usize>>,
+}
+
+impl Tally {
+    fn new(rng: &mut Rng, counts: Counts) -> Tally {
+        let size = counts.active;
+        let sample_count = size.min(256) as usize;
+        let mut sample: Vec<u64> = Vec::with_capacity(sample_count);
+        let mut seen_positions = HashSet::new();
+        while sample.len() < sample_count {
+            let position = rng.integers(0, size);
+            if seen_positions.insert(position) {
+                sample.push(position);
+            }
+        }
+        let sample_order = sample
+            .iter()
+            .enumerate()
+            .map(|(order, &pos)| (pos, order))
+            .collect();
+        Tally {
+            remaining_active: counts.active,
+            active_seen: 0,
+            relation_budget: counts.relations,
+            relations_written: 0,
+            fingerprint: Sha256::new(),
+            subject_links: 0,
+            linked_active: HashSet::new(),
+            active_subject_rows: std::collections::HashMap::new(),
+            sample_order,
+            sampled: vec![None; sample_count],
+        }
+    }
+
+    /// Counts an ACTIVE row's subjects, and its first one if its position was sampled.
+    fn note_active(&mut self, subject_indices: &[usize]) {
+        for &index in subject_indices {
+            self.linked_active.insert(index);
+            *self.active_subject_rows.entry(index).or_default() += 1;
+        }
+        if let Some(&order) = self.sample_order.get(&self.active_seen) {
+            self.sampled[order] = subject_indices.first().copied();
+        }
+        self.active_seen += 1;
+    }
+
+    /// The manifest's query subjects: up to 64 sampled first subjects, each with
+    /// its count of ACTIVE rows.
+    fn query_subjects(&self, subjects: &[String]) -> Vec<(String, u64)> {
+        self.sampled
+            .iter()
+            .flatten()
+            .take(64)
+            .map(|&index| {
+                (
+                    subjects[index].clone(),
+                    self.active_subject_rows.get(&index).copied().unwrap_or(0),
+                )
+            })
+            .collect()
+    }
+}
+
+/// A store being written: the seeded draws, the pools and the tally.
+struct Builder {
+    rng: Rng,
+    pools: Pools,
+    tally: Tally,
+    /// When the generator's own rows (entries, snapshots, subjects, relations)
+    /// say they were made.
+    created: Timestamp,
+}
+
+impl Builder {
+    /// The corpus entries and their snapshots, in one transaction.
+    fn write_sources(&mut self, writer: &mut particles_store::Writer) -> Result<()> {
+        let created = self.created;
+        let tx = writer.transaction()?;
+        for (i, entry) in self.pools.entries.iter().enumerate() {
+            let uri = format!("file:///synthetic/source-{i}.md");
+            tx.insert_corpus_entry(
+                &CorpusEntryRow {
+                    entry_id: entry,
+                    uri_r: Some(&uri),
+                    source_type: if i % 4 == 0 {
+                        "LOCAL_MARKDOWN"
+                    } else {
+                        "CONVERSATION"
+                    },
+                    mutability: "STABLE",
+                    fetch_policy: "NEVER",
+                    created_at: created,
+                    deposited_by: GENERATOR_NAME,
+                    tags_json: "[]",
+                },
+                OnConflict::Abort,
+            )?;
+        }
+        for (j, snapshot) in self.pools.snapshots.iter().enumerate() {
+            let rng = &mut self.rng;
+            let published = (rng.random() < 0.79)
+                .then(|| timestamp(EPOCH_MICROS + (rng.uniform(0.0, SPAN_DAYS) * 86_400e6) as i64));
+            let hash = format!("{:x}", Sha256::digest(snapshot.as_bytes()));
+            tx.insert_snapshot(
+                &SnapshotRow {
+                    snapshot_id: snapshot,
+                    entry_id: &self.pools.entries[self.pools.snapshot_entry[j]],
+                    captured_at: created,
+                    content_hash: &hash,
+                    warc_record_type: "RESPONSE",
+                    extraction_status: "COMPLETE",
+                    content_published_at: published,
+                    author_id: None,
+                    extraction_attempts: 1,
+                    resume_whole: false,
+                },
+                OnConflict::Abort,
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Rows `done..done + n` of `total`, then the chunk's co-evidential pairs, in
+    /// one transaction.
+    fn write_chunk(
+        &mut self,
+        writer: &mut particles_store::Writer,
+        done: u64,
+        n: usize,
+        total: u64,
+    ) -> Result<()> {
         let tx = writer.transaction()?;
         let mut chunk_active_ids: Vec<String> = Vec::new();
         for i in 0..n {
-            let vector = rng.unit_vector();
             let left = total - (done + i as u64);
-            let active = rng.random() < remaining_active as f64 / left as f64;
-            if active {
-                remaining_active -= 1;
-            }
-            let (particle, subject_indices) = random_particle(
-                &mut rng,
-                &entries,
-                &snapshots,
-                &snapshot_entry,
-                &subjects,
-                &subject_cdf,
-                active,
-            );
-            if active {
-                for &index in &subject_indices {
-                    linked_active.insert(index);
-                    *active_subject_rows.entry(index).or_default() += 1;
-                }
-                if let Some(&order) = sample_order.get(&active_seen) {
-                    sampled[order] = subject_indices.first().copied();
-                }
-                active_seen += 1;
-                chunk_active_ids.push(particle.id.clone());
-            }
-            subject_links += particle.subject_ids.len() as u64;
-            fingerprint.update(particle.id.as_bytes());
-            let retired = particle.status != Status::Active;
-            let asserted = particle.asserted_at;
-            let valid =
-                particles_model::validate(particle, |p| format!("generated particle {}", p.id))?;
-            tx.insert(&valid, Some(&vector))?;
-            if retired {
-                // Born retired: dated at its assertion, as the reference's generator does.
-                tx.set_retired_at(&valid.id, asserted)?;
+            if let Some(id) = self.write_row(&tx, left)? {
+                chunk_active_ids.push(id);
             }
         }
         // Co-evidential pairs among this chunk's ACTIVE rows.
-        let want = relation_budget.min(round_half_even(chunk_active_ids.len() as f64 * 0.0129));
+        self.write_relations(&tx, &chunk_active_ids)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// One row, ACTIVE with the chance that leaves the count exact after the
+    /// `left` rows still to write; its id when it is ACTIVE.
+    fn write_row(
+        &mut self,
+        tx: &particles_store::WriteTransaction<'_>,
+        left: u64,
+    ) -> Result<Option<String>> {
+        let vector = self.rng.unit_vector();
+        let active = self.rng.random() < self.tally.remaining_active as f64 / left as f64;
+        if active {
+            self.tally.remaining_active -= 1;
+        }
+        let (particle, subject_indices) = random_particle(&mut self.rng, &self.pools, active);
+        let mut active_id = None;
+        if active {
+            self.tally.note_active(&subject_indices);
+            active_id = Some(particle.id.clone());
+        }
+        self.tally.subject_links += particle.subject_ids.len() as u64;
+        self.tally.fingerprint.update(particle.id.as_bytes());
+        let retired = particle.status != Status::Active;
+        let asserted = particle.asserted_at;
+        let valid =
+            particles_model::validate(particle, |p| format!("generated particle {}", p.id))?;
+        tx.insert(&valid, Some(&vector))?;
+        if retired {
+            // Born retired: dated at its assertion, as the reference's generator does.
+            tx.set_retired_at(&valid.id, asserted)?;
+        }
+        Ok(active_id)
+    }
+
+    /// Distinct random pairs of the chunk's ACTIVE rows, as many as the chunk's
+    /// share of the relation budget.
+    fn write_relations(
+        &mut self,
+        tx: &particles_store::WriteTransaction<'_>,
+        chunk_active_ids: &[String],
+    ) -> Result<()> {
+        let rng = &mut self.rng;
+        let want = self
+            .tally
+            .relation_budget
+            .min(round_half_even(chunk_active_ids.len() as f64 * 0.0129));
         let mut pairs = HashSet::new();
         for _ in 0..want {
             if chunk_active_ids.len() < 2 {
@@ -399,73 +558,40 @@ pub(crate) fn build_store(
                         particle_b: &chunk_active_ids[second],
                         relation_type: "CO_EVIDENTIAL",
                         created_by: GENERATOR_NAME,
-                        created_at: created,
+                        created_at: self.created,
                         confidence: 1.0,
                     },
                     OnConflict::Abort,
                 )?;
-                relations_written += 1;
+                self.tally.relations_written += 1;
             }
         }
-        relation_budget -= want;
+        self.tally.relation_budget -= want;
+        Ok(())
+    }
+
+    /// The subjects some ACTIVE row names, in pool order; returns their indices.
+    fn write_subjects(&self, writer: &mut particles_store::Writer) -> Result<Vec<usize>> {
+        let tx = writer.transaction()?;
+        let mut linked: Vec<usize> = self.tally.linked_active.iter().copied().collect();
+        linked.sort_unstable();
+        for index in &linked {
+            let name = format!("subject {index}");
+            tx.insert_subject(
+                &SubjectRow {
+                    id: &self.pools.subjects[*index],
+                    canonical_name: &name,
+                    aliases_json: "[]",
+                    external_ids_json: "[]",
+                    created_at: self.created,
+                    asserted_by: GENERATOR_NAME,
+                },
+                OnConflict::Abort,
+            )?;
+        }
         tx.commit()?;
-        done += n as u64;
-        progress(done, total);
+        Ok(linked)
     }
-    let tx = writer.transaction()?;
-    let mut linked: Vec<usize> = linked_active.iter().copied().collect();
-    linked.sort_unstable();
-    for index in &linked {
-        let name = format!("subject {index}");
-        tx.insert_subject(
-            &SubjectRow {
-                id: &subjects[*index],
-                canonical_name: &name,
-                aliases_json: "[]",
-                external_ids_json: "[]",
-                created_at: created,
-                asserted_by: GENERATOR_NAME,
-            },
-            OnConflict::Abort,
-        )?;
-    }
-    tx.commit()?;
-    drop(writer);
-    let embedding_bytes = particles_store::active_embedding_json_length(
-        &particles_store::Store::open_read_only(&building)?,
-    )?;
-    std::fs::rename(&building, path).map_err(io_error("move the built store to", path))?;
-    let query_subjects: Vec<(String, u64)> = sampled
-        .into_iter()
-        .flatten()
-        .take(64)
-        .map(|index| {
-            (
-                subjects[index].clone(),
-                active_subject_rows.get(&index).copied().unwrap_or(0),
-            )
-        })
-        .collect();
-    let manifest = StoreManifest {
-        seed,
-        size,
-        generator_version: GENERATOR_VERSION.to_owned(),
-        active: counts.active,
-        inactive: counts.inactive,
-        subjects: linked.len() as u64,
-        subject_links,
-        corpus_entries: counts.entries,
-        snapshots: counts.snapshots,
-        relations: relations_written,
-        embedding_json_bytes: embedding_bytes,
-        db_bytes: std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
-        build_seconds: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
-        embedding_model_id: particles_model::EMBEDDING_MODEL_ID.to_owned(),
-        fingerprint: format!("{:x}", fingerprint.finalize()),
-        query_subjects,
-    };
-    write_json(&manifest_path(path), &manifest)?;
-    Ok(manifest)
 }
 
 /// The manifest beside a store file.
@@ -481,16 +607,90 @@ pub(crate) fn fingerprint(store: &Path) -> Result<String> {
     Ok(format!("{:x}", hasher.finalize()))
 }
 
-#[allow(clippy::too_many_arguments)]
-fn random_particle(
-    rng: &mut Rng,
-    entries: &[String],
-    snapshots: &[String],
-    snapshot_entry: &[usize],
-    subjects: &[String],
-    subject_cdf: &[f64],
-    active: bool,
-) -> (Particle, Vec<usize>) {
+/// One row's particle, ACTIVE or retired as `active` says, and the indices of
+/// its subjects in the pool.
+fn random_particle(rng: &mut Rng, pools: &Pools, active: bool) -> (Particle, Vec<usize>) {
+    let subject_indices = random_subjects(rng, pools);
+    let subject_ids: Vec<String> = subject_indices
+        .iter()
+        .map(|&i| pools.subjects[i].clone())
+        .collect();
+    let snapshot = rng.integers(0, pools.snapshots.len() as u64) as usize;
+    let asserted_at =
+        timestamp(EPOCH_MICROS + (rng.uniform(0.0, SPAN_DAYS * 86_400.0) * 1e6) as i64);
+    let extraction = random_extraction(rng);
+    let (status, status_reason) = random_status(rng, active);
+    let structured_claim = (!subject_ids.is_empty() && rng.random() < 0.367)
+        .then(|| random_claim(rng, &subject_ids, asserted_at));
+    let modality_roll = rng.random();
+    let assertion_modality = if modality_roll < 0.029 {
+        AssertionModality::Constitutive
+    } else if modality_roll < 0.032 {
+        AssertionModality::Evaluative
+    } else {
+        AssertionModality::Falsifiable
+    };
+    let id = rng.uuid();
+    let content = sentence(rng);
+    let confidence = (rng.uniform(0.55, 0.98) * 100.0).round() / 100.0;
+    let uncertainty_nature = if rng.random() < 0.005 {
+        UncertaintyNature::Aleatory
+    } else {
+        UncertaintyNature::Epistemic
+    };
+    let version = format!("0.{}.0", rng.integers(12, 19));
+    let particle = Particle {
+        id,
+        content,
+        confidence: Confidence {
+            value: confidence,
+            variance: None,
+            calibration_source: CalibrationSource::ExtractorDirect,
+            calibration_method: None,
+            calibration_ref: None,
+        },
+        uncertainty_nature,
+        provenance: vec![ProvenanceRef {
+            ref_type: ProvenanceRefType::Source,
+            corpus_entry_id: pools.entries[pools.snapshot_entry[snapshot]].clone(),
+            snapshot_id: Some(pools.snapshots[snapshot].clone()),
+            location: None,
+            chunk_hash: None,
+        }],
+        asserted_by: "general-extractor".into(),
+        asserted_at,
+        status,
+        status_reason,
+        schema_version: particles_model::SCHEMA_VERSION.into(),
+        particle_type: ParticleType::Claim,
+        assertion_modality,
+        uncertainty_kind: None,
+        valid_until: None,
+        valid_from: extraction.valid_from,
+        valid_kind: extraction.valid_kind,
+        supersedes: None,
+        basis: None,
+        extractor_ref: Some(ExtractorRef {
+            name: "general-extractor".into(),
+            version,
+        }),
+        extraction_provider_model: None,
+        sequence_context: None,
+        subject_ids,
+        tags: None,
+        context_fingerprint: None,
+        properties: extraction.properties,
+        contributors: None,
+        structured_claim,
+        canonical_form: CanonicalForm::Prose,
+        contested: None,
+    };
+    (particle, subject_indices)
+}
+
+/// How many subjects a row names (weighted as the reference's rows are), then
+/// that many Zipf draws from the pool, repeats dropped.
+fn random_subjects(rng: &mut Rng, pools: &Pools) -> Vec<usize> {
     let roll = rng.random();
     let total: f64 = SUBJECT_COUNT_WEIGHTS.iter().sum();
     let mut acc = 0.0;
@@ -505,27 +705,40 @@ fn random_particle(
     let mut subject_indices: Vec<usize> = Vec::new();
     for _ in 0..k {
         let u = rng.random();
-        let index = subject_cdf
+        let index = pools
+            .subject_cdf
             .partition_point(|&c| c <= u)
-            .min(subjects.len() - 1);
+            .min(pools.subjects.len() - 1);
         if !subject_indices.contains(&index) {
             subject_indices.push(index);
         }
     }
-    let subject_ids: Vec<String> = subject_indices
-        .iter()
-        .map(|&i| subjects[i].clone())
-        .collect();
-    let snapshot = rng.integers(0, snapshots.len() as u64) as usize;
-    let asserted_at =
-        timestamp(EPOCH_MICROS + (rng.uniform(0.0, SPAN_DAYS * 86_400.0) * 1e6) as i64);
+    subject_indices
+}
+
+/// A word of the filler vocabulary.
+fn random_word(rng: &mut Rng) -> String {
+    WORDS[rng.integers(0, WORDS.len() as u64) as usize].to_owned()
+}
+
+/// What an extractor left on a row: its properties, and the validity a dated
+/// cue gave it.
+struct Extraction {
+    properties: Option<serde_json::Map<String, serde_json::Value>>,
+    valid_from: Option<Timestamp>,
+    valid_kind: Option<ValidKind>,
+}
+
+/// A row's extraction properties, in the reference's shares: gated subjects, a
+/// document-meta scope, a hypothetical polarity, a coarse valid-from year, or
+/// none.
+fn random_extraction(rng: &mut Rng) -> Extraction {
     let mut properties = None;
     let mut valid_from = None;
     let mut valid_kind = None;
     let roll = rng.random();
-    let word = |rng: &mut Rng| WORDS[rng.integers(0, WORDS.len() as u64) as usize].to_owned();
     if roll < 0.145 {
-        let gated = serde_json::json!([word(rng), word(rng)]);
+        let gated = serde_json::json!([random_word(rng), random_word(rng)]);
         properties = Some(serde_json::Map::from_iter([(
             "extraction:gated_subjects".to_owned(),
             gated,
@@ -559,112 +772,58 @@ fn random_particle(
         valid_from = Timestamp::parse(&format!("{year}-01-01T00:00:00")).ok();
         valid_kind = Some(ValidKind::State);
     }
-    let (status, status_reason) = if active {
-        (Status::Active, None)
-    } else {
-        let roll = rng.random();
-        if roll < 0.79 {
-            (
-                Status::ProvenanceStale,
-                Some(StatusReason::RetractedDependency),
-            )
-        } else if roll < 0.935 {
-            (Status::Superseded, Some(StatusReason::DuplicateMerged))
-        } else {
-            (Status::Retracted, Some(StatusReason::SourceRetracted))
-        }
-    };
-    let structured_claim = (!subject_ids.is_empty() && rng.random() < 0.367).then(|| {
-        let words: Vec<String> = (0..6).map(|_| word(rng)).collect();
-        StructuredClaim {
-            subject: ClaimTerm {
-                kind: TermKind::Token,
-                value: words[0].clone(),
-                datatype: None,
-                language: None,
-            },
-            predicate: ClaimTerm {
-                kind: TermKind::Token,
-                value: words[1..4].join(" "),
-                datatype: None,
-                language: None,
-            },
-            object: ClaimTerm {
-                kind: TermKind::Literal,
-                value: words[4..6].join(" "),
-                datatype: None,
-                language: None,
-            },
-            subject_id: subject_ids.first().cloned(),
-            structurizer_id: "content-structurizer".into(),
-            structurizer_version: "1.0.0".into(),
-            generated_at: asserted_at,
-        }
-    });
-    let modality_roll = rng.random();
-    let assertion_modality = if modality_roll < 0.029 {
-        AssertionModality::Constitutive
-    } else if modality_roll < 0.032 {
-        AssertionModality::Evaluative
-    } else {
-        AssertionModality::Falsifiable
-    };
-    let id = rng.uuid();
-    let content = sentence(rng);
-    let confidence = (rng.uniform(0.55, 0.98) * 100.0).round() / 100.0;
-    let uncertainty_nature = if rng.random() < 0.005 {
-        UncertaintyNature::Aleatory
-    } else {
-        UncertaintyNature::Epistemic
-    };
-    let version = format!("0.{}.0", rng.integers(12, 19));
-    let particle = Particle {
-        id,
-        content,
-        confidence: Confidence {
-            value: confidence,
-            variance: None,
-            calibration_source: CalibrationSource::ExtractorDirect,
-            calibration_method: None,
-            calibration_ref: None,
-        },
-        uncertainty_nature,
-        provenance: vec![ProvenanceRef {
-            ref_type: ProvenanceRefType::Source,
-            corpus_entry_id: entries[snapshot_entry[snapshot]].clone(),
-            snapshot_id: Some(snapshots[snapshot].clone()),
-            location: None,
-            chunk_hash: None,
-        }],
-        asserted_by: "general-extractor".into(),
-        asserted_at,
-        status,
-        status_reason,
-        schema_version: particles_model::SCHEMA_VERSION.into(),
-        particle_type: ParticleType::Claim,
-        assertion_modality,
-        uncertainty_kind: None,
-        valid_until: None,
+    Extraction {
+        properties,
         valid_from,
         valid_kind,
-        supersedes: None,
-        basis: None,
-        extractor_ref: Some(ExtractorRef {
-            name: "general-extractor".into(),
-            version,
-        }),
-        extraction_provider_model: None,
-        sequence_context: None,
-        subject_ids,
-        tags: None,
-        context_fingerprint: None,
-        properties,
-        contributors: None,
-        structured_claim,
-        canonical_form: CanonicalForm::Prose,
-        contested: None,
-    };
-    (particle, subject_indices)
+    }
+}
+
+/// ACTIVE, or a retired status and its reason in the reference's shares.
+fn random_status(rng: &mut Rng, active: bool) -> (Status, Option<StatusReason>) {
+    if active {
+        return (Status::Active, None);
+    }
+    let roll = rng.random();
+    if roll < 0.79 {
+        (
+            Status::ProvenanceStale,
+            Some(StatusReason::RetractedDependency),
+        )
+    } else if roll < 0.935 {
+        (Status::Superseded, Some(StatusReason::DuplicateMerged))
+    } else {
+        (Status::Retracted, Some(StatusReason::SourceRetracted))
+    }
+}
+
+/// A structured claim of filler words about the row's first subject.
+fn random_claim(rng: &mut Rng, subject_ids: &[String], asserted_at: Timestamp) -> StructuredClaim {
+    let words: Vec<String> = (0..6).map(|_| random_word(rng)).collect();
+    StructuredClaim {
+        subject: ClaimTerm {
+            kind: TermKind::Token,
+            value: words[0].clone(),
+            datatype: None,
+            language: None,
+        },
+        predicate: ClaimTerm {
+            kind: TermKind::Token,
+            value: words[1..4].join(" "),
+            datatype: None,
+            language: None,
+        },
+        object: ClaimTerm {
+            kind: TermKind::Literal,
+            value: words[4..6].join(" "),
+            datatype: None,
+            language: None,
+        },
+        subject_id: subject_ids.first().cloned(),
+        structurizer_id: "content-structurizer".into(),
+        structurizer_version: "1.0.0".into(),
+        generated_at: asserted_at,
+    }
 }
 
 #[cfg(test)]

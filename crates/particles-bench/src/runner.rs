@@ -637,21 +637,7 @@ const ORACLE: &str = include_str!("../../../tests/reference/oracle.py");
 /// or [`Error::Spawn`] when the reference's venv is needed and fails, and any
 /// failure to build a store or to write the work directory.
 pub fn run(options: &RunOptions) -> Result<()> {
-    if options.encoder && options.side_by_side {
-        return Err(Error::Options {
-            reason: "--side-by-side needs --no-encoder: the reference venv leaves out its encoder (torch), \
-                     so both engines are timed on the same fixed question vectors"
-                .into(),
-        });
-    }
-    let sizes = parse_sizes(&options.sizes).map_err(|e| Error::Options {
-        reason: format!("--sizes: {e}"),
-    })?;
-    if options.warm_questions == 0 {
-        return Err(Error::Options {
-            reason: "--warm-questions: a warm cell asks at least one question".into(),
-        });
-    }
+    let sizes = checked_sizes(options)?;
     let work = options.work_dir.clone();
     record_run(options, &work)?;
     let python = reference_python(options);
@@ -682,49 +668,140 @@ pub fn run(options: &RunOptions) -> Result<()> {
     let bar = ProgressBar::new(cells.len() as u64)
         .with_style(progress_style())
         .with_prefix("cells");
-    let mut failed_groups: std::collections::HashSet<(u64, Variant)> =
-        std::collections::HashSet::new();
-    let mut ok = 0;
-    // Cells run in groups of one size and variant, in plan order. The evicted
-    // one-shots form a late group of their own (after the subject variant), since
-    // evicting the store would leave the subject cells a cold page cache; it reuses
-    // its variant's ranking check and has no reference counterpart to run.
-    let late = |c: &PlannedCell| c.mode == "cold-evicted";
-    let mut groups: Vec<(u64, Variant, bool)> = Vec::new();
-    for cell in &cells {
-        let key = (cell.size, cell.variant, late(cell));
-        if !groups.contains(&key) {
-            groups.push(key);
+    let mut run = Run {
+        options,
+        work: &work,
+        python: &python,
+        questions: &questions,
+        questions_file: &questions_file,
+        ours: &ours,
+        reference: reference.as_ref(),
+        oracle: &oracle,
+        bar: &bar,
+        failed_groups: std::collections::HashSet::new(),
+        ok: 0,
+    };
+    for group in groups(&cells) {
+        run.group(&group)?;
+    }
+    bar.finish_with_message("done");
+    log(&format!(
+        "done: {} of {} cell(s) ok. Render with `report`.",
+        run.ok,
+        cells.len()
+    ));
+    Ok(())
+}
+
+/// The run's sizes, once the options are checked to go together.
+fn checked_sizes(options: &RunOptions) -> Result<Vec<u64>> {
+    if options.encoder && options.side_by_side {
+        return Err(Error::Options {
+            reason: "--side-by-side needs --no-encoder: the reference venv leaves out its encoder (torch), \
+                     so both engines are timed on the same fixed question vectors"
+                .into(),
+        });
+    }
+    let sizes = parse_sizes(&options.sizes).map_err(|e| Error::Options {
+        reason: format!("--sizes: {e}"),
+    })?;
+    if options.warm_questions == 0 {
+        return Err(Error::Options {
+            reason: "--warm-questions: a warm cell asks at least one question".into(),
+        });
+    }
+    Ok(sizes)
+}
+
+/// The cells of one size and variant, in plan order (the evicted one-shots apart).
+struct Group<'c> {
+    size: u64,
+    variant: Variant,
+    /// The evicted one-shots' group: after the subject variant, no ranking
+    /// check of its own, no reference counterpart.
+    is_late: bool,
+    cells: Vec<&'c PlannedCell>,
+}
+
+/// Whether a cell runs in the late group.
+fn is_late(cell: &PlannedCell) -> bool {
+    cell.mode == "cold-evicted"
+}
+
+/// Cells run in groups of one size and variant, in plan order. The evicted
+/// one-shots form a late group of their own (after the subject variant), since
+/// evicting the store would leave the subject cells a cold page cache; it reuses
+/// its variant's ranking check and has no reference counterpart to run.
+fn groups(cells: &[PlannedCell]) -> Vec<Group<'_>> {
+    let mut keys: Vec<(u64, Variant, bool)> = Vec::new();
+    for cell in cells {
+        let key = (cell.size, cell.variant, is_late(cell));
+        if !keys.contains(&key) {
+            keys.push(key);
         }
     }
-    for (size, variant, is_late) in groups {
-        let group: Vec<&PlannedCell> = cells
-            .iter()
-            .filter(|c| c.size == size && c.variant == variant && late(c) == is_late)
-            .collect();
-        let pending = group.iter().any(|c| {
+    keys.into_iter()
+        .map(|(size, variant, late)| Group {
+            size,
+            variant,
+            is_late: late,
+            cells: cells
+                .iter()
+                .filter(|c| c.size == size && c.variant == variant && is_late(c) == late)
+                .collect(),
+        })
+        .collect()
+}
+
+/// A run under way: what its groups share, and the tally of their cells.
+struct Run<'r> {
+    options: &'r RunOptions,
+    work: &'r Path,
+    python: &'r Path,
+    questions: &'r Questions,
+    questions_file: &'r Path,
+    ours: &'r EngineDirs,
+    /// The reference's directories, side by side.
+    reference: Option<&'r EngineDirs>,
+    oracle: &'r Path,
+    bar: &'r ProgressBar,
+    /// The sizes and variants where a cell failed: their later cells are skipped.
+    failed_groups: std::collections::HashSet<(u64, Variant)>,
+    /// Cells whose result is ok.
+    ok: usize,
+}
+
+impl Run<'_> {
+    /// One group: nothing when all its cells (and the reference's) are done;
+    /// otherwise its store, the ranking check and the reference's harness side by
+    /// side, then each of its cells.
+    fn group(&mut self, group: &Group<'_>) -> Result<()> {
+        let ours = self.ours;
+        let pending = group.cells.iter().any(|c| {
             let path = ours.cell(&c.id, c.mode);
-            !path.exists() || (options.retry_failed && !cell_ok(&path))
+            !path.exists() || (self.options.retry_failed && !cell_ok(&path))
         });
-        let reference_pending = reference.as_ref().is_some_and(|r| {
+        let reference_pending = self.reference.is_some_and(|r| {
             group
+                .cells
                 .iter()
                 .filter(|c| REFERENCE_MODES.contains(&c.mode))
                 .any(|c| !cell_ok(&r.cell(&c.id, c.mode)))
         });
         if !pending && !reference_pending {
-            bar.inc(group.len() as u64);
-            ok += group
+            self.bar.inc(group.cells.len() as u64);
+            self.ok += group
+                .cells
                 .iter()
                 .filter(|c| cell_ok(&ours.cell(&c.id, c.mode)))
                 .count();
-            continue;
+            return Ok(());
         }
-        let source = ensure_store(options, &work, size)?;
+        let source = ensure_store(self.options, self.work, group.size)?;
         let file_name = source.file_name().ok_or_else(|| Error::Options {
             reason: format!("{} names no store file", source.display()),
         })?;
-        let store = if options.side_by_side {
+        let store = if self.options.side_by_side {
             let copy = ours.root.join("stores").join(file_name);
             copy_store(&source, &copy)?;
             copy
@@ -732,131 +809,179 @@ pub fn run(options: &RunOptions) -> Result<()> {
             source.clone()
         };
         let mut mismatch = None;
-        if let Some(reference) = reference.as_ref().filter(|_| !is_late) {
+        if let Some(reference) = self.reference.filter(|_| !group.is_late) {
             let reference_store = reference.root.join("stores").join(file_name);
             copy_store(&source, &reference_store)?;
-            let manifest: Value = read_json(&generator::manifest_path(&store))?;
-            let first = group[0].question_offset;
-            let subject = (variant == Variant::Subject)
-                .then(|| {
-                    manifest["query_subjects"]
-                        .as_array()
-                        .and_then(|a| a.get(first % a.len().max(1)))
-                        .and_then(|p| p[0].as_str().map(str::to_owned))
-                })
-                .flatten();
-            // The oracle opens its own copy: it switches the file to WAL.
-            let check_copy = work.join("stores").join(format!(
-                "check-{}",
-                file_name.to_str().unwrap_or("store.db")
-            ));
-            let _ = std::fs::remove_file(&check_copy);
-            std::fs::copy(&store, &check_copy)
-                .map_err(io_error("copy the store to", &check_copy))?;
-            mismatch = check_ranking(
-                options,
-                &check_copy,
-                &oracle,
-                &questions,
-                first,
-                subject.as_deref(),
-            )?;
-            let _ = std::fs::remove_file(&check_copy);
+            mismatch = self.ranking_mismatch(group, &store, file_name)?;
             if reference_pending {
-                let label = format!("n={} {}", size_label(size), variant.as_str());
-                bar.suspend(|| log(&format!("{label}: the reference's harness …")));
-                let status =
-                    run_reference_harness(options, &python, &reference.root, size, variant)?;
-                if !status.success() {
-                    bar.suspend(|| {
-                        log(&format!(
-                            "{label}: the reference's harness exited with {status}"
-                        ))
-                    });
-                }
+                self.run_reference(group, reference)?;
             }
         }
-        for cell in group {
-            bar.set_message(cell.id.clone());
-            let path = ours.cell(&cell.id, cell.mode);
-            if path.exists() && (cell_ok(&path) || !options.retry_failed) {
-                if cell_ok(&path) {
-                    ok += 1;
-                } else {
-                    failed_groups.insert((size, variant));
-                }
-                bar.inc(1);
-                continue;
-            }
-            let absolute =
-                |path: &Path| std::path::absolute(path).map_err(io_error("resolve", path));
-            let spec = CellSpec {
-                cell_id: cell.id.clone(),
-                size,
-                seed: options.seed,
-                mode: cell.mode.to_owned(),
-                variant: variant.as_str().to_owned(),
-                store_path: std::fs::canonicalize(&store).map_err(io_error("resolve", &store))?,
-                result_path: absolute(&path)?,
-                encoder: options.encoder,
-                question_offset: cell.question_offset,
-                questions: cell.questions,
-                budget_seconds: cell.budget_seconds,
-                min_questions: 5,
-                top_k: 40,
-                questions_path: Some(absolute(&questions_file)?),
-                half_precision: true,
-            };
-            let sidecar = particles_cache::sidecar_path(&spec.store_path, None);
-            match cell.mode {
-                "first" => {
-                    // No sidecar, but the store in the page cache: the first query
-                    // is compared with the JSON-parse floor, which excludes reading
-                    // (the ranking check's copy may have pushed the store out).
-                    let _ = std::fs::remove_file(&sidecar);
-                    read_through(&spec.store_path);
-                }
-                "cold-evicted" => {
-                    for file in [&sidecar, &spec.store_path] {
-                        evict_from_page_cache(file);
-                    }
-                }
-                _ => {}
-            }
-            let status = if let Some(reason) = &mismatch {
-                write_json_atomically(
-                    &path,
-                    &failure_result(&spec, "failed", "", 0.0, None, reason.clone(), vec![]),
-                )?;
-                "failed".to_owned()
-            } else if failed_groups.contains(&(size, variant)) {
-                let note = format!(
-                    "not run: an earlier cell failed at n={size} {}",
-                    variant.as_str()
-                );
-                write_json_atomically(
-                    &path,
-                    &failure_result(&spec, "skipped", "", 0.0, None, String::new(), vec![note]),
-                )?;
-                "skipped".to_owned()
-            } else {
-                run_cell(options, &ours, &spec)?
-            };
-            if status == "ok" {
-                ok += 1;
-            } else {
-                failed_groups.insert((size, variant));
-            }
-            bar.suspend(|| log(&format!("{}: {status}", cell.id)));
-            bar.inc(1);
+        for cell in &group.cells {
+            self.cell(group, cell, &store, mismatch.as_deref())?;
         }
+        Ok(())
     }
-    bar.finish_with_message("done");
-    log(&format!(
-        "done: {ok} of {} cell(s) ok. Render with `report`.",
-        cells.len()
-    ));
-    Ok(())
+
+    /// Whether both engines rank the group's first question alike on `store`
+    /// (a reason when they do not).
+    fn ranking_mismatch(
+        &self,
+        group: &Group<'_>,
+        store: &Path,
+        file_name: &std::ffi::OsStr,
+    ) -> Result<Option<String>> {
+        let manifest: Value = read_json(&generator::manifest_path(store))?;
+        let first = group.cells[0].question_offset;
+        let subject = (group.variant == Variant::Subject)
+            .then(|| {
+                manifest["query_subjects"]
+                    .as_array()
+                    .and_then(|a| a.get(first % a.len().max(1)))
+                    .and_then(|p| p[0].as_str().map(str::to_owned))
+            })
+            .flatten();
+        // The oracle opens its own copy: it switches the file to WAL.
+        let check_copy = self.work.join("stores").join(format!(
+            "check-{}",
+            file_name.to_str().unwrap_or("store.db")
+        ));
+        let _ = std::fs::remove_file(&check_copy);
+        std::fs::copy(store, &check_copy).map_err(io_error("copy the store to", &check_copy))?;
+        let mismatch = check_ranking(
+            self.options,
+            &check_copy,
+            self.oracle,
+            self.questions,
+            first,
+            subject.as_deref(),
+        )?;
+        let _ = std::fs::remove_file(&check_copy);
+        Ok(mismatch)
+    }
+
+    /// The reference's own harness over the group's size and variant.
+    fn run_reference(&self, group: &Group<'_>, reference: &EngineDirs) -> Result<()> {
+        let label = format!("n={} {}", size_label(group.size), group.variant.as_str());
+        self.bar
+            .suspend(|| log(&format!("{label}: the reference's harness …")));
+        let status = run_reference_harness(
+            self.options,
+            self.python,
+            &reference.root,
+            group.size,
+            group.variant,
+        )?;
+        if !status.success() {
+            self.bar.suspend(|| {
+                log(&format!(
+                    "{label}: the reference's harness exited with {status}"
+                ))
+            });
+        }
+        Ok(())
+    }
+
+    /// One cell: kept when it has a result (an ok one, or any without
+    /// `retry_failed`); otherwise recorded as failed on a ranking mismatch,
+    /// skipped after an earlier failure in its group, or run.
+    fn cell(
+        &mut self,
+        group: &Group<'_>,
+        cell: &PlannedCell,
+        store: &Path,
+        mismatch: Option<&str>,
+    ) -> Result<()> {
+        let (size, variant) = (group.size, group.variant);
+        self.bar.set_message(cell.id.clone());
+        let path = self.ours.cell(&cell.id, cell.mode);
+        if path.exists() && (cell_ok(&path) || !self.options.retry_failed) {
+            if cell_ok(&path) {
+                self.ok += 1;
+            } else {
+                self.failed_groups.insert((size, variant));
+            }
+            self.bar.inc(1);
+            return Ok(());
+        }
+        let spec = self.cell_spec(group, cell, store, &path)?;
+        prepare_page_cache(cell.mode, &spec);
+        let status = if let Some(reason) = mismatch {
+            write_json_atomically(
+                &path,
+                &failure_result(&spec, "failed", "", 0.0, None, reason.to_owned(), vec![]),
+            )?;
+            "failed".to_owned()
+        } else if self.failed_groups.contains(&(size, variant)) {
+            let note = format!(
+                "not run: an earlier cell failed at n={size} {}",
+                variant.as_str()
+            );
+            write_json_atomically(
+                &path,
+                &failure_result(&spec, "skipped", "", 0.0, None, String::new(), vec![note]),
+            )?;
+            "skipped".to_owned()
+        } else {
+            run_cell(self.options, self.ours, &spec)?
+        };
+        if status == "ok" {
+            self.ok += 1;
+        } else {
+            self.failed_groups.insert((size, variant));
+        }
+        self.bar.suspend(|| log(&format!("{}: {status}", cell.id)));
+        self.bar.inc(1);
+        Ok(())
+    }
+
+    /// What the cell process is handed: the cell, with absolute paths.
+    fn cell_spec(
+        &self,
+        group: &Group<'_>,
+        cell: &PlannedCell,
+        store: &Path,
+        path: &Path,
+    ) -> Result<CellSpec> {
+        let absolute = |path: &Path| std::path::absolute(path).map_err(io_error("resolve", path));
+        Ok(CellSpec {
+            cell_id: cell.id.clone(),
+            size: group.size,
+            seed: self.options.seed,
+            mode: cell.mode.to_owned(),
+            variant: group.variant.as_str().to_owned(),
+            store_path: std::fs::canonicalize(store).map_err(io_error("resolve", store))?,
+            result_path: absolute(path)?,
+            encoder: self.options.encoder,
+            question_offset: cell.question_offset,
+            questions: cell.questions,
+            budget_seconds: cell.budget_seconds,
+            min_questions: 5,
+            top_k: 40,
+            questions_path: Some(absolute(self.questions_file)?),
+            half_precision: true,
+        })
+    }
+}
+
+/// Sets the page cache up as the cell's mode asks.
+fn prepare_page_cache(mode: &str, spec: &CellSpec) {
+    let sidecar = particles_cache::sidecar_path(&spec.store_path, None);
+    match mode {
+        "first" => {
+            // No sidecar, but the store in the page cache: the first query
+            // is compared with the JSON-parse floor, which excludes reading
+            // (the ranking check's copy may have pushed the store out).
+            let _ = std::fs::remove_file(&sidecar);
+            read_through(&spec.store_path);
+        }
+        "cold-evicted" => {
+            for file in [&sidecar, &spec.store_path] {
+                evict_from_page_cache(file);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// Writes the reproduction tuple (`run.json`) and adds the run's command line to

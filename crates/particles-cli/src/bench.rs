@@ -20,6 +20,9 @@ enum BenchmarkCommand {
     /// Query latency over seeded synthetic stores, cold and warm, unfiltered and
     /// subject-filtered.
     QueryLatency(QueryLatencyArgs),
+    /// Open-loop load on the HTTP engine: Poisson arrivals at each rate, latency
+    /// from the scheduled send, p50/p99/p99.9, errors and peak RSS per rate
+    ServeLoad(crate::serve_load::LoadArgs),
 }
 
 #[derive(Debug, Args)]
@@ -117,8 +120,9 @@ struct ReportArgs {
 /// The words before the spec path that make this binary run one cell.
 const CELL_VERB: [&str; 3] = ["benchmark", "query-latency", "cell"];
 
-pub(crate) fn run(args: BenchmarkArgs) -> Result<()> {
+pub(crate) fn run(args: BenchmarkArgs, config: Option<&std::path::Path>) -> Result<()> {
     match args.command {
+        BenchmarkCommand::ServeLoad(args) => crate::serve_load::run(&args, config),
         BenchmarkCommand::QueryLatency(args) => match args.command {
             QueryLatencyCommand::Run(args) => {
                 let cell_command = CellCommand {

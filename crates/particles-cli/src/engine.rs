@@ -31,6 +31,7 @@ pub(crate) enum Lifetime<'a> {
     Stdio(&'a ScanArgs),
     /// A server (`serve --http`, `mcp`): as `Stdio`, but `--no-sidecar` keeps
     /// an in-memory cache, and the encoder is loaded at start.
+    #[cfg(feature = "server")]
     Server(&'a ScanArgs),
 }
 
@@ -65,6 +66,7 @@ pub(crate) fn build(
             options.uncached = sidecar.no_sidecar;
             Some(scan)
         }
+        #[cfg(feature = "server")]
         Lifetime::Server(scan) => Some(scan),
     };
     if let Some(scan) = scan {
@@ -74,6 +76,7 @@ pub(crate) fn build(
         options.keep_particles = Some(particles_engine::KEEP_PARTICLES_MAX_ROWS);
     }
     let engine = match lifetime {
+        #[cfg(feature = "server")]
         Lifetime::Server(_) => Engine::new(
             configured.settings.clone(),
             answer,
@@ -117,6 +120,7 @@ fn lazy_encoder(model_dir: Option<PathBuf>) -> Encode {
     })
 }
 
+#[cfg(feature = "server")]
 /// The encoder, loaded once at start, as a server's seam; `None` (with a
 /// warning) when this build has none or its model files are missing: queries
 /// then rank degraded, as the reference's do without an encoder.

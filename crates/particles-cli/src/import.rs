@@ -209,40 +209,9 @@ fn prepare(line: &str, now: Timestamp) -> Result<Prepared, String> {
 }
 
 pub(crate) fn run(args: &ImportArgs) -> Result<()> {
-    let file = std::fs::File::open(&args.file)
-        .with_context(|| format!("cannot read {}", args.file.display()))?;
-    let lines: Vec<(usize, String)> = std::io::BufReader::new(file)
-        .lines()
-        .enumerate()
-        .map(|(i, line)| line.map(|l| (i + 1, l)))
-        .collect::<Result<_, _>>()
-        .with_context(|| format!("cannot read {}", args.file.display()))?;
+    let lines = read_lines(&args.file)?;
     let now = particles_model::Timestamp::now();
-    let mut prepared = Vec::new();
-    let mut bad = Vec::new();
-    // The first line with an id wins; a later one is a bad line naming it, so
-    // one repeat cannot abort the batch around it.
-    let mut first_line: HashMap<String, usize> = HashMap::new();
-    for (number, line) in &lines {
-        if line.trim().is_empty() {
-            continue;
-        }
-        match prepare(line, now) {
-            Ok(p) => match first_line.get(&p.particle.id) {
-                Some(first) => bad.push(format!(
-                    "{}:{number}: id {} is line {first}'s too (without \"id\" a line's id \
-                     derives from its content, so repeated content repeats it)",
-                    args.file.display(),
-                    p.particle.id
-                )),
-                None => {
-                    first_line.insert(p.particle.id.clone(), *number);
-                    prepared.push(p);
-                }
-            },
-            Err(reason) => bad.push(format!("{}:{number}: {reason}", args.file.display())),
-        }
-    }
+    let (prepared, bad) = prepare_lines(&args.file, &lines, now);
     for problem in bad.iter().take(20) {
         eprintln!("bad line {problem}");
     }
@@ -267,120 +236,33 @@ pub(crate) fn run(args: &ImportArgs) -> Result<()> {
         .progress_chars("=> "),
     );
     bar.set_prefix("importing");
-    let mut written = 0;
-    let mut present = 0;
-    let mut known_subjects: HashMap<String, String> = HashMap::new();
+    let mut import = Import {
+        encoder: &*encoder,
+        now,
+        written: 0,
+        present: 0,
+        known_subjects: HashMap::new(),
+    };
     let reader = particles_store::Store::open_read_only(&args.store)?;
     for batch in prepared.chunks(args.batch_size) {
-        // Beliefs already in the store (a re-run of an import, or a belief
-        // another writer added) are skipped and counted: looked up before
-        // encoding, so a re-run costs no encoder time, and again under the write
-        // lock, so a concurrent insert cannot surface as a UNIQUE failure.
-        let ids: Vec<&str> = batch.iter().map(|p| p.particle.id.as_str()).collect();
-        let found = particles_store::existing_particle_ids(&reader, &ids)?;
-        let absent: Vec<&Prepared> = batch
-            .iter()
-            .filter(|p| !found.contains(&p.particle.id))
-            .collect();
-        present += batch.len() - absent.len();
-        let texts: Vec<&str> = absent.iter().map(|p| p.particle.content.as_str()).collect();
-        let vectors = if texts.is_empty() {
-            Vec::new()
-        } else {
-            encoder(&texts)
-        };
-        let tx = writer.transaction()?;
-        for (item, vector) in absent.into_iter().zip(&vectors) {
-            if tx.contains(&item.particle.id)? {
-                present += 1;
-                continue;
-            }
-            for (id, name) in &item.subjects {
-                if known_subjects.insert(id.clone(), name.clone()).is_none() {
-                    // `{}` is what the importer has always written here; the
-                    // reference iterates it as no identifiers, as it does `[]`.
-                    tx.insert_subject(
-                        &SubjectRow {
-                            id,
-                            canonical_name: name,
-                            aliases_json: "[]",
-                            external_ids_json: "{}",
-                            created_at: now,
-                            asserted_by: IMPORTER,
-                        },
-                        OnConflict::Ignore,
-                    )?;
-                }
-            }
-            if let Some(source) = &item.source {
-                tx.insert_corpus_entry(
-                    &CorpusEntryRow {
-                        entry_id: &source.entry,
-                        uri_r: Some(&source.url),
-                        source_type: &source.source_type,
-                        mutability: "STABLE",
-                        fetch_policy: "NEVER",
-                        created_at: now,
-                        deposited_by: IMPORTER,
-                        tags_json: "[]",
-                    },
-                    OnConflict::Ignore,
-                )?;
-                let content_hash = format!("{:x}", Sha256::digest(source.snapshot.as_bytes()));
-                tx.insert_snapshot(
-                    &SnapshotRow {
-                        snapshot_id: &source.snapshot,
-                        entry_id: &source.entry,
-                        captured_at: now,
-                        content_hash: &content_hash,
-                        warc_record_type: "RESPONSE",
-                        extraction_status: "COMPLETE",
-                        content_published_at: source.published,
-                        author_id: source.author.as_deref(),
-                        extraction_attempts: 1,
-                        resume_whole: false,
-                    },
-                    OnConflict::Ignore,
-                )?;
-            }
-            tx.insert(&item.particle, Some(vector))?;
-            for other in &item.co_evidential_with {
-                let (a, b) = if item.particle.id <= *other {
-                    (&item.particle.id, other)
-                } else {
-                    (other, &item.particle.id)
-                };
-                tx.insert_relation(
-                    &RelationRow {
-                        particle_a: a,
-                        particle_b: b,
-                        relation_type: "CO_EVIDENTIAL",
-                        created_by: IMPORTER,
-                        created_at: now,
-                        confidence: 1.0,
-                    },
-                    OnConflict::Ignore,
-                )?;
-            }
-            written += 1;
-        }
-        tx.commit()?;
+        import.batch(&mut writer, &reader, batch)?;
         bar.inc(batch.len() as u64);
     }
     bar.finish_and_clear();
     println!(
-        "{}: {} {written} belief(s) from {}{}{}",
+        "{}: {} {} belief(s) from {}{}{}",
         args.store.display(),
         if created {
             "created the store and imported"
         } else {
             "imported"
         },
+        import.written,
         args.file.display(),
-        if present == 0 {
+        if import.present == 0 {
             String::new()
         } else {
-            format!("; skipped {present} already in the store")
+            format!("; skipped {} already in the store", import.present)
         },
         if bad.is_empty() {
             String::new()
@@ -389,6 +271,185 @@ pub(crate) fn run(args: &ImportArgs) -> Result<()> {
         }
     );
     Ok(())
+}
+
+/// The file's lines, numbered from 1.
+fn read_lines(path: &Path) -> Result<Vec<(usize, String)>> {
+    let file =
+        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    std::io::BufReader::new(file)
+        .lines()
+        .enumerate()
+        .map(|(i, line)| line.map(|l| (i + 1, l)))
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("cannot read {}", path.display()))
+}
+
+/// The beliefs of the non-blank lines, and a message for each bad line.
+fn prepare_lines(
+    path: &Path,
+    lines: &[(usize, String)],
+    now: Timestamp,
+) -> (Vec<Prepared>, Vec<String>) {
+    let mut prepared = Vec::new();
+    let mut bad = Vec::new();
+    // The first line with an id wins; a later one is a bad line naming it, so
+    // one repeat cannot abort the batch around it.
+    let mut first_line: HashMap<String, usize> = HashMap::new();
+    for (number, line) in lines {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match prepare(line, now) {
+            Ok(p) => match first_line.get(&p.particle.id) {
+                Some(first) => bad.push(format!(
+                    "{}:{number}: id {} is line {first}'s too (without \"id\" a line's id \
+                     derives from its content, so repeated content repeats it)",
+                    path.display(),
+                    p.particle.id
+                )),
+                None => {
+                    first_line.insert(p.particle.id.clone(), *number);
+                    prepared.push(p);
+                }
+            },
+            Err(reason) => bad.push(format!("{}:{number}: {reason}", path.display())),
+        }
+    }
+    (prepared, bad)
+}
+
+/// An import under way: the encoder, the counts so far, and the subjects
+/// already written.
+struct Import<'e> {
+    encoder: &'e EncodeFn,
+    now: Timestamp,
+    written: usize,
+    /// Beliefs skipped because the store has them.
+    present: usize,
+    known_subjects: HashMap<String, String>,
+}
+
+impl Import<'_> {
+    /// One batch: its new beliefs embedded and written in one transaction.
+    fn batch(
+        &mut self,
+        writer: &mut particles_store::Writer,
+        reader: &particles_store::Store,
+        batch: &[Prepared],
+    ) -> Result<()> {
+        // Beliefs already in the store (a re-run of an import, or a belief
+        // another writer added) are skipped and counted: looked up before
+        // encoding, so a re-run costs no encoder time, and again under the write
+        // lock, so a concurrent insert cannot surface as a UNIQUE failure.
+        let ids: Vec<&str> = batch.iter().map(|p| p.particle.id.as_str()).collect();
+        let found = particles_store::existing_particle_ids(reader, &ids)?;
+        let absent: Vec<&Prepared> = batch
+            .iter()
+            .filter(|p| !found.contains(&p.particle.id))
+            .collect();
+        self.present += batch.len() - absent.len();
+        let texts: Vec<&str> = absent.iter().map(|p| p.particle.content.as_str()).collect();
+        let vectors = if texts.is_empty() {
+            Vec::new()
+        } else {
+            (self.encoder)(&texts)
+        };
+        let tx = writer.transaction()?;
+        for (item, vector) in absent.into_iter().zip(&vectors) {
+            if tx.contains(&item.particle.id)? {
+                self.present += 1;
+                continue;
+            }
+            self.write(&tx, item, vector)?;
+            self.written += 1;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// One belief: its new subjects, its source's entry and snapshot, the
+    /// belief, and its co-evidential relations.
+    fn write(
+        &mut self,
+        tx: &particles_store::WriteTransaction<'_>,
+        item: &Prepared,
+        vector: &[f32],
+    ) -> Result<()> {
+        let now = self.now;
+        for (id, name) in &item.subjects {
+            if self
+                .known_subjects
+                .insert(id.clone(), name.clone())
+                .is_none()
+            {
+                // `{}` is what the importer has always written here; the
+                // reference iterates it as no identifiers, as it does `[]`.
+                tx.insert_subject(
+                    &SubjectRow {
+                        id,
+                        canonical_name: name,
+                        aliases_json: "[]",
+                        external_ids_json: "{}",
+                        created_at: now,
+                        asserted_by: IMPORTER,
+                    },
+                    OnConflict::Ignore,
+                )?;
+            }
+        }
+        if let Some(source) = &item.source {
+            tx.insert_corpus_entry(
+                &CorpusEntryRow {
+                    entry_id: &source.entry,
+                    uri_r: Some(&source.url),
+                    source_type: &source.source_type,
+                    mutability: "STABLE",
+                    fetch_policy: "NEVER",
+                    created_at: now,
+                    deposited_by: IMPORTER,
+                    tags_json: "[]",
+                },
+                OnConflict::Ignore,
+            )?;
+            let content_hash = format!("{:x}", Sha256::digest(source.snapshot.as_bytes()));
+            tx.insert_snapshot(
+                &SnapshotRow {
+                    snapshot_id: &source.snapshot,
+                    entry_id: &source.entry,
+                    captured_at: now,
+                    content_hash: &content_hash,
+                    warc_record_type: "RESPONSE",
+                    extraction_status: "COMPLETE",
+                    content_published_at: source.published,
+                    author_id: source.author.as_deref(),
+                    extraction_attempts: 1,
+                    resume_whole: false,
+                },
+                OnConflict::Ignore,
+            )?;
+        }
+        tx.insert(&item.particle, Some(vector))?;
+        for other in &item.co_evidential_with {
+            let (a, b) = if item.particle.id <= *other {
+                (&item.particle.id, other)
+            } else {
+                (other, &item.particle.id)
+            };
+            tx.insert_relation(
+                &RelationRow {
+                    particle_a: a,
+                    particle_b: b,
+                    relation_type: "CO_EVIDENTIAL",
+                    created_by: IMPORTER,
+                    created_at: now,
+                    confidence: 1.0,
+                },
+                OnConflict::Ignore,
+            )?;
+        }
+        Ok(())
+    }
 }
 
 /// Turns a batch of beliefs' texts into their vectors, in order.

@@ -5,6 +5,7 @@
 //! as success.
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "bench")]
 mod bench;
 mod config_cmd;
 mod encode;
@@ -17,6 +18,9 @@ mod query_flags;
 mod reference_text;
 mod response;
 mod serve;
+#[cfg(feature = "bench")]
+mod serve_load;
+#[cfg(feature = "server")]
 mod server_cmd;
 mod sidecar_cmd;
 mod store_cmd;
@@ -24,7 +28,7 @@ mod structural_cmd;
 
 use std::{io, process::ExitCode};
 
-use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use clap::{Parser, Subcommand};
 
 /// Query a Particles belief store, ranked exactly like the reference engine
 /// (linkedparticles 1.214.1).
@@ -52,6 +56,7 @@ enum Command {
     /// (`--stdio`), keeping the candidate cache warm between them.
     Serve(serve::ServeArgs),
     /// The MCP server on stdio: the reference's `query` tool.
+    #[cfg(feature = "server")]
     Mcp(server_cmd::McpArgs),
     /// Store maintenance (the only verbs that write a store).
     Store(store_cmd::StoreArgs),
@@ -59,6 +64,7 @@ enum Command {
     /// --sidecar-dir) that lets a fresh process answer warm. Build, verify, locate.
     Sidecar(sidecar_cmd::SidecarCmdArgs),
     /// Benchmarks, side by side with the reference.
+    #[cfg(feature = "bench")]
     Benchmark(bench::BenchmarkArgs),
     /// Print the embedding of each text as a JSON array, one line per text.
     Embed(encode::EmbedArgs),
@@ -85,28 +91,9 @@ impl std::error::Error for UsageError {}
 fn main() -> ExitCode {
     // First, so a benchmark cell (this binary re-executed) reports its start-up
     // apart from its queries.
+    #[cfg(feature = "bench")]
     particles_bench::mark_process_start();
-    // `benchmark serve-load` lives beside the benchmark module, not in it: the
-    // subcommand is added to `benchmark` here and dispatched before the rest.
-    let command = Cli::command().mut_subcommand("benchmark", |benchmark| {
-        benchmark.subcommand(server_cmd::LoadArgs::augment_args(
-            clap::Command::new("serve-load").about(
-                "Open-loop load on the HTTP engine: Poisson arrivals at each rate, latency \
-                 from the scheduled send, p50/p99/p99.9, errors and peak RSS per rate",
-            ),
-        ))
-    });
-    let matches = command.get_matches();
-    if let Some(("benchmark", benchmark)) = matches.subcommand() {
-        if let Some(("serve-load", load)) = benchmark.subcommand() {
-            let config = matches.get_one::<std::path::PathBuf>("config").cloned();
-            let result = server_cmd::LoadArgs::from_arg_matches(load)
-                .map_err(anyhow::Error::from)
-                .and_then(|args| server_cmd::run_serve_load(&args, config.as_deref()));
-            return finish(result);
-        }
-    }
-    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|error| error.exit());
+    let cli = Cli::parse();
     let result =
         match cli.command {
             Command::Query(args) => config_cmd::Configured::load(cli.config.as_deref())
@@ -114,11 +101,13 @@ fn main() -> ExitCode {
             Command::Config(args) => config_cmd::run(&args, cli.config.as_ref()),
             Command::Serve(args) => config_cmd::Configured::load(cli.config.as_deref())
                 .and_then(|c| serve::run(&args, &c)),
+            #[cfg(feature = "server")]
             Command::Mcp(args) => config_cmd::Configured::load(cli.config.as_deref())
                 .and_then(|c| server_cmd::run_mcp(&args, &c)),
             Command::Store(args) => store_cmd::run(args),
             Command::Sidecar(args) => sidecar_cmd::run(args),
-            Command::Benchmark(args) => bench::run(args),
+            #[cfg(feature = "bench")]
+            Command::Benchmark(args) => bench::run(args, cli.config.as_deref()),
             Command::Embed(args) => encode::run(&args),
             Command::Import(args) => import::run(&args),
             Command::Model(args) => model_cmd::run(args),

@@ -85,43 +85,94 @@ pub(crate) fn write_semantic(
     layout: &Layout,
 ) -> io::Result<()> {
     if layout.show_particles || (response.answer_refused && !response.particles.is_empty()) {
-        if response.answer_refused {
-            writeln!(out, "Nearest beliefs — likely unrelated:")?;
+        write_hit_table(out, response, layout.now)?;
+    }
+    if layout.contestedness {
+        write_contestedness(out, err, response)?;
+    }
+    if let Some(degraded) = &response.ranking_degraded {
+        writeln!(err, "⚠  {degraded}")?;
+    }
+    if let Some(error) = &response.answer_generation_error {
+        writeln!(err, "⚠  Answer generation failed: {error}")?;
+        if let Some(cause) = response.answer_generation_error_cause {
+            writeln!(err, "   {}: {}", wire(&cause), failure_advice(cause))?;
         }
+    }
+    writeln!(out, "{}", response.answer)?;
+    write_attribution(out, err, response)?;
+    write_claim_coverage(out, err, response)?;
+    write_contested_badges(out, response)?;
+    if layout.as_of {
+        write_as_of_notes(out, err, response)?;
+    }
+    write_window_notes(out, response)?;
+    if let Some(warning) = &response.truncation_warning {
+        writeln!(err, "\n⚠  {warning}")?;
+    }
+    if !response.coverage_gaps.is_empty() {
+        writeln!(
+            err,
+            "\n⚠  Coverage gap: {} entries not yet extracted.",
+            response.coverage_gaps.len()
+        )?;
+    }
+    Ok(())
+}
+
+/// The hit table (`--show-particles`, or the nearest beliefs under a refused
+/// answer): confidence, effective confidence, age, extractor and content.
+fn write_hit_table(
+    out: &mut impl Write,
+    response: &QueryResponse,
+    now: Timestamp,
+) -> io::Result<()> {
+    if response.answer_refused {
+        writeln!(out, "Nearest beliefs — likely unrelated:")?;
+    }
+    writeln!(
+        out,
+        "{:>5}  {:>5}  {:>6}  {:<28}  CONTENT",
+        "CONF", "EFF", "AGE", "EXTRACTOR"
+    )?;
+    writeln!(out, "{}", "-".repeat(100))?;
+    for (position, (particle, eff)) in response
+        .particles
+        .iter()
+        .zip(&response.effective_confidences)
+        .enumerate()
+    {
+        let published = response
+            .content_published_ats
+            .get(position)
+            .copied()
+            .flatten();
+        let extractor = particle
+            .extractor_ref
+            .as_ref()
+            .map_or("unknown", |r| r.name.as_str());
         writeln!(
             out,
-            "{:>5}  {:>5}  {:>6}  {:<28}  CONTENT",
-            "CONF", "EFF", "AGE", "EXTRACTOR"
+            "{:>5.2}  {:>5.2}  {:>6}  {:<28}  {}",
+            particle.confidence.value,
+            eff,
+            age(published, now),
+            extractor,
+            cut(&particle.content, 60)
         )?;
-        writeln!(out, "{}", "-".repeat(100))?;
-        for (position, (particle, eff)) in response
-            .particles
-            .iter()
-            .zip(&response.effective_confidences)
-            .enumerate()
-        {
-            let published = response
-                .content_published_ats
-                .get(position)
-                .copied()
-                .flatten();
-            let extractor = particle
-                .extractor_ref
-                .as_ref()
-                .map_or("unknown", |r| r.name.as_str());
-            writeln!(
-                out,
-                "{:>5.2}  {:>5.2}  {:>6}  {:<28}  {}",
-                particle.confidence.value,
-                eff,
-                age(published, layout.now),
-                extractor,
-                cut(&particle.content, 60)
-            )?;
-        }
-        writeln!(out)?;
     }
-    if layout.contestedness && !response.contestedness.is_empty() {
+    writeln!(out)?;
+    Ok(())
+}
+
+/// `--contestedness`: each hit's spread of effective confidence across the
+/// policy set, or (on stderr) why there is none.
+fn write_contestedness(
+    out: &mut impl Write,
+    err: &mut impl Write,
+    response: &QueryResponse,
+) -> io::Result<()> {
+    if !response.contestedness.is_empty() {
         writeln!(
             out,
             "Contestedness (spread of effective confidence across your policy set):"
@@ -146,24 +197,23 @@ pub(crate) fn write_semantic(
             )?;
         }
         writeln!(out)?;
-    } else if layout.contestedness {
+    } else {
         writeln!(
             err,
             "Contestedness unavailable: fewer than two policies configured (adopt a lens with \
              `particles trust lens adopt`).\n"
         )?;
     }
-    if let Some(degraded) = &response.ranking_degraded {
-        writeln!(err, "⚠  {degraded}")?;
-    }
-    if let Some(error) = &response.answer_generation_error {
-        writeln!(err, "⚠  Answer generation failed: {error}")?;
-        if let Some(cause) = response.answer_generation_error_cause {
-            writeln!(err, "   {}: {}", wire(&cause), failure_advice(cause))?;
-        }
-    }
-    writeln!(out, "{}", response.answer)?;
-    write_attribution(out, err, response)?;
+    Ok(())
+}
+
+/// The claim-coverage line of a claim-matched answer, and (on stderr) the
+/// claims its comparison excluded.
+fn write_claim_coverage(
+    out: &mut impl Write,
+    err: &mut impl Write,
+    response: &QueryResponse,
+) -> io::Result<()> {
     if let Some(coverage) = &response.claim_coverage {
         let pct = if coverage.active_total > 0 {
             100.0 * coverage.with_claims as f64 / coverage.active_total as f64
@@ -191,6 +241,11 @@ pub(crate) fn write_semantic(
             )?;
         }
     }
+    Ok(())
+}
+
+/// A line per contested hit, then the last caveat any badge carries.
+fn write_contested_badges(out: &mut impl Write, response: &QueryResponse) -> io::Result<()> {
     let mut caveat = None;
     for (particle, badge) in response.particles.iter().zip(&response.contested) {
         let Some(badge) = badge else { continue };
@@ -212,47 +267,44 @@ pub(crate) fn write_semantic(
     if let Some(caveat) = caveat {
         writeln!(out, "  note: {caveat}")?;
     }
-    if layout.as_of {
-        for (particle, note) in response.particles.iter().zip(&response.as_of_notes) {
-            let Some(note) = note else { continue };
-            let reason = note
-                .status_reason
-                .map(|r| format!(" ({})", wire(&r)))
-                .unwrap_or_default();
-            let mut line = format!(
-                "↳ {} — now {}{reason}, retired {} [basis: {}]",
-                cut(&particle.content, 60),
-                wire(&note.status),
-                note.retired_at.python_isoformat(),
-                wire(&note.basis)
-            );
-            if let Some(successor) = &note.successor {
-                line.push_str(&format!(
-                    "; superseded by {}: {}",
-                    cut(&successor.id, 8),
-                    cut(&successor.content, 60)
-                ));
-            }
-            writeln!(out, "{line}")?;
+    Ok(())
+}
+
+/// `--as-of`: a retirement line under each hit retired since, and (on stderr)
+/// how many retired particles could not be dated.
+fn write_as_of_notes(
+    out: &mut impl Write,
+    err: &mut impl Write,
+    response: &QueryResponse,
+) -> io::Result<()> {
+    for (particle, note) in response.particles.iter().zip(&response.as_of_notes) {
+        let Some(note) = note else { continue };
+        let reason = note
+            .status_reason
+            .map(|r| format!(" ({})", wire(&r)))
+            .unwrap_or_default();
+        let mut line = format!(
+            "↳ {} — now {}{reason}, retired {} [basis: {}]",
+            cut(&particle.content, 60),
+            wire(&note.status),
+            note.retired_at.python_isoformat(),
+            wire(&note.basis)
+        );
+        if let Some(successor) = &note.successor {
+            line.push_str(&format!(
+                "; superseded by {}: {}",
+                cut(&successor.id, 8),
+                cut(&successor.content, 60)
+            ));
         }
-        if response.as_of_excluded_undatable > 0 {
-            writeln!(
-                err,
-                "\n⚠  {} retired particle(s) whose retirement time is not reconstructible were \
-                 excluded from this as-of view.",
-                response.as_of_excluded_undatable
-            )?;
-        }
+        writeln!(out, "{line}")?;
     }
-    write_window_notes(out, response)?;
-    if let Some(warning) = &response.truncation_warning {
-        writeln!(err, "\n⚠  {warning}")?;
-    }
-    if !response.coverage_gaps.is_empty() {
+    if response.as_of_excluded_undatable > 0 {
         writeln!(
             err,
-            "\n⚠  Coverage gap: {} entries not yet extracted.",
-            response.coverage_gaps.len()
+            "\n⚠  {} retired particle(s) whose retirement time is not reconstructible were \
+             excluded from this as-of view.",
+            response.as_of_excluded_undatable
         )?;
     }
     Ok(())

@@ -38,6 +38,7 @@ pub(crate) struct ServeArgs {
     #[arg(long)]
     http: bool,
 
+    #[cfg(feature = "server")]
     #[command(flatten)]
     http_args: crate::server_cmd::HttpArgs,
 
@@ -62,6 +63,7 @@ pub(crate) struct ServeArgs {
 
 pub(crate) fn run(args: &ServeArgs, config: &crate::config_cmd::Configured) -> Result<()> {
     if args.http {
+        #[cfg(feature = "server")]
         return crate::server_cmd::run_http(
             &args.http_args,
             &args.stores,
@@ -70,6 +72,13 @@ pub(crate) fn run(args: &ServeArgs, config: &crate::config_cmd::Configured) -> R
             args.model_dir.as_deref(),
             config,
         );
+        #[cfg(not(feature = "server"))]
+        return Err(crate::UsageError(
+            "this build has no HTTP server (built without the `server` feature); \
+             install with the default features for `serve --http` and `mcp`"
+                .into(),
+        )
+        .into());
     }
     let selection = config.stores(&args.stores)?;
     // Start from the sidecars; write them after a rebuild (deltas stay in

@@ -609,48 +609,11 @@ impl Config {
     /// Builds the typed view of a validated tree.
     pub(crate) fn from_value(root: &Value) -> Config {
         let r = Reader(root);
-        let storage = r.sub("storage");
-        let network = r.sub("network");
         let api = r.sub("api");
         let engine = r.sub("engine");
-        let query = r.sub("query");
-        let llm = r.sub("llm");
         Config {
-            storage: StorageConfig {
-                database_url: storage.string("database_url"),
-                stores: storage
-                    .map("stores")
-                    .into_iter()
-                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
-                    .collect(),
-                blob_dir: storage.string("blob_dir"),
-                max_page_size: storage.i64("max_page_size"),
-                write_lock_enabled: storage.bool("write_lock.enabled"),
-                write_lock_timeout_seconds: storage.f64("write_lock.timeout_seconds"),
-                write_lock_path: storage.opt_string("write_lock.path"),
-            },
-            network: NetworkConfig {
-                egress: match network.string("egress").as_str() {
-                    "none" => Egress::None,
-                    "allowlist" => Egress::Allowlist,
-                    _ => Egress::Open,
-                },
-                allow: match network.at("allow") {
-                    Value::List(items) => items
-                        .iter()
-                        .map(|item| {
-                            let entry = Reader(item);
-                            EgressAllow {
-                                host: entry.string("host"),
-                                port: u16::try_from(int_to_i64(entry.at("port")))
-                                    .ok()
-                                    .filter(|_| !matches!(entry.at("port"), Value::Null)),
-                            }
-                        })
-                        .collect(),
-                    _ => Vec::new(),
-                },
-            },
+            storage: storage_config(r.sub("storage")),
+            network: network_config(r.sub("network")),
             api: ApiConfig {
                 max_request_body_bytes: api.i64("max_request_body_bytes"),
                 bind_host: api.string("bind_host"),
@@ -680,33 +643,8 @@ impl Config {
             mcp: McpConfig {
                 rate_limit_per_minute: r.i64("mcp.rate_limit_per_minute"),
             },
-            llm: LlmConfig {
-                default: selection(llm.at("default"))
-                    .unwrap_or_else(|| Config::default().llm.default),
-                query_response: selection(llm.at("query_response")),
-                providers: llm
-                    .map("providers")
-                    .into_iter()
-                    .map(|(name, value)| (name.clone(), provider(value)))
-                    .collect(),
-            },
-            query: QueryConfig {
-                default_top_k: query.i64("default_top_k"),
-                default_min_confidence: query.f64("default_min_confidence"),
-                equivalence_threshold: query.f64("equivalence_threshold"),
-                similarity_weight: query.f64("similarity_weight"),
-                confidence_weight: query.f64("confidence_weight"),
-                narrative_rank_weight: query.f64("narrative_rank_weight"),
-                truncation_min_gap: query.f64("truncation_min_gap"),
-                truncation_near_margin: query.f64("truncation_near_margin"),
-                truncation_near_count: query.i64("truncation_near_count"),
-                relevance_floor: query.f64("relevance_floor"),
-                answer_max_tokens: query.i64("answer_max_tokens"),
-                answer_retry_max_tokens: query.i64("answer_retry_max_tokens"),
-                grounded_answers: query.bool("grounded_answers"),
-                candidate_cache: query.bool("candidate_cache"),
-                candidate_cache_freeze_rows: query.i64("candidate_cache_freeze_rows"),
-            },
+            llm: llm_config(r.sub("llm")),
+            query: query_config(r.sub("query")),
             contestedness: ContestednessConfig {
                 callout_threshold: r.f64("contestedness.callout_threshold"),
                 badge_enabled: r.bool("contestedness.badge_enabled"),
@@ -716,18 +654,7 @@ impl Config {
                 max_passage_chars: r.i64("source_passage.max_passage_chars"),
                 query_show_limit: r.i64("source_passage.query_show_limit"),
             },
-            content_age_decay: r
-                .map("content_age_decay.sources")
-                .into_iter()
-                .map(|(name, rule)| {
-                    let rule = Reader(rule);
-                    let decay = SourceDecay {
-                        half_life_days: rule.f64("half_life_days"),
-                        floor: rule.f64("floor"),
-                    };
-                    (name.clone(), decay)
-                })
-                .collect(),
+            content_age_decay: content_age_decay(&r),
             trust_source_type_domains: r
                 .map("trust.source_type_domains")
                 .into_iter()
@@ -758,4 +685,96 @@ impl Config {
             extraction_exempt_source_tags: r.strings("extraction_scope.exempt_source_tags"),
         }
     }
+}
+
+/// The `storage` section.
+fn storage_config(storage: Reader<'_>) -> StorageConfig {
+    StorageConfig {
+        database_url: storage.string("database_url"),
+        stores: storage
+            .map("stores")
+            .into_iter()
+            .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
+            .collect(),
+        blob_dir: storage.string("blob_dir"),
+        max_page_size: storage.i64("max_page_size"),
+        write_lock_enabled: storage.bool("write_lock.enabled"),
+        write_lock_timeout_seconds: storage.f64("write_lock.timeout_seconds"),
+        write_lock_path: storage.opt_string("write_lock.path"),
+    }
+}
+
+/// The `network` section.
+fn network_config(network: Reader<'_>) -> NetworkConfig {
+    NetworkConfig {
+        egress: match network.string("egress").as_str() {
+            "none" => Egress::None,
+            "allowlist" => Egress::Allowlist,
+            _ => Egress::Open,
+        },
+        allow: match network.at("allow") {
+            Value::List(items) => items
+                .iter()
+                .map(|item| {
+                    let entry = Reader(item);
+                    EgressAllow {
+                        host: entry.string("host"),
+                        port: u16::try_from(int_to_i64(entry.at("port")))
+                            .ok()
+                            .filter(|_| !matches!(entry.at("port"), Value::Null)),
+                    }
+                })
+                .collect(),
+            _ => Vec::new(),
+        },
+    }
+}
+
+/// The `llm` section.
+fn llm_config(llm: Reader<'_>) -> LlmConfig {
+    LlmConfig {
+        default: selection(llm.at("default")).unwrap_or_else(|| Config::default().llm.default),
+        query_response: selection(llm.at("query_response")),
+        providers: llm
+            .map("providers")
+            .into_iter()
+            .map(|(name, value)| (name.clone(), provider(value)))
+            .collect(),
+    }
+}
+
+/// The `query` section.
+fn query_config(query: Reader<'_>) -> QueryConfig {
+    QueryConfig {
+        default_top_k: query.i64("default_top_k"),
+        default_min_confidence: query.f64("default_min_confidence"),
+        equivalence_threshold: query.f64("equivalence_threshold"),
+        similarity_weight: query.f64("similarity_weight"),
+        confidence_weight: query.f64("confidence_weight"),
+        narrative_rank_weight: query.f64("narrative_rank_weight"),
+        truncation_min_gap: query.f64("truncation_min_gap"),
+        truncation_near_margin: query.f64("truncation_near_margin"),
+        truncation_near_count: query.i64("truncation_near_count"),
+        relevance_floor: query.f64("relevance_floor"),
+        answer_max_tokens: query.i64("answer_max_tokens"),
+        answer_retry_max_tokens: query.i64("answer_retry_max_tokens"),
+        grounded_answers: query.bool("grounded_answers"),
+        candidate_cache: query.bool("candidate_cache"),
+        candidate_cache_freeze_rows: query.i64("candidate_cache_freeze_rows"),
+    }
+}
+
+/// `content_age_decay.sources`: each source type's decay.
+fn content_age_decay(r: &Reader<'_>) -> BTreeMap<String, SourceDecay> {
+    r.map("content_age_decay.sources")
+        .into_iter()
+        .map(|(name, rule)| {
+            let rule = Reader(rule);
+            let decay = SourceDecay {
+                half_life_days: rule.f64("half_life_days"),
+                floor: rule.f64("floor"),
+            };
+            (name.clone(), decay)
+        })
+        .collect()
 }

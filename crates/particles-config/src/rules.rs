@@ -35,172 +35,197 @@ pub(crate) fn field_rule(rule: &str, key: &str, value: &mut Value) -> Result<(),
     match rule {
         // `before` rules, already applied to the raw value.
         "blank_is_none" | "merge_over_default" => Ok(()),
-        "values_ge_0" | "values_gt_0" => {
-            let strict = rule == "values_gt_0";
-            // The memory benchmark's messages name the key without its section.
-            let shown = key.strip_prefix("benchmark_memory.").unwrap_or(key);
-            let Value::Map(entries) = value else {
-                return Ok(());
-            };
-            for (name, item) in entries.iter() {
-                let number = item.as_f64().unwrap_or(f64::NAN);
-                let bad = if strict { number <= 0.0 } else { number < 0.0 };
-                if bad {
-                    let relation = if strict { ">" } else { ">=" };
-                    return Err(format!(
-                        "{shown}[{}] must be {relation} 0, got {}",
-                        pyfmt::str_repr(name),
-                        number_text(item)
-                    ));
-                }
-            }
-            Ok(())
-        }
-        "increasing_positive" => {
-            let Value::List(items) = value else {
-                return Ok(());
-            };
-            let numbers: Vec<i128> = items
-                .iter()
-                .map(|item| match item {
-                    Value::Int(Int::Small(value)) => *value,
-                    _ => i128::MAX,
-                })
-                .collect();
-            let ok = !numbers.is_empty()
-                && numbers.iter().all(|n| *n > 0)
-                && numbers.windows(2).all(|pair| pair[0] < pair[1]);
-            if ok {
-                Ok(())
-            } else {
-                Err("checkpoints must be non-empty, positive, strictly increasing".to_owned())
-            }
-        }
-        "increasing_unit" => {
-            let Value::List(items) = value else {
-                return Ok(());
-            };
-            let numbers: Vec<f64> = items
-                .iter()
-                .map(|item| item.as_f64().unwrap_or(f64::NAN))
-                .collect();
-            let ok = !numbers.is_empty()
-                && numbers.iter().all(|f| (0.0..=1.0).contains(f))
-                && numbers.windows(2).all(|pair| pair[0] < pair[1]);
-            if ok {
-                Ok(())
-            } else {
-                Err("floors must be non-empty, within [0, 1], strictly increasing".to_owned())
-            }
-        }
-        "calibration_sources" => {
-            let unknown: Vec<&str> = strings(value)
-                .into_iter()
-                .filter(|source| !CALIBRATION_SOURCES.contains(source))
-                .collect();
-            if unknown.is_empty() {
-                return Ok(());
-            }
-            Err(format!(
-                "confidence.uncalibrated_cap.sources contains unknown calibration source(s) {}; valid values are {}",
-                pyfmt::str_list_repr(unknown),
-                pyfmt::str_list_repr(CALIBRATION_SOURCES)
-            ))
-        }
-        "egress_host" => {
-            let Value::Str(host) = value else {
-                return Ok(());
-            };
-            let normalized = particles_pytext::lower(particles_pytext::strip(host));
-            if normalized.is_empty() {
-                return Err("network.allow entry needs a host".to_owned());
-            }
-            if normalized.contains('/') {
-                if net::ip_network(&normalized).is_none() {
-                    return Err(format!(
-                        "network.allow host {} is not a CIDR block",
-                        pyfmt::str_repr(&normalized)
-                    ));
-                }
-            } else if normalized.contains(['*', '?', ' ', ':', '@'])
-                && net::ip_address(normalized.trim_matches(['[', ']'])).is_none()
-            {
-                return Err(format!(
-                    "network.allow host {} is not an IP literal, a CIDR block or an exact host name (wildcards are not supported; put the port in 'port')",
-                    pyfmt::str_repr(&normalized)
-                ));
-            }
-            *host = normalized;
-            Ok(())
-        }
-        "allowed_hosts" => {
-            let Value::List(items) = value else {
-                return Ok(());
-            };
-            for item in items.iter_mut() {
-                let Value::Str(entry) = item else { continue };
-                let host = particles_pytext::lower(particles_pytext::strip(entry));
-                let bare = host.strip_prefix("*.").unwrap_or(&host);
-                let forbidden: &[char] = if bare.starts_with('[') && bare.ends_with(']') {
-                    &['/', '@', ' ']
-                } else {
-                    &['/', ':', '@', ' ']
-                };
-                if bare.is_empty() || bare.contains('*') || bare.contains(forbidden) {
-                    return Err(format!(
-                        "api.allowed_hosts entry {} is not a host name; give a bare name with no scheme or port, e.g. engine.example.org or *.tailnet.example",
-                        pyfmt::str_repr(entry)
-                    ));
-                }
-                *entry = host;
-            }
-            Ok(())
-        }
-        "allowed_origins" => {
-            for entry in strings(value) {
-                let parts = net::urlsplit(particles_pytext::strip(entry))?;
-                let bad = parts.scheme.is_empty()
-                    || parts.netloc.is_empty()
-                    || entry.contains('*')
-                    || !matches!(parts.path.as_str(), "" | "/")
-                    || !parts.query.is_empty()
-                    || !parts.fragment.is_empty();
-                if bad {
-                    return Err(format!(
-                        "api.allowed_origins entry {} is not an origin; give scheme://host[:port], e.g. https://notes.example.org",
-                        pyfmt::str_repr(entry)
-                    ));
-                }
-            }
-            Ok(())
-        }
-        "trusted_proxies" => {
-            for entry in strings(value) {
-                let trimmed = particles_pytext::strip(entry);
-                let Some(network) = net::ip_network(trimmed) else {
-                    return Err(format!(
-                        "api.trusted_proxies entry {} is not a valid IP or CIDR: {}",
-                        pyfmt::str_repr(entry),
-                        net::network_error(trimmed)
-                    ));
-                };
-                if network.prefix == 0 {
-                    return Err(format!(
-                        "api.trusted_proxies entry {} is the everything-range (prefix /0); a reverse proxy is never the entire internet — trusting it re-enables X-Forwarded-For spoofing. List the specific proxy IPs / CIDRs instead.",
-                        pyfmt::str_repr(entry)
-                    ));
-                }
-                if network.is_loopback() {
-                    return Err(format!(
-                        "api.trusted_proxies entry {} is a loopback range; a reverse proxy is never loopback, and trusting it re-enables X-Forwarded-For spoofing. List the specific proxy IPs / CIDRs.",
-                        pyfmt::str_repr(entry)
-                    ));
-                }
-            }
-            Ok(())
-        }
+        "values_ge_0" | "values_gt_0" => values_positive(key, value, rule == "values_gt_0"),
+        "increasing_positive" => increasing_positive(value),
+        "increasing_unit" => increasing_unit(value),
+        "calibration_sources" => calibration_sources(value),
+        "egress_host" => egress_host(value),
+        "allowed_hosts" => allowed_hosts(value),
+        "allowed_origins" => allowed_origins(value),
+        "trusted_proxies" => trusted_proxies(value),
         other => unreachable!("schema.json names a field rule `{other}` this crate does not know"),
     }
+}
+
+/// `values_ge_0` / `values_gt_0` (`strict`): every value of a map is at least
+/// (above) 0.
+fn values_positive(key: &str, value: &Value, strict: bool) -> Result<(), String> {
+    // The memory benchmark's messages name the key without its section.
+    let shown = key.strip_prefix("benchmark_memory.").unwrap_or(key);
+    let Value::Map(entries) = value else {
+        return Ok(());
+    };
+    for (name, item) in entries.iter() {
+        let number = item.as_f64().unwrap_or(f64::NAN);
+        let bad = if strict { number <= 0.0 } else { number < 0.0 };
+        if bad {
+            let relation = if strict { ">" } else { ">=" };
+            return Err(format!(
+                "{shown}[{}] must be {relation} 0, got {}",
+                pyfmt::str_repr(name),
+                number_text(item)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `increasing_positive`: checkpoints, non-empty, positive, strictly increasing.
+fn increasing_positive(value: &Value) -> Result<(), String> {
+    let Value::List(items) = value else {
+        return Ok(());
+    };
+    let numbers: Vec<i128> = items
+        .iter()
+        .map(|item| match item {
+            Value::Int(Int::Small(value)) => *value,
+            _ => i128::MAX,
+        })
+        .collect();
+    let ok = !numbers.is_empty()
+        && numbers.iter().all(|n| *n > 0)
+        && numbers.windows(2).all(|pair| pair[0] < pair[1]);
+    if ok {
+        Ok(())
+    } else {
+        Err("checkpoints must be non-empty, positive, strictly increasing".to_owned())
+    }
+}
+
+/// `increasing_unit`: floors, non-empty, within [0, 1], strictly increasing.
+fn increasing_unit(value: &Value) -> Result<(), String> {
+    let Value::List(items) = value else {
+        return Ok(());
+    };
+    let numbers: Vec<f64> = items
+        .iter()
+        .map(|item| item.as_f64().unwrap_or(f64::NAN))
+        .collect();
+    let ok = !numbers.is_empty()
+        && numbers.iter().all(|f| (0.0..=1.0).contains(f))
+        && numbers.windows(2).all(|pair| pair[0] < pair[1]);
+    if ok {
+        Ok(())
+    } else {
+        Err("floors must be non-empty, within [0, 1], strictly increasing".to_owned())
+    }
+}
+
+/// `calibration_sources`: every name a calibration source.
+fn calibration_sources(value: &Value) -> Result<(), String> {
+    let unknown: Vec<&str> = strings(value)
+        .into_iter()
+        .filter(|source| !CALIBRATION_SOURCES.contains(source))
+        .collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "confidence.uncalibrated_cap.sources contains unknown calibration source(s) {}; valid values are {}",
+        pyfmt::str_list_repr(unknown),
+        pyfmt::str_list_repr(CALIBRATION_SOURCES)
+    ))
+}
+
+/// `egress_host`: a network.allow host, an IP literal, a CIDR block or an exact
+/// host name; stored normalised.
+fn egress_host(value: &mut Value) -> Result<(), String> {
+    let Value::Str(host) = value else {
+        return Ok(());
+    };
+    let normalized = particles_pytext::lower(particles_pytext::strip(host));
+    if normalized.is_empty() {
+        return Err("network.allow entry needs a host".to_owned());
+    }
+    if normalized.contains('/') {
+        if net::ip_network(&normalized).is_none() {
+            return Err(format!(
+                "network.allow host {} is not a CIDR block",
+                pyfmt::str_repr(&normalized)
+            ));
+        }
+    } else if normalized.contains(['*', '?', ' ', ':', '@'])
+        && net::ip_address(normalized.trim_matches(['[', ']'])).is_none()
+    {
+        return Err(format!(
+            "network.allow host {} is not an IP literal, a CIDR block or an exact host name (wildcards are not supported; put the port in 'port')",
+            pyfmt::str_repr(&normalized)
+        ));
+    }
+    *host = normalized;
+    Ok(())
+}
+
+/// `allowed_hosts`: bare host names (or `*.` suffixes); stored normalised.
+fn allowed_hosts(value: &mut Value) -> Result<(), String> {
+    let Value::List(items) = value else {
+        return Ok(());
+    };
+    for item in items.iter_mut() {
+        let Value::Str(entry) = item else { continue };
+        let host = particles_pytext::lower(particles_pytext::strip(entry));
+        let bare = host.strip_prefix("*.").unwrap_or(&host);
+        let forbidden: &[char] = if bare.starts_with('[') && bare.ends_with(']') {
+            &['/', '@', ' ']
+        } else {
+            &['/', ':', '@', ' ']
+        };
+        if bare.is_empty() || bare.contains('*') || bare.contains(forbidden) {
+            return Err(format!(
+                "api.allowed_hosts entry {} is not a host name; give a bare name with no scheme or port, e.g. engine.example.org or *.tailnet.example",
+                pyfmt::str_repr(entry)
+            ));
+        }
+        *entry = host;
+    }
+    Ok(())
+}
+
+/// `allowed_origins`: each entry `scheme://host[:port]`.
+fn allowed_origins(value: &Value) -> Result<(), String> {
+    for entry in strings(value) {
+        let parts = net::urlsplit(particles_pytext::strip(entry))?;
+        let bad = parts.scheme.is_empty()
+            || parts.netloc.is_empty()
+            || entry.contains('*')
+            || !matches!(parts.path.as_str(), "" | "/")
+            || !parts.query.is_empty()
+            || !parts.fragment.is_empty();
+        if bad {
+            return Err(format!(
+                "api.allowed_origins entry {} is not an origin; give scheme://host[:port], e.g. https://notes.example.org",
+                pyfmt::str_repr(entry)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `trusted_proxies`: IPs or CIDR blocks, neither everything nor loopback.
+fn trusted_proxies(value: &Value) -> Result<(), String> {
+    for entry in strings(value) {
+        let trimmed = particles_pytext::strip(entry);
+        let Some(network) = net::ip_network(trimmed) else {
+            return Err(format!(
+                "api.trusted_proxies entry {} is not a valid IP or CIDR: {}",
+                pyfmt::str_repr(entry),
+                net::network_error(trimmed)
+            ));
+        };
+        if network.prefix == 0 {
+            return Err(format!(
+                "api.trusted_proxies entry {} is the everything-range (prefix /0); a reverse proxy is never the entire internet — trusting it re-enables X-Forwarded-For spoofing. List the specific proxy IPs / CIDRs instead.",
+                pyfmt::str_repr(entry)
+            ));
+        }
+        if network.is_loopback() {
+            return Err(format!(
+                "api.trusted_proxies entry {} is a loopback range; a reverse proxy is never loopback, and trusting it re-enables X-Forwarded-For spoofing. List the specific proxy IPs / CIDRs.",
+                pyfmt::str_repr(entry)
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Runs an `after` model validator on a validated model.

@@ -4,7 +4,8 @@
 //! leader takes the requests queued so far (the oldest, at most `MAX_BATCH`)
 //! and answers them together with `particles_query::run_semantic_batch_streaming`
 //! (one read transaction, one pass over the vectors for those that read the same
-//! candidates). The lead is handed over as soon as the batch's passes are done:
+//! candidates; each response built by `particles_respond::semantic_response` in
+//! that transaction). The lead is handed over as soon as the batch's passes are done:
 //! the rest of the batch (each member's band, cut and response) runs on the old
 //! leader's thread while the next leader's pass runs, and each answer goes to its
 //! caller the moment it is built. A lone request is a batch of one: no waiting
@@ -21,8 +22,8 @@ use std::{
     time::{Duration, Instant},
 };
 
-use particles_model::{Timestamp, ValidRequest};
-use particles_query::{QueryInput, TruncationSettings};
+use particles_model::{response::QueryResponse, Timestamp, ValidRequest};
+use particles_query::{QueryInput, QueryOutcome, TruncationSettings};
 use particles_rank::RankSettings;
 
 /// The most requests one pass answers; the scan's cost grows with the lanes, and
@@ -30,7 +31,7 @@ use particles_rank::RankSettings;
 const MAX_BATCH: usize = 32;
 
 /// A ranked request: the outcome and the response built in its snapshot.
-pub(crate) type Ranked = particles_query::Answer;
+pub(crate) type Ranked = (QueryOutcome, QueryResponse);
 
 /// Where a batch reports to the batcher: `passes_done` once its shared passes
 /// are over, `answered(index, answer)` once per input as each is built.

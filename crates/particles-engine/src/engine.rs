@@ -273,8 +273,9 @@ impl Engine {
     ///
     /// # Errors
     ///
-    /// [`Error::Query`] when the query fails where the reference fails too (a bad
-    /// store, a degenerate configuration, an unsupported mode);
+    /// [`Error::Query`], [`Error::Respond`] or [`Error::Structural`] when the
+    /// query fails where the reference fails too (a bad store, a degenerate
+    /// configuration, an unsupported mode, an ambiguous subject prefix);
     /// [`Error::Encode`] for an envelope vector of the wrong shape.
     pub fn query(&self, request: &ValidRequest, envelope: &Envelope) -> Result<QueryResponse> {
         self.query_with_position(request, envelope)
@@ -392,7 +393,7 @@ impl Engine {
             ..QueryInput::new(request, None, now)
         };
         self.with_store(|store| {
-            Ok(particles_query::run_structural_with(
+            Ok(particles_structural::run_structural_with(
                 store,
                 &input,
                 &self.settings.structural,
@@ -464,15 +465,29 @@ impl Engine {
                 &self.settings.truncation,
                 &|inputs, events| {
                     let store = slot.connection()?;
-                    let answered = &mut |at: usize, answer: particles_query::Result<Ranked>| {
-                        (events.answered)(at, answer.map_err(Error::from));
+                    // Each response is built in its ranking's read transaction
+                    // (`snapshot`), as soon as the ranking hands its outcome out.
+                    let answered = &mut |at: usize,
+                                         snapshot: &Store,
+                                         outcome: particles_query::Result<QueryOutcome>| {
+                        let answer = outcome.map_err(Error::from).and_then(|outcome| {
+                            let response = particles_respond::semantic_response(
+                                snapshot,
+                                &outcome,
+                                &inputs[at],
+                                &response_settings,
+                            )?;
+                            Ok((outcome, response))
+                        });
+                        (events.answered)(at, answer);
                     };
+                    let harness_tags = &response_settings.observer_harness_tags;
                     let result = if slot.uncached {
                         particles_query::run_semantic_batch_streaming(
                             &store,
                             &mut particles_store::UncachedLoader,
                             inputs,
-                            &response_settings,
+                            harness_tags,
                             events.passes_done,
                             answered,
                         )
@@ -482,7 +497,7 @@ impl Engine {
                             &store,
                             &mut loader,
                             inputs,
-                            &response_settings,
+                            harness_tags,
                             events.passes_done,
                             answered,
                         );

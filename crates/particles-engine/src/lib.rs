@@ -71,9 +71,16 @@ pub enum Error {
     /// A store could not be opened or read.
     #[error(transparent)]
     Store(#[from] particles_store::Error),
-    /// The query failed where the reference's fails too.
+    /// The ranking failed where the reference's fails too.
     #[error(transparent)]
     Query(#[from] particles_query::Error),
+    /// The response around the ranking failed where the reference's fails too
+    /// (an ambiguous subject prefix, a store it cannot read).
+    #[error(transparent)]
+    Respond(#[from] particles_respond::Error),
+    /// A deterministic mode failed where the reference's fails too.
+    #[error(transparent)]
+    Structural(#[from] particles_structural::Error),
     /// The shared transaction of a batch of concurrent queries failed (the store
     /// could not be read); the message is the store's.
     #[error("{0}")]

@@ -2,8 +2,10 @@
 
 use particles_config::Config;
 use particles_model::CalibrationSource;
-use particles_query::{ResponseSettings, StructuralSettings, TruncationSettings};
+use particles_query::TruncationSettings;
 use particles_rank::{ConformanceCap, DecayRule, RankSettings, UncalibratedCap};
+use particles_respond::ResponseSettings;
+use particles_structural::StructuralSettings;
 
 /// Every setting a query reads, from one loaded configuration.
 #[derive(Debug, Clone, PartialEq)]

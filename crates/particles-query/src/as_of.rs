@@ -18,8 +18,9 @@ use particles_model::{
 };
 use particles_store::{CandidateLoader, Store};
 
-/// The store's retirement-dating facts, read once per query.
-pub(crate) struct RetirementIndex {
+/// The store's retirement-dating facts, read once per query: what
+/// [`as_of_visibility`](crate::as_of_visibility) dates a retired particle with.
+pub struct RetirementIndex {
     pub(crate) successors: HashMap<String, Successor>,
     /// The latest retiring event's instant per particle (`ensure_utc`'d).
     events: HashMap<String, Timestamp>,
@@ -37,7 +38,13 @@ pub(crate) fn ensure_utc(timestamp: Timestamp) -> Timestamp {
 }
 
 impl RetirementIndex {
-    pub(crate) fn load(store: &Store) -> particles_store::Result<RetirementIndex> {
+    /// Reads the index from `store` (successor pointers, retiring operator
+    /// events, born-retired ids), in the caller's read transaction.
+    ///
+    /// # Errors
+    ///
+    /// Whatever the store's reads fail with.
+    pub fn load(store: &Store) -> particles_store::Result<RetirementIndex> {
         let mut successors: HashMap<String, Successor> = HashMap::new();
         for row in particles_store::successor_rows(store)? {
             let earlier = successors.get(&row.supersedes).is_none_or(|current| {
@@ -128,13 +135,20 @@ impl RetirementIndex {
 }
 
 /// The verdict on one candidate.
-pub(crate) enum Visibility {
+pub enum Visibility {
+    /// Not believed at T: not yet asserted, never believed, expired, or retired
+    /// by T.
     Hidden,
+    /// Retired now, but no rung of the ladder dates its retirement: excluded
+    /// and counted.
     Undatable,
+    /// Believed at T, with a note when it is retired now.
     Visible(Option<AsOfNote>),
 }
 
-pub(crate) fn evaluate(
+/// Whether `particle` (with its stored `retired_at`) was believed at `as_of`
+/// (UTC microseconds), as the reference's as-of view decides it.
+pub fn evaluate(
     index: &RetirementIndex,
     particle: &Particle,
     stored: Option<Timestamp>,
@@ -166,7 +180,7 @@ pub(crate) fn evaluate(
 
 /// The as-of loader: candidates of every status believed at `as_of`, with a note
 /// for each that is retired now, and the count of undatable retirements excluded.
-pub struct AsOfLoader {
+pub(crate) struct AsOfLoader {
     as_of: Timestamp,
     notes: HashMap<String, AsOfNote>,
     excluded_undatable: usize,
@@ -180,11 +194,6 @@ impl AsOfLoader {
             notes: HashMap::new(),
             excluded_undatable: 0,
         }
-    }
-
-    /// The notes of the last load, by particle id.
-    pub fn notes(&self) -> &HashMap<String, AsOfNote> {
-        &self.notes
     }
 
     /// The notes of the last load, by particle id, taken out of the loader.

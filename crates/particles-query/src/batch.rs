@@ -45,33 +45,16 @@ pub fn run_query_batch(
     })?)
 }
 
-/// [`run_query_batch`] with each request's whole response built in the same
-/// transaction ([`crate::semantic_response`]): what a server answers concurrent
-/// queries with.
-///
-/// # Errors
-///
-/// As [`run_query_batch`].
-pub fn run_semantic_batch(
-    store: &Store,
-    loader: &mut dyn CandidateLoader,
-    inputs: &[QueryInput<'_>],
-    settings: &crate::ResponseSettings,
-) -> Result<Vec<Result<Answer>>> {
-    in_input_order(inputs.len(), |answered| {
-        run_semantic_batch_streaming(store, loader, inputs, settings, &mut || {}, answered)
-    })
-}
-
-/// One request's ranking and its whole response.
-pub type Answer = (QueryOutcome, particles_model::response::QueryResponse);
-
-/// [`run_semantic_batch`], each answer handed to `answered` (with its input's
-/// index) as soon as it is built, and `passes_done` called once every shared
-/// pass over the vectors is over: from then on the batch is per-request work
-/// (the band, the cut, the response), which a server can overlap with the next
-/// batch's pass. Every input is answered exactly once, unless the outer error
-/// comes back (the transaction could not start).
+/// [`run_query_batch`], each outcome handed to `answered` (with its input's
+/// index, and the store inside the batch's read transaction) as soon as it is
+/// ranked, and `passes_done` called once every shared pass over the vectors is
+/// over: from then on the batch is per-request work (the band, the cut, and
+/// whatever `answered` builds), which a server can overlap with the next
+/// batch's pass. `answered` runs inside the transaction: what it reads through
+/// the store it is given (the response, `particles-respond`'s) is of the
+/// ranking's snapshot. A project observer reads entries with `harness_tags`
+/// (`observer_scope.harness_tags`). Every input is answered exactly once,
+/// unless the outer error comes back (the transaction could not start).
 ///
 /// # Errors
 ///
@@ -80,25 +63,18 @@ pub fn run_semantic_batch_streaming(
     store: &Store,
     loader: &mut dyn CandidateLoader,
     inputs: &[QueryInput<'_>],
-    settings: &crate::ResponseSettings,
+    harness_tags: &[String],
     passes_done: &mut dyn FnMut(),
-    answered: &mut dyn FnMut(usize, Result<Answer>),
+    answered: &mut dyn FnMut(usize, &Store, Result<QueryOutcome>),
 ) -> Result<()> {
     Ok(store.read_snapshot(|store| {
         batch_in_snapshot(
             store,
             loader,
             inputs,
-            &settings.observer_harness_tags,
+            harness_tags,
             passes_done,
-            &mut |at, outcome| {
-                let answer = outcome.and_then(|outcome| {
-                    let response =
-                        crate::semantic_response(store, &outcome, &inputs[at], settings)?;
-                    Ok((outcome, response))
-                });
-                answered(at, answer);
-            },
+            &mut |at, outcome| answered(at, store, outcome),
         );
         Ok(())
     })?)

@@ -392,7 +392,7 @@ type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 /// unchanged. Every read happens in the query's one read transaction, so a
 /// remembered fact is the fact of the ranking's snapshot.
 #[derive(Default)]
-pub(crate) struct FactLookups {
+pub struct FactLookups {
     /// Distinct snapshot ids met (non-empty), for the work counters.
     snapshots: HashSet<u32, foldhash::fast::RandomState>,
     /// Distinct entry ids met (non-empty), for the work counters.
@@ -403,7 +403,12 @@ pub(crate) struct FactLookups {
 
 impl FactLookups {
     /// Facts and stale-support discount of each of `rows`, in order.
-    pub(crate) fn read(
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Store`] when the store cannot be read or holds a
+    /// malformed source or premise.
+    pub fn read(
         &mut self,
         store: &Store,
         set: &CandidateSet,

@@ -1,5 +1,7 @@
-//! The semantic query path over a Particles store, step for step the reference's
-//! `retrieve_ranked` (`linkedparticles` 1.214.1).
+//! The ranking of a Particles semantic query, step for step the reference's
+//! `retrieve_ranked` (`linkedparticles` 1.214.1): which candidates a question
+//! selects, in which order. What the answer shows around the hits is
+//! `particles-respond`'s; the deterministic modes are `particles-structural`'s.
 //!
 //! [`run_query`] runs one validated request ([`ValidRequest`]) in one read
 //! transaction of the store:
@@ -20,6 +22,12 @@
 //! reference's: same ids, same order, the same similarity and effective-confidence
 //! bits on x86-64. This crate joins the store (IO) and the rank (pure scoring)
 //! crates; neither knows the other.
+//!
+//! [`run_query_batch`] answers several requests in one read transaction, sharing
+//! a pass over the vectors; [`run_semantic_batch_streaming`] hands each outcome
+//! out as it is built, with the store inside that transaction, so that a caller
+//! builds the response in the ranking's snapshot. [`run_federated`] ranks one
+//! request over several stores.
 //!
 //! ```
 //! # let dir = tempfile::tempdir()?;
@@ -51,26 +59,20 @@ mod gather;
 mod memo;
 mod observer;
 mod outcome;
-mod respond;
 mod route;
 mod scan;
-mod structural;
 mod truncation;
 mod window;
 
 pub use crate::{
-    as_of::AsOfLoader,
-    batch::{run_query_batch, run_semantic_batch, run_semantic_batch_streaming, Answer},
+    as_of::{evaluate as as_of_visibility, RetirementIndex, Visibility},
+    batch::{run_query_batch, run_semantic_batch_streaming},
     federate::{run_federated, FederationMember},
-    observer::{default_harness_tags, observer_filter, ObserverFilter},
+    gather::FactLookups,
+    observer::default_harness_tags,
     outcome::{ClaimCoverage, Hit, QueryOutcome, QueryStats, StageTimings, WorkCounters},
-    respond::{
-        run_semantic, semantic_response, ResponseSettings, AGREEMENT_CAVEAT,
-        RANKING_DEGRADED_NO_ENCODER,
-    },
-    structural::{normalise_predicate, run_structural, run_structural_with, StructuralSettings},
-    truncation::{python_float_str, truncation_warning, TruncationSettings},
-    window::WindowLoader,
+    truncation::{truncation_warning, TruncationSettings},
+    window::{gather_window, WindowGathered},
 };
 
 use std::{collections::HashMap, time::Instant};
@@ -97,7 +99,7 @@ pub enum Error {
     Filter(#[from] particles_candidates::Error),
     /// [`run_query_with`] was given a structural request (a question-less
     /// listing, an aggregate, a vocabulary report): those are answered by
-    /// [`run_structural`], which [`run_request`] dispatches to.
+    /// `particles-structural` (`run_structural_with`).
     #[error("the {mode} mode is not supported by this engine yet; ask a question instead")]
     UnsupportedMode {
         /// The mode's name.
@@ -108,20 +110,6 @@ pub enum Error {
     /// (`particles-rs sidecar path` names it); the next query rebuilds it.
     #[error("the sidecar's structured claims are damaged: delete the sidecar (`particles-rs sidecar path --store ...`) and query again")]
     DamagedClaims,
-    /// [`run_structural`] was given a request with a question: it ranks
-    /// semantically, through [`run_query_with`] (or [`run_request`]).
-    #[error("a request with a question is answered by the semantic path, not a structural mode")]
-    NotStructural,
-    /// A subject id (the request's `subject_id`, or a `group_by subject` bucket's
-    /// key) is a prefix of several subject ids, where the reference's subject
-    /// lookup refuses to choose (a 500 from its server). Give more of the id.
-    #[error("{message}")]
-    AmbiguousSubject {
-        /// The subject reference as given.
-        reference: String,
-        /// The reference's message, verbatim.
-        message: String,
-    },
     /// A hit's row was not found when its particle was read: a loader returned a
     /// candidate the store does not hold (a stale cache). Retry the query.
     #[error("particle {id} was ranked but is no longer in the store")]
@@ -242,9 +230,9 @@ impl<'a> QueryInput<'a> {
 /// The request fields this engine accepts and validates but does not act on yet,
 /// among those `request` sets. `audience` and `grounded` shape only the answer
 /// text, which is not composed here. (`include_agreement` and
-/// `include_contestedness` act in [`semantic_response`], `observer_project` in the
-/// ranking.)
-pub fn not_applied(request: &ValidRequest) -> Vec<&'static str> {
+/// `include_contestedness` act in the response, `particles-respond`'s;
+/// `observer_project` in the ranking.)
+pub(crate) fn not_applied(request: &ValidRequest) -> Vec<&'static str> {
     let mut fields = Vec::new();
     if request.audience != particles_model::Audience::General {
         fields.push("audience");
@@ -273,8 +261,8 @@ pub fn run_query(store: &Store, input: &QueryInput<'_>) -> Result<QueryOutcome> 
 /// ranking and every count the answer reports read the same snapshot.
 ///
 /// A project observer (`observer_project`) reads entries with the reference's
-/// default `observer_scope.harness_tags`; [`run_semantic`] takes them from its
-/// settings.
+/// default `observer_scope.harness_tags`; [`run_semantic_batch_streaming`] takes
+/// them as an argument.
 ///
 /// # Errors
 ///
@@ -287,37 +275,6 @@ pub fn run_query_with(
     check_semantic(input.request)?;
     let harness_tags = default_harness_tags();
     store.read_snapshot(|store| Ok(run_in_snapshot(store, loader, input, &harness_tags)))?
-}
-
-/// What a request produced: a semantic ranking, or a structural mode's whole
-/// response.
-#[derive(Debug, Clone, PartialEq)]
-pub enum RequestOutcome {
-    /// A question, ranked ([`run_query_with`]).
-    Semantic(Box<QueryOutcome>),
-    /// A deterministic mode's response ([`run_structural`]).
-    Structural(Box<particles_model::response::QueryResponse>),
-}
-
-/// Runs any request as the reference's `query` dispatches it: a structural mode
-/// (window listing, predicate listing, vocabulary report, claim listing,
-/// aggregate) through [`run_structural`] (the loader is not used: these modes
-/// need no vectors), anything else through [`run_query_with`] and `loader`.
-///
-/// # Errors
-///
-/// As [`run_query_with`] or [`run_structural`].
-pub fn run_request(
-    store: &Store,
-    loader: &mut dyn CandidateLoader,
-    input: &QueryInput<'_>,
-) -> Result<RequestOutcome> {
-    match input.request.mode() {
-        Mode::Semantic => {
-            run_query_with(store, loader, input).map(|o| RequestOutcome::Semantic(Box::new(o)))
-        }
-        _ => run_structural(store, input).map(|r| RequestOutcome::Structural(Box::new(r))),
-    }
 }
 
 /// Refuses a request whose mode is not the semantic path.

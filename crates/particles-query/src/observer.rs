@@ -35,7 +35,7 @@ pub fn default_harness_tags() -> Vec<String> {
 /// What reading a candidate set through a project observer kept, and its
 /// disclosure.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ObserverFilter {
+pub(crate) struct ObserverFilter {
     /// The ids in view (every id when the observer is not engaged).
     pub visible: HashSet<String>,
     /// The response's `observer_scope` note.
@@ -52,7 +52,7 @@ pub struct ObserverFilter {
 ///
 /// [`crate::Error::Store`] when the store cannot be read or holds a provenance
 /// list, tag list or capture instant the reference also fails on.
-pub fn observer_filter(
+pub(crate) fn observer_filter(
     store: &Store,
     project: &str,
     as_of: Option<Timestamp>,

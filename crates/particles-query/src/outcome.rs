@@ -170,7 +170,7 @@ pub struct QueryOutcome {
 
 impl QueryOutcome {
     /// An outcome with no hits and nothing counted, for `request`.
-    pub fn empty(request: &particles_model::ValidRequest) -> QueryOutcome {
+    pub(crate) fn empty(request: &particles_model::ValidRequest) -> QueryOutcome {
         QueryOutcome {
             hits: Vec::new(),
             as_of_excluded_undatable: 0,

@@ -14,7 +14,7 @@ use particles_model::{
 };
 use particles_store::{CandidateLoader, Loaded, Store};
 
-use crate::{AsOfLoader, QueryOutcome, WindowLoader};
+use crate::{as_of::AsOfLoader, window::WindowLoader, QueryOutcome};
 
 pub(crate) enum Route<'a> {
     Caller(&'a mut dyn CandidateLoader),

@@ -88,7 +88,7 @@ pub fn truncation_warning(
 /// Python's `str(float)`: the shortest repr that round-trips, with a `.0` on
 /// integral values and scientific notation below 1e-4 and from 1e16 (`1e-05`,
 /// `1e+16`), `inf` and `nan` (`particles_pytext::float_repr`).
-pub fn python_float_str(value: f64) -> String {
+pub(crate) fn python_float_str(value: f64) -> String {
     particles_pytext::float_repr(value)
 }
 

@@ -265,25 +265,30 @@ impl WindowView {
 /// What a window read collected beside its candidates (the reference's
 /// `WindowGather` and the as-of outcome of `gather_window_candidates`).
 #[derive(Debug, Clone, Default)]
-pub(crate) struct WindowGathered {
+pub struct WindowGathered {
     /// Positions of the admitted candidates in the loaded rows, in load order,
     /// without the retired originals a restatement stands in for.
-    pub(crate) admitted: Vec<usize>,
+    pub admitted: Vec<usize>,
     /// The readings of the admitted candidates, by id.
-    pub(crate) hits: HashMap<String, WindowHit>,
+    pub hits: HashMap<String, WindowHit>,
     /// The coverage counts (`undated` store-wide).
-    pub(crate) coverage: WindowCoverage,
+    pub coverage: WindowCoverage,
     /// With `as_of`: notes of candidates retired since T, by id.
-    pub(crate) as_of_notes: HashMap<String, AsOfNote>,
+    pub as_of_notes: HashMap<String, AsOfNote>,
     /// With `as_of`: retired candidates left out as undatable.
-    pub(crate) as_of_excluded_undatable: usize,
+    pub as_of_excluded_undatable: usize,
 }
 
 /// Window-filters loaded candidates, `(particle, stored retired_at)` in load
 /// order, as the reference's `gather_window_candidates`: with `as_of`, the as-of
 /// visibility first; then the window verdict (counting the unkinded), then the
-/// stand-in rule.
-pub(crate) fn gather_window<'p>(
+/// stand-in rule. The window route of the semantic path and the structural
+/// modes' window gather both read through it.
+///
+/// # Errors
+///
+/// Whatever the store's reads fail with.
+pub fn gather_window<'p>(
     store: &Store,
     window: TimeWindow,
     as_of: Option<Timestamp>,
@@ -358,7 +363,7 @@ pub(crate) fn gather_window<'p>(
 }
 
 /// The window loader, with an optional as-of instant composed inside it.
-pub struct WindowLoader {
+pub(crate) struct WindowLoader {
     window: TimeWindow,
     as_of: Option<Timestamp>,
     gathered: WindowGathered,

@@ -29,7 +29,6 @@ mod collapse;
 mod error;
 mod netloc;
 mod policy;
-mod pyregex;
 mod score;
 mod settings;
 mod similarity;
@@ -48,7 +47,6 @@ pub use crate::{
         infer_domain, member_policies, recency_factor, DecayPolicy, MemberPolicy, Policies,
         TrustPolicy,
     },
-    pyregex::{PatternError, PyRegex},
     score::{effective_confidence, py_max, py_min, rank_score},
     settings::{ConformanceCap, DecayRule, RankSettings, UncalibratedCap},
     similarity::{sdot_openblas, NormKernel, QueryVector},

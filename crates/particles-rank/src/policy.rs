@@ -7,11 +7,11 @@ use particles_model::{
     policy::{Lens, LensEntry, PolicyRows, SourceFacts},
     AssertionModality, CalibrationSource, Timestamp,
 };
+use particles_pyre::{PatternError, PyRegex};
 
 use crate::{
     error::{Error, Result},
     netloc::netloc,
-    pyregex::{PatternError, PyRegex},
     score::{py_max, py_min},
     settings::{ConformanceCap, RankSettings},
 };

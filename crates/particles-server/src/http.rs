@@ -442,6 +442,87 @@ fn validation_error(errors: Value) -> Response {
     )
 }
 
+/// The rate limit (per real client host, when one is set): a 429 once the
+/// caller's bucket is empty; a request that passes spends a token.
+fn rate_limited(state: &AppState, caller: &Caller<'_>) -> Option<Response> {
+    let rate = state.backend.rate_limit_per_minute;
+    if rate > 0 {
+        if let Some(host) = auth::real_client_host(caller, &state.backend.policy) {
+            let now = state.clock.elapsed().as_secs_f64();
+            if !state
+                .buckets
+                .allow(&rate_limit::bucket_key(&host), rate, now)
+            {
+                let mut response = detail(StatusCode::TOO_MANY_REQUESTS, rate_limit::RATE_LIMITED);
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("60"));
+                return Some(response);
+            }
+        }
+    }
+    None
+}
+
+/// The validation step: the body must be a JSON object, then our envelope and
+/// the request must validate (each failure a 422 with pydantic's errors).
+fn query_request(
+    backend: &Backend,
+    parsed: Parsed,
+) -> Result<(particles_model::ValidRequest, particles_model::Envelope), Box<Response>> {
+    let value = match parsed {
+        Parsed::Missing => {
+            return Err(Box::new(validation_error(json!([{
+                "type": "missing", "loc": ["body"], "msg": "Field required", "input": null,
+            }]))))
+        }
+        Parsed::Raw(bytes) => {
+            // FastAPI's encoder decodes the bytes for the error's input, and
+            // raises on bytes that are not UTF-8 (an unhandled 500 there). The
+            // input is echoed decoded lossily instead: the 422 it means to give
+            // (a documented difference, docs/reliability.md).
+            let text = String::from_utf8_lossy(&bytes);
+            return Err(Box::new(validation_error(json!([{
+                "type": "model_attributes_type",
+                "loc": ["body"],
+                "msg": "Input should be a valid dictionary or object to extract fields from",
+                "input": text,
+            }]))));
+        }
+        Parsed::Json(value) => value,
+    };
+    // FastAPI validates the body from attributes, not as `model_validate` does:
+    // JSON that is not an object is its `model_attributes_type`, input echoed.
+    if !value.is_object() {
+        return Err(Box::new(validation_error(json!([{
+            "type": "model_attributes_type",
+            "loc": ["body"],
+            "msg": "Input should be a valid dictionary or object to extract fields from",
+            "input": value,
+        }]))));
+    }
+    // Ours beside the reference's body: `vector`, `no_embedding` and `now`
+    // (the reference's model ignores unknown fields); a vector or
+    // no_embedding stands in for the question.
+    let envelope = match backend.envelope_from(&value) {
+        Ok(envelope) => envelope,
+        Err(errors) => {
+            return Err(Box::new(validation_error(
+                serde_json::to_value(errors.located_under("body")).unwrap_or(Value::Null),
+            )))
+        }
+    };
+    let request = match QueryRequest::from_json_with(&value, Timestamp::now(), &envelope) {
+        Ok(request) => request,
+        Err(errors) => {
+            return Err(Box::new(validation_error(
+                serde_json::to_value(errors.located_under("body")).unwrap_or(Value::Null),
+            )))
+        }
+    };
+    Ok((request, envelope))
+}
+
 async fn query(
     State(state): State<Shared>,
     peer: Option<axum::Extension<Peer>>,
@@ -472,71 +553,12 @@ async fn query(
     if let Err(refusal) = auth::verify_key(&caller, &key, &state.backend.policy) {
         return refusal_response(refusal);
     }
-    let rate = state.backend.rate_limit_per_minute;
-    if rate > 0 {
-        if let Some(host) = auth::real_client_host(&caller, &state.backend.policy) {
-            let now = state.clock.elapsed().as_secs_f64();
-            if !state
-                .buckets
-                .allow(&rate_limit::bucket_key(&host), rate, now)
-            {
-                let mut response = detail(StatusCode::TOO_MANY_REQUESTS, rate_limit::RATE_LIMITED);
-                response
-                    .headers_mut()
-                    .insert(header::RETRY_AFTER, HeaderValue::from_static("60"));
-                return response;
-            }
-        }
+    if let Some(response) = rate_limited(&state, &caller) {
+        return response;
     }
-    let value = match parsed {
-        Parsed::Missing => {
-            return validation_error(json!([{
-                "type": "missing", "loc": ["body"], "msg": "Field required", "input": null,
-            }]))
-        }
-        Parsed::Raw(bytes) => {
-            // FastAPI's encoder decodes the bytes for the error's input, and
-            // raises on bytes that are not UTF-8 (an unhandled 500 there). The
-            // input is echoed decoded lossily instead: the 422 it means to give
-            // (a documented difference, docs/reliability.md).
-            let text = String::from_utf8_lossy(&bytes);
-            return validation_error(json!([{
-                "type": "model_attributes_type",
-                "loc": ["body"],
-                "msg": "Input should be a valid dictionary or object to extract fields from",
-                "input": text,
-            }]));
-        }
-        Parsed::Json(value) => value,
-    };
-    // FastAPI validates the body from attributes, not as `model_validate` does:
-    // JSON that is not an object is its `model_attributes_type`, input echoed.
-    if !value.is_object() {
-        return validation_error(json!([{
-            "type": "model_attributes_type",
-            "loc": ["body"],
-            "msg": "Input should be a valid dictionary or object to extract fields from",
-            "input": value,
-        }]));
-    }
-    // Ours beside the reference's body: `vector`, `no_embedding` and `now`
-    // (the reference's model ignores unknown fields); a vector or
-    // no_embedding stands in for the question.
-    let envelope = match state.backend.envelope_from(&value) {
-        Ok(envelope) => envelope,
-        Err(errors) => {
-            return validation_error(
-                serde_json::to_value(errors.located_under("body")).unwrap_or(Value::Null),
-            )
-        }
-    };
-    let request = match QueryRequest::from_json_with(&value, Timestamp::now(), &envelope) {
-        Ok(request) => request,
-        Err(errors) => {
-            return validation_error(
-                serde_json::to_value(errors.located_under("body")).unwrap_or(Value::Null),
-            )
-        }
+    let (request, envelope) = match query_request(&state.backend, parsed) {
+        Ok(parsed) => parsed,
+        Err(response) => return *response,
     };
     let Ok(_permit) = state.inflight.try_acquire() else {
         return detail(

@@ -132,7 +132,7 @@ mod tests {
     use rusqlite::types::Value;
 
     use super::*;
-    use crate::{create_store, Writer};
+    use crate::{create_store, WriteTransaction, Writer};
 
     fn instant(text: &str) -> Timestamp {
         Timestamp::parse(text).unwrap()
@@ -156,191 +156,236 @@ mod tests {
             .unwrap()
     }
 
-    #[test]
-    fn typed_rows_match_the_statements_they_replace() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut writer = create_store(&dir.path().join("rows.db")).unwrap();
-        let now = instant("2026-03-04T05:06:07.891011+00:00");
-        let epoch = instant("2023-01-01T00:00:00Z");
-        let published = instant("2024-02-03T00:00:00Z");
-        {
-            let tx = writer.transaction().unwrap();
-            // The importer's statements, then the generator's, as they were.
-            tx.raw().execute(
-                "INSERT OR IGNORE INTO subjects (id, canonical_name, aliases_json, external_ids_json, created_at, asserted_by) \
-                 VALUES (?1, ?2, '[]', '{}', ?3, 'particles-rs import')",
-                rusqlite::params!["raw-s1", "Coins", now.to_store_text()],
-            ).unwrap();
-            tx.raw().execute(
-                "INSERT INTO subjects (id, canonical_name, aliases_json, external_ids_json, created_at, asserted_by) \
-                 VALUES (?1, ?2, '[]', '[]', ?3, 'query-latency-generator')",
-                rusqlite::params!["raw-s2", "subject 7", epoch.to_store_text()],
-            ).unwrap();
-            tx.raw().execute(
-                "INSERT OR IGNORE INTO corpus_entries (entry_id, uri_r, source_type, mutability, fetch_policy, created_at, deposited_by, tags_json) \
-                 VALUES (?1, ?2, ?3, 'STABLE', 'NEVER', ?4, 'particles-rs import', '[]')",
-                rusqlite::params!["raw-e1", "https://example.org/a", "WEB_PAGE", now.to_store_text()],
-            ).unwrap();
-            tx.raw().execute(
-                "INSERT INTO corpus_entries (entry_id, uri_r, source_type, mutability, fetch_policy, created_at, deposited_by, tags_json) \
-                 VALUES (?1, ?2, ?3, 'STABLE', 'NEVER', ?4, 'query-latency-generator', '[]')",
-                rusqlite::params!["raw-e2", "file:///synthetic/source-0.md", "LOCAL_MARKDOWN", epoch.to_store_text()],
-            ).unwrap();
-            tx.raw().execute(
-                "INSERT OR IGNORE INTO snapshots (snapshot_id, entry_id, captured_at, content_hash, warc_record_type, extraction_status, \
-                 content_published_at, author_id, extraction_attempts, resume_whole) VALUES (?1, ?2, ?3, ?4, 'RESPONSE', 'COMPLETE', ?5, ?6, 1, 0)",
-                rusqlite::params!["raw-n1", "raw-e1", now.to_store_text(), "ab12", Some(published.to_store_text()), Some("someone")],
-            ).unwrap();
-            tx.raw().execute(
-                "INSERT INTO snapshots (snapshot_id, entry_id, captured_at, content_hash, warc_record_type, extraction_status, \
-                 content_published_at, extraction_attempts, resume_whole) VALUES (?1, ?2, ?3, ?4, 'RESPONSE', 'COMPLETE', ?5, 1, 0)",
-                rusqlite::params!["raw-n2", "raw-e2", epoch.to_store_text(), "cd34", None::<String>],
-            ).unwrap();
-            tx.raw().execute(
-                "INSERT OR IGNORE INTO particle_relations (particle_a, particle_b, relation_type, created_by, created_at, confidence) \
-                 VALUES (?1, ?2, 'CO_EVIDENTIAL', 'particles-rs import', ?3, 1.0)",
-                rusqlite::params!["raw-a", "raw-b1", now.to_store_text()],
-            ).unwrap();
-            tx.raw().execute(
-                "INSERT INTO particle_relations (particle_a, particle_b, relation_type, created_by, created_at, confidence) \
-                 VALUES (?1, ?2, 'CO_EVIDENTIAL', 'query-latency-generator', ?3, 1.0)",
-                rusqlite::params!["raw-a", "raw-b2", epoch.to_store_text()],
-            ).unwrap();
+    /// The instants the rows carry: the importer's `now`, the generator's epoch,
+    /// a source's publication date.
+    struct Instants {
+        now: Timestamp,
+        epoch: Timestamp,
+        published: Timestamp,
+    }
 
-            // The same rows, typed.
-            let subject =
-                |id, canonical_name, external_ids_json, created_at, asserted_by| SubjectRow {
-                    id,
-                    canonical_name,
-                    aliases_json: "[]",
-                    external_ids_json,
-                    created_at,
-                    asserted_by,
-                };
-            assert!(tx
-                .insert_subject(
-                    &subject("typed-s1", "Coins", "{}", now, "particles-rs import"),
-                    OnConflict::Ignore
-                )
-                .unwrap());
-            assert!(tx
-                .insert_subject(
-                    &subject(
-                        "typed-s2",
-                        "subject 7",
-                        "[]",
-                        epoch,
-                        "query-latency-generator"
-                    ),
-                    OnConflict::Abort
-                )
-                .unwrap());
-            let entry = |entry_id, uri, source_type, created_at, deposited_by| CorpusEntryRow {
-                entry_id,
-                uri_r: Some(uri),
-                source_type,
-                mutability: "STABLE",
-                fetch_policy: "NEVER",
-                created_at,
-                deposited_by,
-                tags_json: "[]",
-            };
-            assert!(tx
-                .insert_corpus_entry(
-                    &entry(
-                        "typed-e1",
-                        "https://example.org/a",
-                        "WEB_PAGE",
-                        now,
-                        "particles-rs import"
-                    ),
-                    OnConflict::Ignore
-                )
-                .unwrap());
-            assert!(tx
-                .insert_corpus_entry(
-                    &entry(
-                        "typed-e2",
-                        "file:///synthetic/source-0.md",
-                        "LOCAL_MARKDOWN",
-                        epoch,
-                        "query-latency-generator"
-                    ),
-                    OnConflict::Abort
-                )
-                .unwrap());
-            let snapshot = |snapshot_id,
-                            entry_id,
-                            captured_at,
-                            content_hash,
-                            content_published_at,
-                            author_id| SnapshotRow {
-                snapshot_id,
-                entry_id,
-                captured_at,
-                content_hash,
-                warc_record_type: "RESPONSE",
-                extraction_status: "COMPLETE",
-                content_published_at,
-                author_id,
-                extraction_attempts: 1,
-                resume_whole: false,
-            };
-            assert!(tx
-                .insert_snapshot(
-                    &snapshot(
-                        "typed-n1",
-                        "raw-e1",
-                        now,
-                        "ab12",
-                        Some(published),
-                        Some("someone")
-                    ),
-                    OnConflict::Ignore
-                )
-                .unwrap());
-            assert!(tx
-                .insert_snapshot(
-                    &snapshot("typed-n2", "raw-e2", epoch, "cd34", None, None),
-                    OnConflict::Abort
-                )
-                .unwrap());
-            let relation = |particle_b, created_by, created_at| RelationRow {
-                particle_a: "typed-a",
-                particle_b,
-                relation_type: "CO_EVIDENTIAL",
-                created_by,
-                created_at,
-                confidence: 1.0,
-            };
-            assert!(tx
-                .insert_relation(
-                    &relation("raw-b1", "particles-rs import", now),
-                    OnConflict::Ignore
-                )
-                .unwrap());
-            assert!(tx
-                .insert_relation(
-                    &relation("raw-b2", "query-latency-generator", epoch),
-                    OnConflict::Abort
-                )
-                .unwrap());
+    /// The importer's statements, then the generator's, as they were.
+    fn insert_raw(tx: &WriteTransaction<'_>, at: &Instants) {
+        let Instants {
+            now,
+            epoch,
+            published,
+        } = at;
+        tx.raw().execute(
+            "INSERT OR IGNORE INTO subjects (id, canonical_name, aliases_json, external_ids_json, created_at, asserted_by) \
+             VALUES (?1, ?2, '[]', '{}', ?3, 'particles-rs import')",
+            rusqlite::params!["raw-s1", "Coins", now.to_store_text()],
+        ).unwrap();
+        tx.raw().execute(
+            "INSERT INTO subjects (id, canonical_name, aliases_json, external_ids_json, created_at, asserted_by) \
+             VALUES (?1, ?2, '[]', '[]', ?3, 'query-latency-generator')",
+            rusqlite::params!["raw-s2", "subject 7", epoch.to_store_text()],
+        ).unwrap();
+        tx.raw().execute(
+            "INSERT OR IGNORE INTO corpus_entries (entry_id, uri_r, source_type, mutability, fetch_policy, created_at, deposited_by, tags_json) \
+             VALUES (?1, ?2, ?3, 'STABLE', 'NEVER', ?4, 'particles-rs import', '[]')",
+            rusqlite::params!["raw-e1", "https://example.org/a", "WEB_PAGE", now.to_store_text()],
+        ).unwrap();
+        tx.raw().execute(
+            "INSERT INTO corpus_entries (entry_id, uri_r, source_type, mutability, fetch_policy, created_at, deposited_by, tags_json) \
+             VALUES (?1, ?2, ?3, 'STABLE', 'NEVER', ?4, 'query-latency-generator', '[]')",
+            rusqlite::params!["raw-e2", "file:///synthetic/source-0.md", "LOCAL_MARKDOWN", epoch.to_store_text()],
+        ).unwrap();
+        tx.raw().execute(
+            "INSERT OR IGNORE INTO snapshots (snapshot_id, entry_id, captured_at, content_hash, warc_record_type, extraction_status, \
+             content_published_at, author_id, extraction_attempts, resume_whole) VALUES (?1, ?2, ?3, ?4, 'RESPONSE', 'COMPLETE', ?5, ?6, 1, 0)",
+            rusqlite::params!["raw-n1", "raw-e1", now.to_store_text(), "ab12", Some(published.to_store_text()), Some("someone")],
+        ).unwrap();
+        tx.raw().execute(
+            "INSERT INTO snapshots (snapshot_id, entry_id, captured_at, content_hash, warc_record_type, extraction_status, \
+             content_published_at, extraction_attempts, resume_whole) VALUES (?1, ?2, ?3, ?4, 'RESPONSE', 'COMPLETE', ?5, 1, 0)",
+            rusqlite::params!["raw-n2", "raw-e2", epoch.to_store_text(), "cd34", None::<String>],
+        ).unwrap();
+        tx.raw().execute(
+            "INSERT OR IGNORE INTO particle_relations (particle_a, particle_b, relation_type, created_by, created_at, confidence) \
+             VALUES (?1, ?2, 'CO_EVIDENTIAL', 'particles-rs import', ?3, 1.0)",
+            rusqlite::params!["raw-a", "raw-b1", now.to_store_text()],
+        ).unwrap();
+        tx.raw().execute(
+            "INSERT INTO particle_relations (particle_a, particle_b, relation_type, created_by, created_at, confidence) \
+             VALUES (?1, ?2, 'CO_EVIDENTIAL', 'query-latency-generator', ?3, 1.0)",
+            rusqlite::params!["raw-a", "raw-b2", epoch.to_store_text()],
+        ).unwrap();
+    }
 
-            // Conflicts: ignored, or an error.
-            assert!(!tx
-                .insert_subject(
-                    &subject("typed-s1", "Other", "[]", epoch, "x"),
-                    OnConflict::Ignore
-                )
-                .unwrap());
-            assert!(tx
-                .insert_subject(
-                    &subject("typed-s1", "Other", "[]", epoch, "x"),
-                    OnConflict::Abort
-                )
-                .is_err());
-            tx.commit().unwrap();
+    fn subject<'a>(
+        id: &'a str,
+        canonical_name: &'a str,
+        external_ids_json: &'a str,
+        created_at: Timestamp,
+        asserted_by: &'a str,
+    ) -> SubjectRow<'a> {
+        SubjectRow {
+            id,
+            canonical_name,
+            aliases_json: "[]",
+            external_ids_json,
+            created_at,
+            asserted_by,
         }
+    }
+
+    fn entry<'a>(
+        entry_id: &'a str,
+        uri: &'a str,
+        source_type: &'a str,
+        created_at: Timestamp,
+        deposited_by: &'a str,
+    ) -> CorpusEntryRow<'a> {
+        CorpusEntryRow {
+            entry_id,
+            uri_r: Some(uri),
+            source_type,
+            mutability: "STABLE",
+            fetch_policy: "NEVER",
+            created_at,
+            deposited_by,
+            tags_json: "[]",
+        }
+    }
+
+    fn snapshot<'a>(
+        snapshot_id: &'a str,
+        entry_id: &'a str,
+        captured_at: Timestamp,
+        content_hash: &'a str,
+        content_published_at: Option<Timestamp>,
+        author_id: Option<&'a str>,
+    ) -> SnapshotRow<'a> {
+        SnapshotRow {
+            snapshot_id,
+            entry_id,
+            captured_at,
+            content_hash,
+            warc_record_type: "RESPONSE",
+            extraction_status: "COMPLETE",
+            content_published_at,
+            author_id,
+            extraction_attempts: 1,
+            resume_whole: false,
+        }
+    }
+
+    fn relation<'a>(
+        particle_b: &'a str,
+        created_by: &'a str,
+        created_at: Timestamp,
+    ) -> RelationRow<'a> {
+        RelationRow {
+            particle_a: "typed-a",
+            particle_b,
+            relation_type: "CO_EVIDENTIAL",
+            created_by,
+            created_at,
+            confidence: 1.0,
+        }
+    }
+
+    /// The same rows, typed.
+    fn insert_typed(tx: &WriteTransaction<'_>, at: &Instants) {
+        let Instants {
+            now,
+            epoch,
+            published,
+        } = *at;
+        assert!(tx
+            .insert_subject(
+                &subject("typed-s1", "Coins", "{}", now, "particles-rs import"),
+                OnConflict::Ignore
+            )
+            .unwrap());
+        assert!(tx
+            .insert_subject(
+                &subject(
+                    "typed-s2",
+                    "subject 7",
+                    "[]",
+                    epoch,
+                    "query-latency-generator"
+                ),
+                OnConflict::Abort
+            )
+            .unwrap());
+        assert!(tx
+            .insert_corpus_entry(
+                &entry(
+                    "typed-e1",
+                    "https://example.org/a",
+                    "WEB_PAGE",
+                    now,
+                    "particles-rs import"
+                ),
+                OnConflict::Ignore
+            )
+            .unwrap());
+        assert!(tx
+            .insert_corpus_entry(
+                &entry(
+                    "typed-e2",
+                    "file:///synthetic/source-0.md",
+                    "LOCAL_MARKDOWN",
+                    epoch,
+                    "query-latency-generator"
+                ),
+                OnConflict::Abort
+            )
+            .unwrap());
+        assert!(tx
+            .insert_snapshot(
+                &snapshot(
+                    "typed-n1",
+                    "raw-e1",
+                    now,
+                    "ab12",
+                    Some(published),
+                    Some("someone")
+                ),
+                OnConflict::Ignore
+            )
+            .unwrap());
+        assert!(tx
+            .insert_snapshot(
+                &snapshot("typed-n2", "raw-e2", epoch, "cd34", None, None),
+                OnConflict::Abort
+            )
+            .unwrap());
+        assert!(tx
+            .insert_relation(
+                &relation("raw-b1", "particles-rs import", now),
+                OnConflict::Ignore
+            )
+            .unwrap());
+        assert!(tx
+            .insert_relation(
+                &relation("raw-b2", "query-latency-generator", epoch),
+                OnConflict::Abort
+            )
+            .unwrap());
+    }
+
+    /// Conflicts: ignored, or an error.
+    fn insert_conflicting(tx: &WriteTransaction<'_>, epoch: Timestamp) {
+        assert!(!tx
+            .insert_subject(
+                &subject("typed-s1", "Other", "[]", epoch, "x"),
+                OnConflict::Ignore
+            )
+            .unwrap());
+        assert!(tx
+            .insert_subject(
+                &subject("typed-s1", "Other", "[]", epoch, "x"),
+                OnConflict::Abort
+            )
+            .is_err());
+    }
+
+    /// Each raw row against its typed twin.
+    fn assert_rows_match(writer: &mut Writer) {
         for (table, key, pairs) in [
             (
                 "subjects",
@@ -360,8 +405,8 @@ mod tests {
         ] {
             for (raw, typed) in pairs {
                 assert_eq!(
-                    row_values(&mut writer, table, key, raw),
-                    row_values(&mut writer, table, key, typed),
+                    row_values(writer, table, key, raw),
+                    row_values(writer, table, key, typed),
                     "{table}: {raw} vs {typed}"
                 );
             }
@@ -374,7 +419,7 @@ mod tests {
                         .connection_mut()
                         .query_row(
                             "SELECT particle_b, relation_type, created_by, created_at, confidence \
-                             FROM particle_relations WHERE particle_a = ?1 AND particle_b = ?2",
+                         FROM particle_relations WHERE particle_a = ?1 AND particle_b = ?2",
                             [*a, b],
                             |row| (0..5).map(|i| row.get::<_, Value>(i)).collect(),
                         )
@@ -383,6 +428,25 @@ mod tests {
                 .collect();
             assert_eq!(both[0], both[1], "relation to {b}");
         }
+    }
+
+    #[test]
+    fn typed_rows_match_the_statements_they_replace() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut writer = create_store(&dir.path().join("rows.db")).unwrap();
+        let at = Instants {
+            now: instant("2026-03-04T05:06:07.891011+00:00"),
+            epoch: instant("2023-01-01T00:00:00Z"),
+            published: instant("2024-02-03T00:00:00Z"),
+        };
+        {
+            let tx = writer.transaction().unwrap();
+            insert_raw(&tx, &at);
+            insert_typed(&tx, &at);
+            insert_conflicting(&tx, at.epoch);
+            tx.commit().unwrap();
+        }
+        assert_rows_match(&mut writer);
     }
 
     #[test]

@@ -189,6 +189,31 @@ struct Found {
     original: Option<Value>,
 }
 
+/// What a run has seen so far.
+#[derive(Default)]
+struct Tally {
+    tried: usize,
+    rounds: usize,
+    disagreements: usize,
+    /// The disagreements reported in full (at most [`REPORTED`] generated ones).
+    found: Vec<Found>,
+    documented: usize,
+    documented_examples: Vec<Value>,
+}
+
+impl Tally {
+    /// Counts a documented difference, keeping the first few as examples.
+    fn note_documented<T: Serialize>(&mut self, input: &T, why: &str) {
+        self.documented += 1;
+        if self.documented_examples.len() < 5 {
+            self.documented_examples.push(json!({
+                "why": why,
+                "input": serde_json::to_value(input).expect("inputs serialise"),
+            }));
+        }
+    }
+}
+
 /// Runs `target` (the short mode, and the long mode when asked for) and fails
 /// with every disagreement found. Skips, saying why, when the reference is not
 /// installed (see [`crate::reference_python`]).
@@ -208,23 +233,75 @@ where
     let settings = Settings::from_env(target.decoder);
     let started = Instant::now();
     let mut oracle = Oracle::start(&python, target.decoder);
-    let mut tried = 0usize;
-    let mut rounds = 0usize;
-    let mut disagreements = 0usize;
-    let mut found: Vec<Found> = Vec::new();
-    let mut documented = 0usize;
-    let mut documented_examples: Vec<Value> = Vec::new();
-    let mut note_documented = |input: &S::Value, why: &str| {
-        documented += 1;
-        if documented_examples.len() < 5 {
-            documented_examples.push(json!({
-                "why": why,
-                "input": serde_json::to_value(input).expect("inputs serialise"),
-            }));
-        }
-    };
+    let mut tally = Tally::default();
 
     // The fixed inputs: the corpus and the committed regressions.
+    let fixed = fixed_inputs(&target);
+    let verdicts = oracle.verdicts(&fixed);
+    tally.tried += fixed.len();
+    for (input, verdict) in fixed.iter().zip(&verdicts) {
+        if let Err(why) = checked(&target.check, input, verdict) {
+            if why.starts_with(DOCUMENTED) {
+                tally.note_documented(input, &why);
+                continue;
+            }
+            tally.disagreements += 1;
+            tally.found.push(Found {
+                seed: None,
+                why,
+                input: serde_json::to_value(input).expect("inputs serialise"),
+                original: None,
+            });
+        }
+    }
+
+    // Generated batches: the fixed seed first, then fresh ones while time remains.
+    let mut seed = settings.seed;
+    let mut count = settings.cases;
+    loop {
+        generated_batch(&target, &mut oracle, &mut tally, seed, count);
+        match settings.long {
+            Some(budget) if started.elapsed() < budget => {
+                seed = fresh_seed(tally.rounds);
+                count = settings.batch;
+            }
+            _ => break,
+        }
+    }
+
+    let Tally {
+        tried,
+        rounds,
+        disagreements,
+        documented,
+        ..
+    } = tally;
+    let seconds = started.elapsed().as_secs_f64();
+    eprintln!(
+        "fuzz {}: {tried} inputs in {rounds} rounds ({seconds:.0} s), {disagreements} disagreements, {documented} documented differences",
+        target.decoder
+    );
+    if let Some(dir) = &settings.report {
+        write_report(dir, target.decoder, settings.seed, &tally, seconds);
+    }
+    if disagreements > 0 {
+        let listing: Vec<String> = tally.found.iter().map(Found::listing).collect();
+        panic!(
+            "{} disagreements with the reference on {} of {tried} inputs; the first {}:\n{}",
+            target.decoder,
+            disagreements,
+            tally.found.len(),
+            listing.join("\n")
+        );
+    }
+}
+
+/// The corpus, then the committed regressions' inputs.
+fn fixed_inputs<S, F>(target: &Target<S, F>) -> Vec<S::Value>
+where
+    S: Strategy,
+    S::Value: DeserializeOwned + Clone,
+{
     let mut fixed = target.corpus.clone();
     for (number, line) in target.regressions.lines().enumerate() {
         if line.trim().is_empty() {
@@ -242,118 +319,94 @@ where
             }),
         );
     }
-    let verdicts = oracle.verdicts(&fixed);
-    tried += fixed.len();
-    for (input, verdict) in fixed.iter().zip(&verdicts) {
-        if let Err(why) = checked(&target.check, input, verdict) {
-            if why.starts_with(DOCUMENTED) {
-                note_documented(input, &why);
-                continue;
-            }
-            disagreements += 1;
-            found.push(Found {
-                seed: None,
-                why,
-                input: serde_json::to_value(input).expect("inputs serialise"),
-                original: None,
-            });
-        }
-    }
+    fixed
+}
 
-    // Generated batches: the fixed seed first, then fresh ones while time remains.
-    let mut seed = settings.seed;
-    let mut count = settings.cases;
-    loop {
-        let mut runner = runner(seed);
-        let trees: Vec<S::Tree> = (0..count)
-            .filter_map(|_| target.strategy.new_tree(&mut runner).ok())
-            .collect();
-        let inputs: Vec<S::Value> = trees.iter().map(ValueTree::current).collect();
-        let verdicts = oracle.verdicts(&inputs);
-        tried += inputs.len();
-        rounds += 1;
-        for ((tree, input), verdict) in trees.into_iter().zip(&inputs).zip(&verdicts) {
-            let Err(why) = checked(&target.check, input, verdict) else {
-                continue;
-            };
-            if why.starts_with(DOCUMENTED) {
-                note_documented(input, &why);
-                continue;
-            }
-            disagreements += 1;
-            if found.len() >= REPORTED {
-                continue;
-            }
-            let (shrunk, why) = shrink(tree, why, &mut oracle, &target.check);
-            let original = serde_json::to_value(input).expect("inputs serialise");
-            let input = serde_json::to_value(&shrunk).expect("inputs serialise");
-            found.push(Found {
-                seed: Some(seed),
-                why,
-                original: (original != input).then_some(original),
-                input,
-            });
+/// One round: `count` inputs generated from `seed`, checked against the
+/// oracle's verdicts; each disagreement shrunk, while fewer than [`REPORTED`]
+/// are found.
+fn generated_batch<S, F>(
+    target: &Target<S, F>,
+    oracle: &mut Oracle,
+    tally: &mut Tally,
+    seed: u64,
+    count: usize,
+) where
+    S: Strategy,
+    S::Value: Serialize + Debug + Clone,
+    F: Fn(&S::Value, &Value) -> Result<(), String>,
+{
+    let mut runner = runner(seed);
+    let trees: Vec<S::Tree> = (0..count)
+        .filter_map(|_| target.strategy.new_tree(&mut runner).ok())
+        .collect();
+    let inputs: Vec<S::Value> = trees.iter().map(ValueTree::current).collect();
+    let verdicts = oracle.verdicts(&inputs);
+    tally.tried += inputs.len();
+    tally.rounds += 1;
+    for ((tree, input), verdict) in trees.into_iter().zip(&inputs).zip(&verdicts) {
+        let Err(why) = checked(&target.check, input, verdict) else {
+            continue;
+        };
+        if why.starts_with(DOCUMENTED) {
+            tally.note_documented(input, &why);
+            continue;
         }
-        match settings.long {
-            Some(budget) if started.elapsed() < budget => {
-                seed = fresh_seed(rounds);
-                count = settings.batch;
-            }
-            _ => break,
+        tally.disagreements += 1;
+        if tally.found.len() >= REPORTED {
+            continue;
         }
-    }
-
-    let seconds = started.elapsed().as_secs_f64();
-    eprintln!(
-        "fuzz {}: {tried} inputs in {rounds} rounds ({seconds:.0} s), {disagreements} disagreements, {documented} documented differences",
-        target.decoder
-    );
-    if let Some(dir) = &settings.report {
-        let report = json!({
-            "decoder": target.decoder,
-            "tried": tried,
-            "rounds": rounds,
-            "seconds": seconds,
-            "first_seed": format!("{:#x}", settings.seed),
-            "disagreements": disagreements,
-            "documented": documented,
-            "documented_examples": documented_examples,
-            "found": found.iter().map(|f| json!({
-                "seed": f.seed.map(|s| format!("{s:#x}")),
-                "why": f.why,
-                "input": f.input,
-                "original": f.original,
-            })).collect::<Vec<_>>(),
+        let (shrunk, why) = shrink(tree, why, oracle, &target.check);
+        let original = serde_json::to_value(input).expect("inputs serialise");
+        let input = serde_json::to_value(&shrunk).expect("inputs serialise");
+        tally.found.push(Found {
+            seed: Some(seed),
+            why,
+            original: (original != input).then_some(original),
+            input,
         });
-        std::fs::create_dir_all(dir).expect("report directory");
-        std::fs::write(
-            dir.join(format!("{}.json", target.decoder)),
-            serde_json::to_string_pretty(&report).expect("report serialises"),
-        )
-        .expect("write the report");
     }
-    if disagreements > 0 {
-        let listing: Vec<String> = found
-            .iter()
-            .map(|f| {
-                format!(
-                    "- {} (seed {})\n  {}\n  regression line: {}",
-                    f.why,
-                    f.seed.map_or("committed".to_owned(), |s| format!("{s:#x}")),
-                    f.original
-                        .as_ref()
-                        .map_or(String::new(), |o| format!("shrunk from {o}")),
-                    json!({"note": "", "input": f.input})
-                )
-            })
-            .collect();
-        panic!(
-            "{} disagreements with the reference on {} of {tried} inputs; the first {}:\n{}",
-            target.decoder,
-            disagreements,
-            found.len(),
-            listing.join("\n")
-        );
+}
+
+/// `DIR/<decoder>.json`: the run's figures and what it found.
+fn write_report(dir: &Path, decoder: &str, first_seed: u64, tally: &Tally, seconds: f64) {
+    let report = json!({
+        "decoder": decoder,
+        "tried": tally.tried,
+        "rounds": tally.rounds,
+        "seconds": seconds,
+        "first_seed": format!("{:#x}", first_seed),
+        "disagreements": tally.disagreements,
+        "documented": tally.documented,
+        "documented_examples": tally.documented_examples,
+        "found": tally.found.iter().map(|f| json!({
+            "seed": f.seed.map(|s| format!("{s:#x}")),
+            "why": f.why,
+            "input": f.input,
+            "original": f.original,
+        })).collect::<Vec<_>>(),
+    });
+    std::fs::create_dir_all(dir).expect("report directory");
+    std::fs::write(
+        dir.join(format!("{decoder}.json")),
+        serde_json::to_string_pretty(&report).expect("report serialises"),
+    )
+    .expect("write the report");
+}
+
+impl Found {
+    /// The disagreement as the failure lists it, with a line ready to commit.
+    fn listing(&self) -> String {
+        format!(
+            "- {} (seed {})\n  {}\n  regression line: {}",
+            self.why,
+            self.seed
+                .map_or("committed".to_owned(), |s| format!("{s:#x}")),
+            self.original
+                .as_ref()
+                .map_or(String::new(), |o| format!("shrunk from {o}")),
+            json!({"note": "", "input": self.input})
+        )
     }
 }
 

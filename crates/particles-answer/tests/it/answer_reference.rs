@@ -134,9 +134,25 @@ fn members() -> Vec<(&'static str, Vec<Value>)> {
     )]
 }
 
+/// The grounded reply the scenarios script: tagged and untagged sentences,
+/// citations valid and not.
+const GROUNDED_REPLY: &str = "- Gold does not rust [p-1a2b3c4d].\n- The penny was bought [P:C0FFEE00, p-zzz]. \
+                              [p-deadbeef]\n\nIt suggests a hobby [inference][background]. Untagged tail";
+
 fn scenarios() -> Vec<Scenario> {
-    let grounded_reply = "- Gold does not rust [p-1a2b3c4d].\n- The penny was bought [P:C0FFEE00, p-zzz]. \
-                          [p-deadbeef]\n\nIt suggests a hobby [inference][background]. Untagged tail";
+    [
+        without_a_request(),
+        openai_compatible(),
+        keys_and_egress(),
+        anthropic(),
+        anthropic_streams_and_redirects(),
+    ]
+    .concat()
+}
+
+/// Scenarios that end before any request: every hit below the relevance
+/// floor, or no hits (with and without `--as-of`).
+fn without_a_request() -> Vec<Scenario> {
     vec![
         Scenario {
             top: vec![
@@ -162,6 +178,13 @@ fn scenarios() -> Vec<Scenario> {
             )),
             ..base("no hits, as of", vec![])
         },
+    ]
+}
+
+/// The OpenAI-compatible client: retries, statuses, empty and refused
+/// replies, the grounded and regulatory prompts, timeouts and broken replies.
+fn openai_compatible() -> Vec<Scenario> {
+    vec![
         Scenario {
             embeddings_used: false,
             ..base(
@@ -208,7 +231,7 @@ fn scenarios() -> Vec<Scenario> {
             ),
             ..base(
                 "grounded, expert, narrative, low coverage",
-                vec![Step::json(200, chat_reply(grounded_reply, "stop"))],
+                vec![Step::json(200, chat_reply(GROUNDED_REPLY, "stop"))],
             )
         },
         Scenario {
@@ -253,6 +276,13 @@ fn scenarios() -> Vec<Scenario> {
                 vec![Step::text(200, "{\"choices\": [{\"message\"")],
             )
         },
+    ]
+}
+
+/// Where the client may send: a key over cleartext HTTP, and each egress
+/// posture.
+fn keys_and_egress() -> Vec<Scenario> {
+    vec![
         Scenario {
             provider: Provider::Fake {
                 key: Some("sk-plain"),
@@ -313,6 +343,13 @@ fn scenarios() -> Vec<Scenario> {
                 vec![Step::json(200, chat_reply("Allowed.", "stop"))],
             )
         },
+    ]
+}
+
+/// The Anthropic client: a grounded answer, no key, an error status, empty
+/// replies and a refusal.
+fn anthropic() -> Vec<Scenario> {
+    vec![
         Scenario {
             grounded: true,
             constituents: members(),
@@ -325,7 +362,7 @@ fn scenarios() -> Vec<Scenario> {
                     200,
                     message_reply(
                         json!([{"type": "thinking", "thinking": "t", "signature": "s"},
-                               {"type": "text", "text": grounded_reply}]),
+                               {"type": "text", "text": GROUNDED_REPLY}]),
                         "end_turn",
                     ),
                 )],
@@ -382,6 +419,13 @@ fn scenarios() -> Vec<Scenario> {
                 )],
             )
         },
+    ]
+}
+
+/// The Anthropic client's streamed retry (and an error event in its stream)
+/// and its redirects.
+fn anthropic_streams_and_redirects() -> Vec<Scenario> {
+    vec![
         Scenario {
             provider: Provider::Anthropic { key: Some("sk-ant-1") },
             grounded: true,

@@ -528,46 +528,82 @@ fn summary(name: &str, latencies: &[(Duration, Duration)]) -> String {
     )
 }
 
-#[test]
-fn every_answer_under_concurrent_writers_is_exact_at_a_state_the_store_had() {
-    let Some(python) = reference_python() else {
-        return;
-    };
-    let seconds: u64 = std::env::var("PARTICLES_CHAOS_SECONDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(20);
-    let dir = tempfile::tempdir().expect("a temp dir");
-    let store = dir.path().join("chaos.db");
-    std::fs::copy(
-        workspace_root().join("tests/fixtures/stores/coins-b.db"),
-        &store,
-    )
-    .expect("copies the fixture");
-    let mut rng = Rng(0x5EED_C4A0_5EED_C4A0 ^ seconds);
-    let mut serial = 0usize;
-    let mut reference = ReferenceWriter::start(&python, &store);
-    let mut writer = particles_store::Writer::open(&store).expect("our writer opens");
-    let (oracle, _) = engine(&store, true);
-    let expected: Mutex<HashMap<i64, Expected>> = Mutex::new(HashMap::new());
+/// Our writer and the reference's, and the seeded draws both write with.
+struct Writers<'w> {
+    reference: &'w mut ReferenceWriter,
+    ours: &'w mut particles_store::Writer,
+    rng: &'w mut Rng,
+    serial: &'w mut usize,
+}
 
-    // The writer alone: its commit latency with no engine running (after one
-    // untimed transaction: the first pays for Python's imports).
-    let ids = active_ids(&store);
-    let ops = reference_ops(&mut rng, &ids, &mut serial);
-    reference.transact(&ops, false);
+/// What the chaos phase's writers did.
+struct Writes {
+    /// The reference's commit latencies.
+    loaded: Vec<(Duration, Duration)>,
+    reference_commits: usize,
+    rust_commits: usize,
+    rollbacks: usize,
+}
+
+/// The writer alone: its commit latency with no engine running (after one
+/// untimed transaction: the first pays for Python's imports).
+fn write_alone(writers: &mut Writers<'_>, store: &Path) -> Vec<(Duration, Duration)> {
+    let ids = active_ids(store);
+    let ops = reference_ops(writers.rng, &ids, writers.serial);
+    writers.reference.transact(&ops, false);
     let mut alone = Vec::new();
     for _ in 0..30 {
-        let ids = active_ids(&store);
-        let ops = reference_ops(&mut rng, &ids, &mut serial);
-        alone.push(reference.transact(&ops, false));
+        let ids = active_ids(store);
+        let ops = reference_ops(writers.rng, &ids, writers.serial);
+        alone.push(writers.reference.transact(&ops, false));
     }
-    record(&oracle, &store, &expected);
+    alone
+}
 
-    // The chaos: engines up, clients querying, both writers writing.
-    let http = Arc::new(Http::start(&store));
-    let stop = Arc::new(AtomicBool::new(false));
-    let observed: Arc<Mutex<Vec<Observed>>> = Arc::new(Mutex::new(Vec::new()));
+/// Until `deadline`, one transaction after another by either writer (a sixth
+/// of them rolled back), recording the uncached answers after each.
+fn write_until(
+    writers: &mut Writers<'_>,
+    deadline: Instant,
+    oracle: &particles_engine::Engine,
+    store: &Path,
+    expected: &Mutex<HashMap<i64, Expected>>,
+) -> Writes {
+    let rng = &mut *writers.rng;
+    let mut writes = Writes {
+        loaded: Vec::new(),
+        reference_commits: 0,
+        rust_commits: 0,
+        rollbacks: 0,
+    };
+    while Instant::now() < deadline {
+        let ids = active_ids(store);
+        let rollback = rng.below(6) == 0;
+        if rng.below(2) == 0 {
+            let ops = reference_ops(rng, &ids, writers.serial);
+            let took = writers.reference.transact(&ops, rollback);
+            if !rollback {
+                writes.loaded.push(took);
+                writes.reference_commits += 1;
+            }
+        } else {
+            rust_write(writers.ours, rng, &ids, writers.serial, rollback);
+            if !rollback {
+                writes.rust_commits += 1;
+            }
+        }
+        writes.rollbacks += usize::from(rollback);
+        record(oracle, store, expected);
+    }
+    writes
+}
+
+/// Clients querying the HTTP engine without pause until `stop`.
+fn http_clients(
+    http: &Arc<Http>,
+    stop: &Arc<AtomicBool>,
+    observed: &Arc<Mutex<Vec<Observed>>>,
+) -> Vec<std::thread::JoinHandle<()>> {
     let mut clients = Vec::new();
     for client in 0..2u64 {
         let (http, stop, observed) = (http.clone(), stop.clone(), observed.clone());
@@ -590,9 +626,19 @@ fn every_answer_under_concurrent_writers_is_exact_at_a_state_the_store_had() {
             }
         }));
     }
+    clients
+}
+
+/// `serve --stdio` processes, each queried without pause until `stop`.
+fn stdio_clients(
+    store: &Path,
+    stop: &Arc<AtomicBool>,
+    observed: &Arc<Mutex<Vec<Observed>>>,
+) -> Vec<std::thread::JoinHandle<()>> {
+    let mut clients = Vec::new();
     for client in 0..2u64 {
         let (stop, observed) = (stop.clone(), observed.clone());
-        let mut stdio = StdioClient::start(&store);
+        let mut stdio = StdioClient::start(store);
         clients.push(std::thread::spawn(move || {
             let mut rng = Rng(0x57D1_0000 + client);
             while !stop.load(Ordering::Relaxed) {
@@ -611,41 +657,24 @@ fn every_answer_under_concurrent_writers_is_exact_at_a_state_the_store_had() {
             }
         }));
     }
+    clients
+}
 
-    let deadline = Instant::now() + Duration::from_secs(seconds);
-    let mut loaded = Vec::new();
-    let (mut reference_commits, mut rust_commits, mut rollbacks) = (0usize, 0usize, 0usize);
-    while Instant::now() < deadline {
-        let ids = active_ids(&store);
-        let rollback = rng.below(6) == 0;
-        if rng.below(2) == 0 {
-            let ops = reference_ops(&mut rng, &ids, &mut serial);
-            let took = reference.transact(&ops, rollback);
-            if !rollback {
-                loaded.push(took);
-                reference_commits += 1;
-            }
-        } else {
-            rust_write(&mut writer, &mut rng, &ids, &mut serial, rollback);
-            if !rollback {
-                rust_commits += 1;
-            }
-        }
-        rollbacks += usize::from(rollback);
-        record(&oracle, &store, &expected);
-    }
-    stop.store(true, Ordering::Relaxed);
-    for client in clients {
-        client.join().expect("a client thread");
-    }
+/// The answers checked against the uncached answers at their positions.
+struct Checked {
+    /// Answers checked, by client.
+    checked: HashMap<&'static str, usize>,
+    /// The journal positions the answers were computed at.
+    states: std::collections::BTreeSet<i64>,
+    wrong: Vec<String>,
+}
 
-    // Every answer against the uncached answer at its position.
-    let expected = expected.into_inner().expect("not poisoned");
-    let observed = std::mem::take(&mut *observed.lock().expect("not poisoned"));
+/// Every answer against the uncached answer at its position.
+fn check(expected: &HashMap<i64, Expected>, observed: &[Observed]) -> Checked {
     let mut checked: HashMap<&str, usize> = HashMap::new();
     let mut states = std::collections::BTreeSet::new();
     let mut wrong = Vec::new();
-    for answer in &observed {
+    for answer in observed {
         let at = match (&answer.answer, answer.seq) {
             (Err(e), _) => {
                 wrong.push(format!("{} failed: {e}", answer.client));
@@ -680,6 +709,71 @@ fn every_answer_under_concurrent_writers_is_exact_at_a_state_the_store_had() {
         states.insert(at);
         *checked.entry(answer.client).or_default() += 1;
     }
+    Checked {
+        checked,
+        states,
+        wrong,
+    }
+}
+
+#[test]
+fn every_answer_under_concurrent_writers_is_exact_at_a_state_the_store_had() {
+    let Some(python) = reference_python() else {
+        return;
+    };
+    let seconds: u64 = std::env::var("PARTICLES_CHAOS_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20);
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let store = dir.path().join("chaos.db");
+    std::fs::copy(
+        workspace_root().join("tests/fixtures/stores/coins-b.db"),
+        &store,
+    )
+    .expect("copies the fixture");
+    let mut rng = Rng(0x5EED_C4A0_5EED_C4A0 ^ seconds);
+    let mut serial = 0usize;
+    let mut reference = ReferenceWriter::start(&python, &store);
+    let mut writer = particles_store::Writer::open(&store).expect("our writer opens");
+    let (oracle, _) = engine(&store, true);
+    let expected: Mutex<HashMap<i64, Expected>> = Mutex::new(HashMap::new());
+    let mut writers = Writers {
+        reference: &mut reference,
+        ours: &mut writer,
+        rng: &mut rng,
+        serial: &mut serial,
+    };
+
+    let alone = write_alone(&mut writers, &store);
+    record(&oracle, &store, &expected);
+
+    // The chaos: engines up, clients querying, both writers writing.
+    let http = Arc::new(Http::start(&store));
+    let stop = Arc::new(AtomicBool::new(false));
+    let observed: Arc<Mutex<Vec<Observed>>> = Arc::new(Mutex::new(Vec::new()));
+    let mut clients = http_clients(&http, &stop, &observed);
+    clients.extend(stdio_clients(&store, &stop, &observed));
+
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    let Writes {
+        loaded,
+        reference_commits,
+        rust_commits,
+        rollbacks,
+    } = write_until(&mut writers, deadline, &oracle, &store, &expected);
+    stop.store(true, Ordering::Relaxed);
+    for client in clients {
+        client.join().expect("a client thread");
+    }
+
+    let expected = expected.into_inner().expect("not poisoned");
+    let observed = std::mem::take(&mut *observed.lock().expect("not poisoned"));
+    let Checked {
+        checked,
+        states,
+        wrong,
+    } = check(&expected, &observed);
     eprintln!(
         "chaos: {seconds} s, {} answers checked (http {}, stdio {}) across {} store states; \
          writes: {reference_commits} reference and {rust_commits} ours committed, {rollbacks} \

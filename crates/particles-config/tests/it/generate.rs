@@ -469,63 +469,221 @@ fn model_block(
     Gen::Block(entries)
 }
 
+/// The float keys particles-rs reads, `(section, key)`.
+const FLOAT_KEYS: &[(&str, &str)] = &[
+    ("query", "similarity_weight"),
+    ("query", "confidence_weight"),
+    ("query", "narrative_rank_weight"),
+    ("query", "equivalence_threshold"),
+    ("query", "relevance_floor"),
+    ("query", "truncation_min_gap"),
+    ("query", "truncation_near_margin"),
+    ("query", "default_min_confidence"),
+    ("contestedness", "callout_threshold"),
+    ("source_passage", "locate_min_overlap"),
+    ("engine", "timeout_seconds"),
+    ("cli", "heartbeat_seconds"),
+    ("subjects", "wikidata_link_suppress_threshold"),
+];
+
+/// The integer keys particles-rs reads.
+const INT_KEYS: &[(&str, &str)] = &[
+    ("query", "truncation_near_count"),
+    ("query", "answer_max_tokens"),
+    ("query", "answer_retry_max_tokens"),
+    ("query", "default_top_k"),
+    ("query", "candidate_cache_freeze_rows"),
+    ("source_passage", "max_passage_chars"),
+    ("source_passage", "query_show_limit"),
+    ("api", "rate_limit_per_minute"),
+    ("api", "max_request_body_bytes"),
+    ("mcp", "rate_limit_per_minute"),
+    ("storage", "max_page_size"),
+    ("embeddings", "dim"),
+];
+
+/// The boolean keys particles-rs reads.
+const BOOL_KEYS: &[(&str, &str)] = &[
+    ("query", "grounded_answers"),
+    ("query", "candidate_cache"),
+    ("contestedness", "badge_enabled"),
+    ("api", "require_auth_for_reads"),
+    ("cli", "warn_unused_config"),
+    ("embeddings", "progress_bars"),
+    ("engine", "allow_plaintext_token"),
+];
+
+/// The string keys particles-rs reads.
+const STR_KEYS: &[(&str, &str)] = &[
+    ("engine", "base_url"),
+    ("api", "bind_host"),
+    ("embeddings", "normalization"),
+    ("build", "date"),
+];
+
+/// Keys with rules of their own, each with the forms to try.
+const SPECIAL_KEYS: &[(&str, &str, &[&str])] = &[
+    ("storage", "database_url", URL_FORMS),
+    (
+        "network",
+        "egress",
+        &["open", "none", "allowlist", "OPEN", "1", "~", "'none'"],
+    ),
+    (
+        "network",
+        "allow",
+        &[
+            "[]",
+            "[{host: example.org}]",
+            "[{host: ' Ex.ORG ', port: 443}]",
+            "[{host: '10.0.0.0/8'}]",
+            "[{host: 'a b'}]",
+            "[{host: '*.x'}]",
+            "[{port: 1}]",
+            "[{host: '[::1]'}]",
+            "[{host: 'h', port: 0}]",
+            "[{host: '10.0.0.0/40'}]",
+            "[x]",
+        ],
+    ),
+    (
+        "api",
+        "trusted_proxies",
+        &[
+            "['10.0.0.0/8']",
+            "['127.0.0.1']",
+            "['0.0.0.0/0']",
+            "[x]",
+            "['10.0.0.5/8']",
+            "['::1']",
+            "['10.0.0.0/255.0.0.0']",
+            "['fd00::/8']",
+        ],
+    ),
+    (
+        "api",
+        "allowed_hosts",
+        &[
+            "[engine.example.org]",
+            "['*.tailnet.example']",
+            "['a:1']",
+            "['*']",
+            "[' UP.case ']",
+            "['[::1]']",
+        ],
+    ),
+    (
+        "api",
+        "allowed_origins",
+        &[
+            "['https://notes.example.org']",
+            "[x]",
+            "['https://a/']",
+            "['https://a/p']",
+            "['http://[::1')]",
+            "['https://a?q']",
+            "['https://*.a']",
+            "['http://[::1]:8']",
+        ],
+    ),
+    (
+        "storage",
+        "stores",
+        &[
+            "{a: 'sqlite+aiosqlite:////a.db'}",
+            "{1: x}",
+            "{a: ~}",
+            "[x]",
+            "{default: 'sqlite:///d.db', b: y}",
+            "{}",
+        ],
+    ),
+    (
+        "content_age_decay",
+        "sources",
+        &[
+            "{}",
+            "{X: {half_life_days: 1}}",
+            "{X: {}}",
+            "{X: {floor: '0.5', half_life_days: '2'}}",
+            "{X: {half_life_days: yes}}",
+            "{X: 5}",
+            "[]",
+        ],
+    ),
+    (
+        "trust",
+        "source_type_domains",
+        &["{}", "{WEB_PAGE: web}", "{A: 1}", "{A: ''}", "[]"],
+    ),
+];
+
+/// Keys one or two levels down, `(section, key, field)` (no field: the key itself), each with the forms to try.
+const NESTED_KEYS: &[(&str, &str, &str, &[&str])] = &[
+    (
+        "confidence",
+        "uncalibrated_cap",
+        "sources",
+        &[
+            "[EXTRACTOR_DIRECT]",
+            "[DERIVED]",
+            "[HUMAN_REVIEW, IMPORTED]",
+            "[]",
+            "x",
+        ],
+    ),
+    ("confidence", "uncalibrated_cap", "cap_value", FLOAT_FORMS),
+    ("conformance", "trust_cap", "cap_value", FLOAT_FORMS),
+    ("conformance", "trust_cap", "exempt", &["[a]", "[]", "[1]"]),
+    (
+        "consolidation",
+        "abstraction",
+        "stale_support_discount",
+        FLOAT_FORMS,
+    ),
+    ("llm", "default", "provider", &["anthropic", "local", "foo"]),
+    ("llm", "query_response", "model", &["m", "1"]),
+    ("llm", "providers", "anthropic", &["{}"]),
+    (
+        "llm",
+        "providers",
+        "openai",
+        &[
+            "{base_url: 'https://api', max_retries: '3'}",
+            "{max_tokens_param: bad}",
+            "~",
+        ],
+    ),
+    ("storage", "write_lock", "enabled", BOOL_FORMS),
+    ("extraction", "query_max_tokens", "", &["100", "x", "~"]),
+    ("mcp", "write", "enabled_stores", &["[a]", "[]"]),
+    (
+        "reconciliation",
+        "per_store",
+        "a",
+        &["single", "multi", "x"],
+    ),
+    (
+        "subjects",
+        "external_link_abstain_threshold",
+        "",
+        FLOAT_FORMS,
+    ),
+];
+
 /// Typed keys particles-rs reads, with the generator for each.
 fn typed_entry(rng: &mut Rng) -> (String, String, Gen) {
-    let float_keys = [
-        ("query", "similarity_weight"),
-        ("query", "confidence_weight"),
-        ("query", "narrative_rank_weight"),
-        ("query", "equivalence_threshold"),
-        ("query", "relevance_floor"),
-        ("query", "truncation_min_gap"),
-        ("query", "truncation_near_margin"),
-        ("query", "default_min_confidence"),
-        ("contestedness", "callout_threshold"),
-        ("source_passage", "locate_min_overlap"),
-        ("engine", "timeout_seconds"),
-        ("cli", "heartbeat_seconds"),
-        ("subjects", "wikidata_link_suppress_threshold"),
-    ];
-    let int_keys = [
-        ("query", "truncation_near_count"),
-        ("query", "answer_max_tokens"),
-        ("query", "answer_retry_max_tokens"),
-        ("query", "default_top_k"),
-        ("query", "candidate_cache_freeze_rows"),
-        ("source_passage", "max_passage_chars"),
-        ("source_passage", "query_show_limit"),
-        ("api", "rate_limit_per_minute"),
-        ("api", "max_request_body_bytes"),
-        ("mcp", "rate_limit_per_minute"),
-        ("storage", "max_page_size"),
-        ("embeddings", "dim"),
-    ];
-    let bool_keys = [
-        ("query", "grounded_answers"),
-        ("query", "candidate_cache"),
-        ("contestedness", "badge_enabled"),
-        ("api", "require_auth_for_reads"),
-        ("cli", "warn_unused_config"),
-        ("embeddings", "progress_bars"),
-        ("engine", "allow_plaintext_token"),
-    ];
-    let str_keys = [
-        ("engine", "base_url"),
-        ("api", "bind_host"),
-        ("embeddings", "normalization"),
-        ("build", "date"),
-    ];
     match rng.below(10) {
         0..=3 => {
-            let (s, k) = *rng.pick(&float_keys);
+            let (s, k) = *rng.pick(FLOAT_KEYS);
             (s.to_owned(), k.to_owned(), Gen::Text(float_text(rng)))
         }
         4..=5 => {
-            let (s, k) = *rng.pick(&int_keys);
+            let (s, k) = *rng.pick(INT_KEYS);
             (s.to_owned(), k.to_owned(), Gen::Text(int_text(rng)))
         }
         6 => {
-            let (s, k) = *rng.pick(&bool_keys);
+            let (s, k) = *rng.pick(BOOL_KEYS);
             (
                 s.to_owned(),
                 k.to_owned(),
@@ -533,7 +691,7 @@ fn typed_entry(rng: &mut Rng) -> (String, String, Gen) {
             )
         }
         7 => {
-            let (s, k) = *rng.pick(&str_keys);
+            let (s, k) = *rng.pick(STR_KEYS);
             (
                 s.to_owned(),
                 k.to_owned(),
@@ -541,102 +699,7 @@ fn typed_entry(rng: &mut Rng) -> (String, String, Gen) {
             )
         }
         8 => {
-            let special: &[(&str, &str, &[&str])] = &[
-                ("storage", "database_url", URL_FORMS),
-                (
-                    "network",
-                    "egress",
-                    &["open", "none", "allowlist", "OPEN", "1", "~", "'none'"],
-                ),
-                (
-                    "network",
-                    "allow",
-                    &[
-                        "[]",
-                        "[{host: example.org}]",
-                        "[{host: ' Ex.ORG ', port: 443}]",
-                        "[{host: '10.0.0.0/8'}]",
-                        "[{host: 'a b'}]",
-                        "[{host: '*.x'}]",
-                        "[{port: 1}]",
-                        "[{host: '[::1]'}]",
-                        "[{host: 'h', port: 0}]",
-                        "[{host: '10.0.0.0/40'}]",
-                        "[x]",
-                    ],
-                ),
-                (
-                    "api",
-                    "trusted_proxies",
-                    &[
-                        "['10.0.0.0/8']",
-                        "['127.0.0.1']",
-                        "['0.0.0.0/0']",
-                        "[x]",
-                        "['10.0.0.5/8']",
-                        "['::1']",
-                        "['10.0.0.0/255.0.0.0']",
-                        "['fd00::/8']",
-                    ],
-                ),
-                (
-                    "api",
-                    "allowed_hosts",
-                    &[
-                        "[engine.example.org]",
-                        "['*.tailnet.example']",
-                        "['a:1']",
-                        "['*']",
-                        "[' UP.case ']",
-                        "['[::1]']",
-                    ],
-                ),
-                (
-                    "api",
-                    "allowed_origins",
-                    &[
-                        "['https://notes.example.org']",
-                        "[x]",
-                        "['https://a/']",
-                        "['https://a/p']",
-                        "['http://[::1')]",
-                        "['https://a?q']",
-                        "['https://*.a']",
-                        "['http://[::1]:8']",
-                    ],
-                ),
-                (
-                    "storage",
-                    "stores",
-                    &[
-                        "{a: 'sqlite+aiosqlite:////a.db'}",
-                        "{1: x}",
-                        "{a: ~}",
-                        "[x]",
-                        "{default: 'sqlite:///d.db', b: y}",
-                        "{}",
-                    ],
-                ),
-                (
-                    "content_age_decay",
-                    "sources",
-                    &[
-                        "{}",
-                        "{X: {half_life_days: 1}}",
-                        "{X: {}}",
-                        "{X: {floor: '0.5', half_life_days: '2'}}",
-                        "{X: {half_life_days: yes}}",
-                        "{X: 5}",
-                        "[]",
-                    ],
-                ),
-                (
-                    "trust",
-                    "source_type_domains",
-                    &["{}", "{WEB_PAGE: web}", "{A: 1}", "{A: ''}", "[]"],
-                ),
-            ];
-            let (s, k, forms) = *rng.pick(special);
+            let (s, k, forms) = *rng.pick(SPECIAL_KEYS);
             (
                 s.to_owned(),
                 k.to_owned(),
@@ -644,58 +707,7 @@ fn typed_entry(rng: &mut Rng) -> (String, String, Gen) {
             )
         }
         _ => {
-            let nested: &[(&str, &str, &str, &[&str])] = &[
-                (
-                    "confidence",
-                    "uncalibrated_cap",
-                    "sources",
-                    &[
-                        "[EXTRACTOR_DIRECT]",
-                        "[DERIVED]",
-                        "[HUMAN_REVIEW, IMPORTED]",
-                        "[]",
-                        "x",
-                    ],
-                ),
-                ("confidence", "uncalibrated_cap", "cap_value", FLOAT_FORMS),
-                ("conformance", "trust_cap", "cap_value", FLOAT_FORMS),
-                ("conformance", "trust_cap", "exempt", &["[a]", "[]", "[1]"]),
-                (
-                    "consolidation",
-                    "abstraction",
-                    "stale_support_discount",
-                    FLOAT_FORMS,
-                ),
-                ("llm", "default", "provider", &["anthropic", "local", "foo"]),
-                ("llm", "query_response", "model", &["m", "1"]),
-                ("llm", "providers", "anthropic", &["{}"]),
-                (
-                    "llm",
-                    "providers",
-                    "openai",
-                    &[
-                        "{base_url: 'https://api', max_retries: '3'}",
-                        "{max_tokens_param: bad}",
-                        "~",
-                    ],
-                ),
-                ("storage", "write_lock", "enabled", BOOL_FORMS),
-                ("extraction", "query_max_tokens", "", &["100", "x", "~"]),
-                ("mcp", "write", "enabled_stores", &["[a]", "[]"]),
-                (
-                    "reconciliation",
-                    "per_store",
-                    "a",
-                    &["single", "multi", "x"],
-                ),
-                (
-                    "subjects",
-                    "external_link_abstain_threshold",
-                    "",
-                    FLOAT_FORMS,
-                ),
-            ];
-            let (s, k, f, forms) = *rng.pick(nested);
+            let (s, k, f, forms) = *rng.pick(NESTED_KEYS);
             let leaf = Gen::Text((*rng.pick(forms)).to_owned());
             if f.is_empty() {
                 (s.to_owned(), k.to_owned(), leaf)

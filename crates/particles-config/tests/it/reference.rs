@@ -111,9 +111,23 @@ fn float(value: f64) -> serde_json::Value {
 /// The typed view, key by key, to compare with the reference's dump: a field
 /// read from the wrong key shows here even where two defaults coincide.
 fn typed_values(config: &particles_config::Config) -> Vec<(&'static str, serde_json::Value)> {
+    let mut values = query_values(config);
+    values.extend(service_values(config));
+    values.extend(policy_values(config));
+    values
+}
+
+/// An optional string as JSON (`null` when absent).
+fn optional(value: &Option<String>) -> serde_json::Value {
+    value
+        .as_ref()
+        .map_or(serde_json::Value::Null, |v| serde_json::json!(v))
+}
+
+/// The `query` section's typed values.
+fn query_values(config: &particles_config::Config) -> Vec<(&'static str, serde_json::Value)> {
     use serde_json::json;
     let q = &config.query;
-    let opt = |value: &Option<String>| value.as_ref().map_or(serde_json::Value::Null, |v| json!(v));
     vec![
         ("query.default_top_k", json!(q.default_top_k)),
         (
@@ -151,6 +165,14 @@ fn typed_values(config: &particles_config::Config) -> Vec<(&'static str, serde_j
             "query.candidate_cache_freeze_rows",
             json!(q.candidate_cache_freeze_rows),
         ),
+    ]
+}
+
+/// The service sections' typed values: storage, contestedness, source passages,
+/// the engine client, the API, MCP, the build, embeddings and the CLI.
+fn service_values(config: &particles_config::Config) -> Vec<(&'static str, serde_json::Value)> {
+    use serde_json::json;
+    vec![
         ("storage.database_url", json!(config.storage.database_url)),
         ("storage.max_page_size", json!(config.storage.max_page_size)),
         (
@@ -177,7 +199,7 @@ fn typed_values(config: &particles_config::Config) -> Vec<(&'static str, serde_j
             "source_passage.query_show_limit",
             json!(config.source_passage.query_show_limit),
         ),
-        ("engine.base_url", opt(&config.engine.base_url)),
+        ("engine.base_url", optional(&config.engine.base_url)),
         (
             "engine.timeout_seconds",
             float(config.engine.timeout_seconds),
@@ -206,7 +228,7 @@ fn typed_values(config: &particles_config::Config) -> Vec<(&'static str, serde_j
             "mcp.rate_limit_per_minute",
             json!(config.mcp.rate_limit_per_minute),
         ),
-        ("build.date", opt(&config.build.date)),
+        ("build.date", optional(&config.build.date)),
         ("embeddings.dim", json!(config.embeddings.dim)),
         (
             "embeddings.normalization",
@@ -221,6 +243,15 @@ fn typed_values(config: &particles_config::Config) -> Vec<(&'static str, serde_j
             "cli.warn_unused_config",
             json!(config.cli.warn_unused_config),
         ),
+    ]
+}
+
+/// The ranking policy's typed values (subjects, consolidation, confidence and
+/// conformance caps, document precedence, the owner lens), then the LLM default
+/// and the network's egress.
+fn policy_values(config: &particles_config::Config) -> Vec<(&'static str, serde_json::Value)> {
+    use serde_json::json;
+    vec![
         (
             "subjects.wikidata_link_suppress_threshold",
             float(config.wikidata_link_suppress_threshold),

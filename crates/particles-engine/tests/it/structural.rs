@@ -1,14 +1,15 @@
 //! Requests without a question through the engine (what `serve --stdio` and the
-//! HTTP engine answer): each deterministic mode's response equals the query
-//! crate's structural path on the same store, and a federated engine refuses
+//! HTTP engine answer): each deterministic mode's response equals
+//! particles-structural's on the same store, and a federated engine refuses
 //! them by name instead of ranking something else.
 
 use std::path::{Path, PathBuf};
 
 use particles_engine::{CacheOptions, Engine, Settings, StoreSelection, StoreTarget};
 use particles_model::{Envelope, GroupBy, QueryRequest, Timestamp};
-use particles_query::{run_structural_with, QueryInput};
+use particles_query::QueryInput;
 use particles_store::Store;
+use particles_structural::run_structural_with;
 
 fn fixture() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/stores/coins-b.db")

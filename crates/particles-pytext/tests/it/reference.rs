@@ -283,84 +283,82 @@ fn python_output() -> Result<String, String> {
     Ok(stdout)
 }
 
-#[test]
-fn every_operation_against_python() {
-    let output = match python_output() {
-        Ok(output) => output,
-        Err(reason) => {
-            assert!(
-                std::env::var("PARTICLES_REQUIRE_REFERENCE").as_deref() != Ok("1"),
-                "PARTICLES_REQUIRE_REFERENCE=1 but {reason}"
-            );
-            println!("skipped: {reason}");
-            return;
-        }
-    };
+/// This crate's predicates, by the names Python's ranges have.
+const PREDICATES: [(&str, Predicate); 6] = [
+    ("isspace", is_space),
+    ("isprintable", is_printable),
+    ("isalnum", is_alnum),
+    ("isdecimal", is_decimal),
+    ("linebreak", is_line_boundary),
+    ("isword", is_word),
+];
 
-    let mut ranges: HashMap<&str, Vec<(u32, u32)>> = HashMap::new();
-    let mut decimals: HashMap<u32, u8> = HashMap::new();
-    let mut maps: HashMap<&str, HashMap<u32, String>> = HashMap::new();
-    let mut sigmas: HashMap<u32, &str> = HashMap::new();
-    let mut ignorecase: Vec<(char, String)> = Vec::new();
-    let mut strings = Vec::new();
-    let mut floats = Vec::new();
-    for line in output.lines() {
-        let fields: Vec<&str> = line.split('\t').collect();
-        match fields[..] {
-            ["version", _] => {}
-            ["ranges", name, list] => {
-                let list = list.split(' ').filter(|pair| !pair.is_empty()).map(|pair| {
-                    let (first, last) = pair.split_once('-').expect("first-last");
-                    (hex(first), hex(last))
-                });
-                ranges.insert(name, list.collect());
+/// Python's records, read off its output.
+#[derive(Default)]
+struct Records<'o> {
+    ranges: HashMap<&'o str, Vec<(u32, u32)>>,
+    decimals: HashMap<u32, u8>,
+    maps: HashMap<&'o str, HashMap<u32, String>>,
+    sigmas: HashMap<u32, &'o str>,
+    ignorecase: Vec<(char, String)>,
+    strings: Vec<Vec<&'o str>>,
+    floats: Vec<(u64, &'o str)>,
+}
+
+impl<'o> Records<'o> {
+    fn parse(output: &'o str) -> Records<'o> {
+        let mut records = Records::default();
+        for line in output.lines() {
+            let fields: Vec<&str> = line.split('\t').collect();
+            match fields[..] {
+                ["version", _] => {}
+                ["ranges", name, list] => {
+                    let list = list.split(' ').filter(|pair| !pair.is_empty()).map(|pair| {
+                        let (first, last) = pair.split_once('-').expect("first-last");
+                        (hex(first), hex(last))
+                    });
+                    records.ranges.insert(name, list.collect());
+                }
+                ["decimal", code, value] => {
+                    records
+                        .decimals
+                        .insert(hex(code), value.parse().expect("a digit"));
+                }
+                ["map", name, code, result] => {
+                    records
+                        .maps
+                        .entry(name)
+                        .or_default()
+                        .insert(hex(code), decode(result));
+                }
+                ["sigma", code, probes] => {
+                    records.sigmas.insert(hex(code), probes);
+                }
+                ["ignorecase", code, matched] => {
+                    let literal = char::from_u32(hex(code)).expect("ASCII");
+                    records.ignorecase.push((literal, decode(matched)));
+                }
+                ["string", ..] => records.strings.push(fields),
+                ["float", bits, repr] => records
+                    .floats
+                    .push((u64::from_str_radix(bits, 16).expect("bits"), repr)),
+                _ => panic!("unexpected line from python: {line:?}"),
             }
-            ["decimal", code, value] => {
-                decimals.insert(hex(code), value.parse().expect("a digit"));
-            }
-            ["map", name, code, result] => {
-                maps.entry(name)
-                    .or_default()
-                    .insert(hex(code), decode(result));
-            }
-            ["sigma", code, probes] => {
-                sigmas.insert(hex(code), probes);
-            }
-            ["ignorecase", code, matched] => {
-                let literal = char::from_u32(hex(code)).expect("ASCII");
-                ignorecase.push((literal, decode(matched)));
-            }
-            ["string", ..] => strings.push(fields),
-            ["float", bits, repr] => {
-                floats.push((u64::from_str_radix(bits, 16).expect("bits"), repr))
-            }
-            _ => panic!("unexpected line from python: {line:?}"),
         }
+        records
     }
-    assert_eq!(ranges.len(), 6, "every predicate's ranges");
-    assert_eq!(
-        ignorecase.len(),
-        0x7F - 0x20,
-        "every printable ASCII literal"
-    );
-    assert!(strings.len() >= 6000 && floats.len() >= 4000);
+}
 
-    let mut mismatches = Mismatches::default();
-    let predicates: [(&str, Predicate); 6] = [
-        ("isspace", is_space),
-        ("isprintable", is_printable),
-        ("isalnum", is_alnum),
-        ("isdecimal", is_decimal),
-        ("linebreak", is_line_boundary),
-        ("isword", is_word),
-    ];
+/// Every code point through the predicates, `decimal`, the one-character
+/// mappings and the final-sigma probes; returns how many there are.
+fn check_code_points(records: &Records<'_>, mismatches: &mut Mismatches) -> usize {
     let mut code_points = 0;
     for c in (0..=0x10FFFF).filter_map(char::from_u32) {
         code_points += 1;
         let code = c as u32;
         let input = c.to_string();
-        for (name, predicate) in predicates {
-            let list = &ranges[name];
+        for (name, predicate) in PREDICATES {
+            let list = &records.ranges[name];
             let at = list.partition_point(|&(_, last)| last < code);
             let holds = list.get(at).is_some_and(|&(first, _)| first <= code);
             mismatches.check(name, &input, predicate(c), holds);
@@ -369,7 +367,7 @@ fn every_operation_against_python() {
             "decimal",
             &input,
             decimal_value(c),
-            decimals.get(&code).copied(),
+            records.decimals.get(&code).copied(),
         );
         let operations: [(&str, Operation); 5] = [
             ("casefold", casefold),
@@ -379,46 +377,48 @@ fn every_operation_against_python() {
             ("upper", upper),
         ];
         for (name, operation) in operations {
-            let python = maps
+            let python = records
+                .maps
                 .get(name)
                 .and_then(|map| map.get(&code))
                 .unwrap_or(&input);
             mismatches.check(name, &input, operation(&input), python.clone());
         }
-        let probes: String = [
-            (format!("{c}\u{3A3}"), true),
-            (format!("A\u{3A3}{c}"), false),
-            (format!("A\u{3A3}{c}A"), false),
-            (format!("A{c}\u{3A3}"), true),
-        ]
-        .iter()
-        .map(|(text, sigma_last)| {
-            let lowered = lower(text);
-            let sigma = if *sigma_last {
-                lowered.chars().next_back()
-            } else {
-                lowered.chars().nth(1)
-            };
-            if sigma == Some('\u{3C2}') {
-                'f'
-            } else {
-                'm'
-            }
-        })
-        .collect();
-        let python = sigmas.get(&code).copied().unwrap_or("mffm");
-        mismatches.check("sigma", &input, probes.as_str(), python);
+        let python = records.sigmas.get(&code).copied().unwrap_or("mffm");
+        mismatches.check("sigma", &input, sigma_probes(c).as_str(), python);
     }
+    code_points
+}
 
-    for (literal, python) in &ignorecase {
-        let ours: String = (0..=0x10FFFF)
-            .filter_map(char::from_u32)
-            .filter(|&c| ignorecase_eq(c, *literal))
-            .collect();
-        mismatches.check("ignorecase", &literal.to_string(), &ours, python);
-    }
+/// The sigma `lower()` gives in four contexts around `c`: `f` for final, `m`
+/// for medial.
+fn sigma_probes(c: char) -> String {
+    [
+        (format!("{c}\u{3A3}"), true),
+        (format!("A\u{3A3}{c}"), false),
+        (format!("A\u{3A3}{c}A"), false),
+        (format!("A{c}\u{3A3}"), true),
+    ]
+    .iter()
+    .map(|(text, sigma_last)| {
+        let lowered = lower(text);
+        let sigma = if *sigma_last {
+            lowered.chars().next_back()
+        } else {
+            lowered.chars().nth(1)
+        };
+        if sigma == Some('\u{3C2}') {
+            'f'
+        } else {
+            'm'
+        }
+    })
+    .collect()
+}
 
-    for fields in &strings {
+/// The random strings through every string operation.
+fn check_strings(strings: &[Vec<&str>], mismatches: &mut Mismatches) {
+    for fields in strings {
         let input = decode(fields[1]);
         mismatches.check("casefold", &input, casefold(&input), decode(fields[2]));
         mismatches.check("nfc", &input, nfc(&input), decode(fields[3]));
@@ -446,8 +446,45 @@ fn every_operation_against_python() {
             mismatches.check(name, &input, operation(&input), decode(python).as_str());
         }
     }
+}
 
-    for &(bits, repr) in &floats {
+#[test]
+fn every_operation_against_python() {
+    let output = match python_output() {
+        Ok(output) => output,
+        Err(reason) => {
+            assert!(
+                std::env::var("PARTICLES_REQUIRE_REFERENCE").as_deref() != Ok("1"),
+                "PARTICLES_REQUIRE_REFERENCE=1 but {reason}"
+            );
+            println!("skipped: {reason}");
+            return;
+        }
+    };
+
+    let records = Records::parse(&output);
+    assert_eq!(records.ranges.len(), 6, "every predicate's ranges");
+    assert_eq!(
+        records.ignorecase.len(),
+        0x7F - 0x20,
+        "every printable ASCII literal"
+    );
+    assert!(records.strings.len() >= 6000 && records.floats.len() >= 4000);
+
+    let mut mismatches = Mismatches::default();
+    let code_points = check_code_points(&records, &mut mismatches);
+
+    for (literal, python) in &records.ignorecase {
+        let ours: String = (0..=0x10FFFF)
+            .filter_map(char::from_u32)
+            .filter(|&c| ignorecase_eq(c, *literal))
+            .collect();
+        mismatches.check("ignorecase", &literal.to_string(), &ours, python);
+    }
+
+    check_strings(&records.strings, &mut mismatches);
+
+    for &(bits, repr) in &records.floats {
         let value = f64::from_bits(bits);
         mismatches.check(
             "float_repr",
@@ -460,10 +497,10 @@ fn every_operation_against_python() {
     println!(
         "compared {code_points} code points x {} operations, {} ASCII literals under \
          IGNORECASE, {} strings x 11 operations, {} float reprs: {} mismatches",
-        predicates.len() + 7,
-        ignorecase.len(),
-        strings.len(),
-        floats.len(),
+        PREDICATES.len() + 7,
+        records.ignorecase.len(),
+        records.strings.len(),
+        records.floats.len(),
         mismatches.count
     );
     assert!(

@@ -1,6 +1,6 @@
 //! Integration tests of particles-rank, one binary, one module per topic.
 //!
-//! - `fuzz`: the differential fuzz of the URL decoders (`netloc`, `PyRegex`)
-//!   against Python's `urllib.parse` and `re`, in batches.
+//! - `fuzz`: the differential fuzz of the URL decoder (`netloc`) against
+//!   Python's `urllib.parse`, in batches.
 
 mod fuzz;

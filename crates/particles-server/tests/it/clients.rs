@@ -147,22 +147,26 @@ fn hit_ids(result: &Value) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn every_reference_tool_and_verb_answers_the_same_through_our_server() {
-    let Some(reference) = reference(&["fastapi", "uvicorn", "mcp"]) else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
+/// What both engines serve and run under: the store, the question vectors, the
+/// configuration's text and the environment of the reference's processes.
+struct Setting {
+    served: std::path::PathBuf,
+    vectors: HashMap<String, Vec<f32>>,
+    yaml: String,
+    env: Vec<(String, String)>,
+}
+
+fn setting(reference: &crate::support::Reference, dir: &std::path::Path) -> Setting {
     // The generator's store (written by the reference's own benchmark
     // generator) rather than the hand-shaped one: the hand store's odd rows
     // (event kinds, content hashes) make several of the reference's routes
     // raise, which would hold both sides only to the same 500.
-    let served = reference_store_to_serve(&reference, dir.path(), 17, Some(300));
+    let served = reference_store_to_serve(reference, dir, 17, Some(300));
     let vectors: HashMap<String, Vec<f32>> = TEXTS
         .iter()
         .map(|(_, text)| ((*text).to_owned(), vector_for(text)))
         .collect();
-    let qvecs = dir.path().join("qvecs.json");
+    let qvecs = dir.join("qvecs.json");
     std::fs::write(&qvecs, serde_json::to_vec(&vectors).unwrap()).unwrap();
     let llm = fake_llm();
     let yaml = format!(
@@ -172,9 +176,9 @@ fn every_reference_tool_and_verb_answers_the_same_through_our_server() {
          llm:\n  query_response: {{provider: fake, model: fake-model}}\n  providers:\n    fake: {{base_url: \"http://127.0.0.1:{llm}/v1\", max_retries: 0}}\n",
         served.display()
     );
-    let config = dir.path().join("test.yaml");
+    let config = dir.join("test.yaml");
     std::fs::write(&config, &yaml).unwrap();
-    let home = dir.path().join("home");
+    let home = dir.join("home");
     std::fs::create_dir_all(&home).unwrap();
     let env: Vec<(String, String)> = vec![
         ("PARTICLES_CONFIG".into(), config.display().to_string()),
@@ -183,18 +187,25 @@ fn every_reference_tool_and_verb_answers_the_same_through_our_server() {
         ("HOME".into(), home.display().to_string()),
         ("PARTICLES_ENGINE_TIMEOUT_SECONDS".into(), "300".into()),
     ];
-    let upstream = Upstream::start(&reference, &env);
+    Setting {
+        served,
+        vectors,
+        yaml,
+        env,
+    }
+}
 
-    let mut setup = ServerSetup::new(&served);
-    setup.config_yaml = Box::leak(yaml.into_boxed_str());
-    setup.upstream = Some(upstream.url());
-    setup.encoder = Some(table_encoder(vectors));
-    setup.frozen_now = Some(particles_model::Timestamp::parse(NOW).unwrap());
-    let server = TestServer::start(setup);
-
+/// The reference's clients (`client_matrix.py`) run against both engines: the
+/// tools each lists, every step's result both ways, and what the writes wrote.
+fn run_client_matrix(
+    reference: &crate::support::Reference,
+    ours: &str,
+    upstream: &str,
+    env: &[(String, String)],
+) -> Value {
     let input = json!({
-        "ours": server.url(),
-        "upstream": upstream.url(),
+        "ours": ours,
+        "upstream": upstream,
         "particles": reference.particles,
         "texts": TEXTS.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
     });
@@ -206,7 +217,7 @@ fn every_reference_tool_and_verb_answers_the_same_through_our_server() {
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    for (name, value) in &env {
+    for (name, value) in env {
         command.env(name, value);
     }
     let mut child = command.spawn().expect("client_matrix.py runs");
@@ -222,22 +233,15 @@ fn every_reference_tool_and_verb_answers_the_same_through_our_server() {
         "client_matrix.py failed:\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let matrix: Value = serde_json::from_slice(&output.stdout).expect("the matrix's JSON");
+    serde_json::from_slice(&output.stdout).expect("the matrix's JSON")
+}
 
-    // The same tool surface both ways, all of it.
-    assert_eq!(matrix["tools"]["ours"], matrix["tools"]["upstream"]);
-    let listed: Vec<&str> = matrix["tools"]["ours"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
-    for tool in TOOLS {
-        assert!(listed.contains(tool), "{tool} is not listed: {listed:?}");
-    }
-
-    let steps = matrix["steps"].as_array().expect("steps");
-    let urls = [server.url(), upstream.url()];
+/// Each step: failed exactly when expected, and (a read) the same both ways
+/// once masked. Returns the failures and the calls per tool or verb.
+fn compare_steps(
+    steps: &[Value],
+    urls: &[String],
+) -> (Vec<String>, std::collections::BTreeMap<String, usize>) {
     let mut failures = Vec::new();
     let mut called = std::collections::BTreeMap::<String, usize>::new();
     for step in steps {
@@ -264,10 +268,7 @@ fn every_reference_tool_and_verb_answers_the_same_through_our_server() {
         if step["write"] == json!(true) {
             continue;
         }
-        let (ours, theirs) = (
-            masked(&step["ours"], &urls),
-            masked(&step["upstream"], &urls),
-        );
+        let (ours, theirs) = (masked(&step["ours"], urls), masked(&step["upstream"], urls));
         if ours != theirs {
             failures.push(format!(
                 "{label} {}:\n  ours     {ours}\n  upstream {theirs}",
@@ -275,25 +276,13 @@ fn every_reference_tool_and_verb_answers_the_same_through_our_server() {
             ));
         }
     }
-    eprintln!("the reference's clients through particles-rs, calls per tool or verb:");
-    for (name, count) in &called {
-        eprintln!("  {name}: {count}");
-    }
-    assert!(
-        failures.is_empty(),
-        "{} of {} calls failed or differ:\n{}",
-        failures.len(),
-        steps.len(),
-        failures.join("\n")
-    );
+    (failures, called)
+}
 
-    // Every tool was called, and every write is seen by the next query.
-    for tool in TOOLS {
-        assert!(
-            called.contains_key(&format!("tool {tool}")),
-            "{tool} was not called"
-        );
-    }
+/// Every write is seen by the next query: an asserted belief ranks first, the
+/// tag filter finds it alone, the successor replaces what it supersedes, a
+/// retracted belief is gone.
+fn assert_writes_seen(matrix: &Value, steps: &[Value]) {
     let step = |label: &str| -> &Value {
         steps
             .iter()
@@ -325,4 +314,64 @@ fn every_reference_tool_and_verb_answers_the_same_through_our_server() {
     assert!(!hit_ids(&step("after particle_retract: query")["ours"])
         .iter()
         .any(|id| id == b));
+}
+
+#[test]
+fn every_reference_tool_and_verb_answers_the_same_through_our_server() {
+    let Some(reference) = reference(&["fastapi", "uvicorn", "mcp"]) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let Setting {
+        served,
+        vectors,
+        yaml,
+        env,
+    } = setting(&reference, dir.path());
+    let upstream = Upstream::start(&reference, &env);
+
+    let mut setup = ServerSetup::new(&served);
+    setup.config_yaml = Box::leak(yaml.into_boxed_str());
+    setup.upstream = Some(upstream.url());
+    setup.encoder = Some(table_encoder(vectors));
+    setup.frozen_now = Some(particles_model::Timestamp::parse(NOW).unwrap());
+    let server = TestServer::start(setup);
+
+    let matrix = run_client_matrix(&reference, &server.url(), &upstream.url(), &env);
+
+    // The same tool surface both ways, all of it.
+    assert_eq!(matrix["tools"]["ours"], matrix["tools"]["upstream"]);
+    let listed: Vec<&str> = matrix["tools"]["ours"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for tool in TOOLS {
+        assert!(listed.contains(tool), "{tool} is not listed: {listed:?}");
+    }
+
+    let steps = matrix["steps"].as_array().expect("steps");
+    let urls = [server.url(), upstream.url()];
+    let (failures, called) = compare_steps(steps, &urls);
+    eprintln!("the reference's clients through particles-rs, calls per tool or verb:");
+    for (name, count) in &called {
+        eprintln!("  {name}: {count}");
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} calls failed or differ:\n{}",
+        failures.len(),
+        steps.len(),
+        failures.join("\n")
+    );
+
+    // Every tool was called, and every write is seen by the next query.
+    for tool in TOOLS {
+        assert!(
+            called.contains_key(&format!("tool {tool}")),
+            "{tool} was not called"
+        );
+    }
+    assert_writes_seen(&matrix, steps);
 }

@@ -1,18 +1,32 @@
 //! The semantic response on a fixture store the tests extend with rows the
-//! response reads: INCONSISTENCY records, stances, extraction gaps, subjects and a
-//! project observer. What each field must equal is the live oracle's job
+//! response reads: INCONSISTENCY records, stances, extraction gaps and subjects.
+//! What each field must equal is the live oracle's job
 //! (`particles-cli`'s `response` test); these pin the wiring: one snapshot, the
-//! parallel lists, the typed errors, the observer's place among the filters.
+//! parallel lists, the typed errors. (The observer's place among the ranking's
+//! filters is `particles-query`'s `it::observer`.)
 
 use std::path::{Path, PathBuf};
 
 use particles_model::{QueryRequest, Timestamp};
-use particles_query::{
-    run_query_with, run_semantic, Error, QueryInput, ResponseSettings, AGREEMENT_CAVEAT,
-    RANKING_DEGRADED_NO_ENCODER,
-};
+use particles_query::QueryInput;
 use particles_rank::NormKernel;
+use particles_respond::{Error, ResponseSettings};
 use particles_store::{Store, UncachedLoader};
+
+use crate::support::run_semantic;
+
+/// The reference's caveat beside agreement distributions (`AGREEMENT_CAVEAT`),
+/// verbatim.
+const AGREEMENT_CAVEAT: &str = "Holders are grouped by raw stance:holder key (unverified): \
+two keys may be one agent and a key's owner is not verified. This is a count of keys, not of \
+verified agents.";
+
+/// The reference's disclosure for a ranking without a query vector
+/// (`RANKING_DEGRADED_NO_ENCODER`), verbatim.
+const RANKING_DEGRADED_NO_ENCODER: &str = "Semantic ranking unavailable: no embedding model \
+could be loaded. These beliefs are the store's most confident ones, NOT necessarily ones about \
+your question, and the relevance floor that would normally refuse an off-topic answer is \
+inactive. Install the embedding model (sentence-transformers) and re-run to get a real answer.";
 
 fn fixture_copy(dir: &Path) -> PathBuf {
     let path = dir.join("coins-a.db");
@@ -210,56 +224,6 @@ fn an_ambiguous_subject_prefix_is_an_error_and_a_missing_one_a_gap() {
         response.subject_coverage_gaps[0].detail,
         "'One' exists in the registry but has no ACTIVE CLAIM particles"
     );
-}
-
-#[test]
-fn the_observer_filters_only_a_rescoped_store() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = fixture_copy(dir.path());
-    let (_, vector) = active(&path);
-    let ask = |project: Option<&str>| {
-        let store = Store::open_read_only(&path).unwrap();
-        let request = validate(QueryRequest {
-            observer_project: project.map(str::to_owned),
-            top_k: 200,
-            ..QueryRequest::question("q")
-        });
-        run_query_with(
-            &store,
-            &mut UncachedLoader,
-            &input_for(&request, Some(&vector)),
-        )
-        .unwrap()
-    };
-    let everyone = ask(None);
-    assert!(everyone.observer_scope.is_none());
-    let before = ask(Some("alpha"));
-    let note = before.observer_scope.clone().unwrap();
-    assert!(!note.engaged);
-    assert_eq!((note.in_scope, note.total), (note.total, note.total));
-    assert_eq!(before.hits.len(), everyone.hits.len());
-
-    // Rescoped, with one entry keyed to project alpha and every other entry a
-    // harness's: alpha sees the keyed entry's claims and the sourceless ones
-    // stay out (unattributed).
-    execute(
-        &path,
-        "UPDATE corpus_entries SET tags_json = '[\"claude-code\"]'; \
-         UPDATE corpus_entries SET tags_json = '[\"project:alpha\"]' \
-           WHERE rowid = (SELECT min(rowid) FROM corpus_entries); \
-         INSERT INTO operator_events (event_id, occurred_at, actor, event_type) \
-           VALUES ('e1', '2024-01-01', 'op', 'OBSERVER_SCOPE_RESCOPED');",
-    );
-    let alpha = ask(Some("alpha"));
-    let note = alpha.observer_scope.clone().unwrap();
-    assert!(note.engaged);
-    assert!(note.in_scope < note.total && note.in_scope > 0, "{note:?}");
-    assert_eq!(note.total, before.observer_scope.unwrap().total);
-    assert!(note.unattributed > 0);
-    assert!(alpha.hits.len() < everyone.hits.len());
-    let beta = ask(Some("beta"));
-    assert_eq!(beta.observer_scope.unwrap().in_scope, 0);
-    assert!(beta.hits.is_empty());
 }
 
 #[test]

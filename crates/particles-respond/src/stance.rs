@@ -10,7 +10,7 @@ use particles_rank::Policies;
 use particles_store::Store;
 use serde_json::Value;
 
-use crate::{respond::effective, Result};
+use crate::{effective, Result};
 
 /// The caveat every non-empty agreement distribution (and every stance badge)
 /// carries.

@@ -7,7 +7,7 @@
 use std::collections::{HashMap, HashSet};
 
 use particles_model::{policy::Lens, AssertionModality, Particle, ProvenanceRefType};
-use particles_rank::PyRegex;
+use particles_pyre::PyRegex;
 use particles_store::Store;
 
 use crate::Result;

@@ -8,11 +8,12 @@ use particles_model::{
     response::{AggregateBucket, ClaimCoverage, QueryResponse, StructuralAggregate, WindowReading},
     GroupBy, Particle, StructuredClaim,
 };
+use particles_query::QueryInput;
 use particles_rank::{ClaimFilters, ClaimMatch};
 use particles_store::{Store, SubjectMatch};
 
 use super::gather::{effective_confidences, gather_claims, gather_window_listing, Gathered};
-use crate::{Error, QueryInput, Result};
+use crate::{Error, Result};
 
 /// The bucket key of a claim about no subject at all.
 const NO_SUBJECT_KEY: &str = "(no subject)";

@@ -18,10 +18,11 @@ use particles_model::{
     },
     BoundValue, ClaimTerm, Decimal, StructuredClaim, TermKind,
 };
+use particles_query::QueryInput;
 use particles_store::{Store, SubjectHeader, VocabularyDocument};
 
 use super::{gather::gather_claims, StructuralSettings};
-use crate::{QueryInput, Result};
+use crate::Result;
 
 /// The class label of a resolved subject without a class.
 const UNCLASSED: &str = "(unclassed)";
@@ -792,7 +793,7 @@ fn stem(word: &str) -> String {
 /// auxiliaries and modals dropped, the head verb reduced to its inflectional stem;
 /// negation and prepositions kept (`moved to` -> `mov to`). A value with no token
 /// is only stripped and lower-cased.
-pub fn normalise_predicate(value: &str) -> String {
+pub(crate) fn normalise_predicate(value: &str) -> String {
     let lowered = particles_pytext::lower(value);
     let toks = strip_front(tokens(&lowered));
     let Some((head, rest)) = toks.split_first() else {

@@ -12,7 +12,7 @@ use particles_model::{
 use particles_rank::{MemberPolicy, Policies, RankSettings};
 use particles_store::Store;
 
-use crate::{respond::effective, Result};
+use crate::{effective, Result};
 
 /// The reading of each hit, or none at all (an empty list) when the viewer has
 /// fewer than two policies: absence of measurement, never a spread of 0.

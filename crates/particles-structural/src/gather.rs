@@ -14,15 +14,14 @@ use particles_model::{
     response::{AsOfNote, ObserverScopeNote},
     Particle, Timestamp, ValidRequest,
 };
+use particles_query::{
+    as_of_visibility, gather_window, FactLookups, QueryInput, RetirementIndex, StageTimings,
+    Visibility, WindowGathered,
+};
 use particles_rank::Policies;
 use particles_store::{ScopeRow, Store};
 
-use crate::{
-    as_of::{evaluate, RetirementIndex, Visibility},
-    gather::FactLookups,
-    window::{gather_window, WindowGathered},
-    QueryInput, Result, StageTimings,
-};
+use crate::Result;
 
 /// Candidates as the filters and the scoring read them: row `i` of `set` is
 /// `particles[i]`.
@@ -103,7 +102,7 @@ pub(crate) fn gather_claims(store: &Store, input: &QueryInput<'_>) -> Result<Gat
             let mut excluded = 0;
             let mut pool = Pool::default();
             for row in loaded {
-                match evaluate(&index, &row.particle, row.retired_at, as_of.utc_micros()) {
+                match as_of_visibility(&index, &row.particle, row.retired_at, as_of.utc_micros()) {
                     Visibility::Hidden => {}
                     Visibility::Undatable => excluded += 1,
                     Visibility::Visible(note) => {

@@ -1,36 +1,81 @@
-//! The semantic path's response (the reference's `operations/query/main.py`
-//! `query` after the ranking, and `_build_response` without the answer text): what
-//! the ranked hits are shown with, read in the ranking's snapshot.
+//! The semantic response of a Particles query (the reference's
+//! `operations/query/main.py` `query` after the ranking, and `_build_response`
+//! without the answer text): what the ranked hits are shown with, read in the
+//! ranking's snapshot.
 //!
 //! [`semantic_response`] fills every field of a [`QueryResponse`] but the answer:
 //! the hits and their parallel lists, the coverage gaps, the narratives'
 //! constituents, the opt-in agreement and contestedness, the contested badges, the
-//! relevance disclosure and the as-of, window, observer and claim-filter echoes.
-//! The answer text, its refusal flag and its disclosure fields stay empty for the
-//! caller (`particles-answer`); the truncation warning too.
+//! relevance disclosure, the truncation warning and the as-of, window, observer
+//! and claim-filter echoes. The answer text, its refusal flag and its disclosure
+//! fields stay empty for the caller (`particles-answer`).
+//!
+//! The ranking (`particles-query`) knows nothing of the response: it hands each
+//! outcome to its caller together with the store inside its read transaction
+//! (`particles_query::run_semantic_batch_streaming`), and the caller builds the
+//! response there, so that the ranking and everything the response reports read
+//! one snapshot. Its parts follow the reference's modules: `gaps`, `narrative`,
+//! `stance`, `contestedness`, `modality` and `contested`; their store reads live
+//! in `particles_store::response`.
+//!
+//! ```
+//! # let dir = tempfile::tempdir()?;
+//! # let path = dir.path().join("beliefs.db");
+//! # particles_store::create_store(&path)?;
+//! use particles_model::{QueryRequest, Timestamp};
+//! use particles_query::{run_semantic_batch_streaming, QueryInput};
+//! use particles_respond::{semantic_response, ResponseSettings};
+//! use particles_store::{Store, UncachedLoader};
+//! let store = Store::open_read_only(&path)?;
+//! let now = Timestamp::parse("2026-01-01T00:00:00Z")?;
+//! let request = QueryRequest::question("how are old coins graded?").validate(now)?;
+//! let inputs = [QueryInput::new(&request, None, now)];
+//! let settings = ResponseSettings::default();
+//! run_semantic_batch_streaming(
+//!     &store,
+//!     &mut UncachedLoader,
+//!     &inputs,
+//!     &settings.observer_harness_tags,
+//!     &mut || {},
+//!     // `snapshot` is the store inside the ranking's read transaction.
+//!     &mut |at, snapshot, outcome| {
+//!         let outcome = outcome.expect("an empty store ranks nothing");
+//!         let response = semantic_response(snapshot, &outcome, &inputs[at], &settings)
+//!             .expect("an empty store has nothing to show");
+//!         assert!(response.particles.is_empty() && response.answer.is_empty());
+//!     },
+//! )?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![warn(missing_docs)]
+#![warn(clippy::unwrap_used)]
+#![forbid(unsafe_code)]
 
 mod contested;
 mod contestedness;
 mod effective;
+mod error;
 mod gaps;
 mod modality;
 mod narrative;
 mod stance;
 
-pub use stance::AGREEMENT_CAVEAT;
-
 use particles_model::{
     policy::PolicyRows,
     response::{self, QueryResponse, RelevanceNote},
 };
+use particles_query::{
+    default_harness_tags, truncation_warning, QueryInput, QueryOutcome, TruncationSettings,
+};
 use particles_rank::Policies;
-use particles_store::{CandidateLoader, Store};
+use particles_store::Store;
 
-use crate::{observer::default_harness_tags, QueryInput, QueryOutcome, Result};
+pub use crate::error::{Error, Result};
+use crate::stance::AGREEMENT_CAVEAT;
 
 /// The reference's disclosure when ranking ran without a query vector (its
 /// `RANKING_DEGRADED_NO_ENCODER`).
-pub const RANKING_DEGRADED_NO_ENCODER: &str = "Semantic ranking unavailable: no embedding model \
+const RANKING_DEGRADED_NO_ENCODER: &str = "Semantic ranking unavailable: no embedding model \
 could be loaded. These beliefs are the store's most confident ones, NOT necessarily ones about \
 your question, and the relevance floor that would normally refuse an off-topic answer is \
 inactive. Install the embedding model (sentence-transformers) and re-run to get a real answer.";
@@ -73,8 +118,9 @@ impl Default for ResponseSettings {
 }
 
 /// Builds the response to a ranked semantic query, reading what it needs from
-/// `store`. Call it inside the ranking's read transaction (as [`run_semantic`]
-/// does) so that everything the response reports comes from one snapshot.
+/// `store`. Call it inside the ranking's read transaction (with the store
+/// `particles_query::run_semantic_batch_streaming` hands out with each outcome)
+/// so that everything the response reports comes from one snapshot.
 ///
 /// The answer is left empty, `answer_refused` false and the answer's disclosure
 /// fields null (the answer step fills them, and drops the truncation warning
@@ -84,8 +130,8 @@ impl Default for ResponseSettings {
 ///
 /// # Errors
 ///
-/// [`crate::Error::AmbiguousSubject`] when `subject_id` is a prefix of several
-/// subject ids; [`crate::Error::Store`] / [`crate::Error::Rank`] when the store
+/// [`Error::AmbiguousSubject`] when `subject_id` is a prefix of several
+/// subject ids; [`Error::Store`] / [`Error::Rank`] when the store
 /// cannot be read or holds data the reference also fails on.
 pub fn semantic_response(
     store: &Store,
@@ -162,15 +208,11 @@ pub fn semantic_response(
         .vector
         .is_none()
         .then(|| RANKING_DEGRADED_NO_ENCODER.to_owned());
-    out.truncation_warning = crate::truncation_warning(
+    out.truncation_warning = truncation_warning(
         outcome,
         request.top_k,
         input.settings,
-        &crate::TruncationSettings {
-            min_gap: settings.truncation_min_gap,
-            near_margin: settings.truncation_near_margin,
-            near_count: i64::try_from(settings.truncation_near_count).unwrap_or(i64::MAX),
-        },
+        &settings.truncation(),
     );
     out.as_of = request.as_of;
     if request.as_of.is_some() {
@@ -206,37 +248,11 @@ fn adopted_in_order(store: &Store, mut rows: PolicyRows) -> Result<PolicyRows> {
 
 impl ResponseSettings {
     /// The truncation keys, as the warning takes them.
-    pub fn truncation(&self) -> crate::TruncationSettings {
-        crate::TruncationSettings {
+    fn truncation(&self) -> TruncationSettings {
+        TruncationSettings {
             min_gap: self.truncation_min_gap,
             near_margin: self.truncation_near_margin,
             near_count: i64::try_from(self.truncation_near_count).unwrap_or(i64::MAX),
         }
     }
-}
-
-/// Ranks a semantic query and builds its response in one read transaction of
-/// `store`: the ranking ([`crate::run_query_with`]) with the project observer's
-/// `observer_scope.harness_tags` from `settings`, then [`semantic_response`].
-///
-/// # Errors
-///
-/// As [`crate::run_query_with`] and [`semantic_response`].
-pub fn run_semantic(
-    store: &Store,
-    loader: &mut dyn CandidateLoader,
-    input: &QueryInput<'_>,
-    settings: &ResponseSettings,
-) -> Result<(QueryOutcome, QueryResponse)> {
-    crate::check_semantic(input.request)?;
-    store.read_snapshot(|store| {
-        Ok(
-            crate::run_in_snapshot(store, loader, input, &settings.observer_harness_tags).and_then(
-                |outcome| {
-                    let response = semantic_response(store, &outcome, input, settings)?;
-                    Ok((outcome, response))
-                },
-            ),
-        )
-    })?
 }

@@ -13,7 +13,7 @@
 //! comes with haystacks built to match it (and edits of those), so both outcomes
 //! of a search are exercised.
 
-use particles_rank::{PatternError, PyRegex};
+use particles_pyre::{PatternError, PyRegex};
 use particles_testkit::fuzz::{
     self,
     grammar::{mutated, pick},
@@ -376,7 +376,7 @@ fn check(case: &Case, verdict: &Value) -> Result<(), String> {
             return Ok(())
         }
         // Python raises something else than re.error: the reference's query
-        // fails, and so does ours (Error::BadPattern).
+        // fails, and so does ours (particles-rank's Error::BadPattern).
         (None, Err(PatternError::Fatal(_))) if verdict["error"] != "timeout" => return Ok(()),
         (theirs, Err(PatternError::Unsupported(what))) if theirs != Some(false) => {
             return Err(format!(

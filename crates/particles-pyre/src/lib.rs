@@ -1,4 +1,6 @@
-//! Python 3.11 `re`, for the str patterns of source-trust and decay rules.
+//! Python 3.11's `re` for str patterns: the source-trust and decay rules'
+//! URL patterns are compiled and searched as the reference's `re.compile(p)`
+//! and `.search(url)` do.
 //!
 //! The reference compiles each rule with `re.compile` (a rule whose pattern
 //! raises `re.error` is skipped) and applies it with `search`. No Rust regex
@@ -17,14 +19,29 @@
 //!   repeat protection, possessive and atomic groups, captures that persist
 //!   across iterations);
 //! - `tables`: the Unicode data `_sre` uses, generated from the reference's
-//!   interpreter (`tests/reference/unicode_tables.py rank`).
+//!   interpreter (`tests/reference/unicode_tables.py pyre`), so its Unicode
+//!   version is Python 3.11's, not a Rust crate's.
 //!
-//! Two limits are ours: a search that takes more than [`STEP_LIMIT`] steps or
-//! nests deeper than [`DEPTH_LIMIT`] counts as no match (Python would keep
-//! going: catastrophic patterns), and `\N{...}` is refused
+//! Two limits are ours: a search that takes more than `STEP_LIMIT` (20 million)
+//! steps or nests deeper than `DEPTH_LIMIT` (1 000) counts as no match (Python
+//! would keep going: catastrophic patterns), and `\N{...}` is refused
 //! ([`PatternError::Unsupported`]: the Unicode name table is not carried),
 //! where Python compiles a known name. The differential fuzz
-//! (`tests/it/fuzz/regex.rs`) holds the rest to `re`'s verdicts.
+//! (`tests/it/fuzz/regex.rs`) holds the rest to `re`'s verdicts. No
+//! dependencies.
+//!
+//! ```
+//! use particles_pyre::{PatternError, PyRegex};
+//! let rule = PyRegex::compile(r"(?i)^https?://EN\.numista\.com/")?;
+//! assert!(rule.search("https://en.numista.com/catalogue/pieces1.html"));
+//! assert!(!rule.search("https://example.com/?en.numista.com/"));
+//! // `re.error`: the reference skips the rule.
+//! assert!(matches!(PyRegex::compile("(unbalanced"), Err(PatternError::Invalid(_))));
+//! # Ok::<(), PatternError>(())
+//! ```
+#![warn(missing_docs)]
+#![warn(clippy::unwrap_used)]
+#![forbid(unsafe_code)]
 
 mod matcher;
 mod parse;
@@ -34,21 +51,24 @@ mod tables;
 use program::Node;
 
 /// Steps (node visits) one search may take before it counts as no match.
-pub const STEP_LIMIT: u64 = 20_000_000;
+pub(crate) const STEP_LIMIT: u64 = 20_000_000;
 /// Nested matching calls one search may make before it counts as no match.
-pub const DEPTH_LIMIT: u32 = 1_000;
+pub(crate) const DEPTH_LIMIT: u32 = 1_000;
 
-/// Why a pattern does not compile.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Why a pattern does not compile: this crate's one error type.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PatternError {
     /// `re.compile` raises `re.error`: the reference skips the rule.
+    #[error("re.error: {0}")]
     Invalid(String),
     /// `re.compile` raises something else (`OverflowError` for a repeat count
     /// of 2^32 - 1 or more, `ValueError` for `(?a)(?u)`): the reference does not
     /// catch it, so its query fails.
+    #[error("{0}")]
     Fatal(&'static str),
     /// A construct this port does not carry (`\N{...}`, nesting past
     /// `parse::MAX_NESTING`): treated as a skipped rule.
+    #[error("not carried by this port of Python's re: {0}")]
     Unsupported(&'static str),
 }
 
@@ -88,7 +108,9 @@ impl PyRegex {
     }
 
     /// `re.search`, or `None` when the search ran past `STEP_LIMIT` or
-    /// `DEPTH_LIMIT` (where [`search`](PyRegex::search) says no match).
+    /// `DEPTH_LIMIT` (where [`search`](PyRegex::search) says no match). For the
+    /// differential fuzz, which tells our limit apart from a disagreement.
+    #[doc(hidden)]
     pub fn try_search(&self, text: &str) -> Option<bool> {
         let chars: Vec<u32> = text.chars().map(u32::from).collect();
         matcher::search(&self.program, self.groups, self.filter.as_ref(), &chars)

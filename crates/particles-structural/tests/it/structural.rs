@@ -1,13 +1,20 @@
-//! The deterministic modes through the library: dispatch (`run_request`), the
-//! refusal of a semantic request by `run_structural`, and one snapshot for the
-//! rows and the counts that explain them. Equality with the reference lives in
-//! the CLI's live-oracle test (`particles-cli/tests/it/structural.rs`).
+//! The deterministic modes through the library: each mode on its own path
+//! (`run_structural_with` answers the deterministic modes and refuses a
+//! question, which `particles_query::run_query_with` ranks), and one snapshot
+//! for the rows and the counts that explain them. Equality with the reference
+//! lives in the CLI's live-oracle test (`particles-cli/tests/it/structural.rs`).
 
 use std::path::{Path, PathBuf};
 
-use particles_model::{GroupBy, QueryRequest, Timestamp};
-use particles_query::{run_request, run_structural, Error, QueryInput, RequestOutcome};
+use particles_model::{response::QueryResponse, GroupBy, QueryRequest, Timestamp};
+use particles_query::{run_query_with, QueryInput};
 use particles_store::{Store, UncachedLoader};
+use particles_structural::{run_structural_with, Error, StructuralSettings};
+
+/// A structural request with the compiled default settings.
+fn run_structural(store: &Store, input: &QueryInput<'_>) -> Result<QueryResponse, Error> {
+    run_structural_with(store, input, &StructuralSettings::default())
+}
 
 fn fixture_copy(dir: &Path) -> PathBuf {
     let path = dir.join("coins-b.db");
@@ -24,16 +31,16 @@ fn now() -> Timestamp {
 }
 
 #[test]
-fn run_request_sends_each_mode_to_its_path() {
+fn each_mode_is_answered_by_its_path() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open_read_only(&fixture_copy(dir.path())).unwrap();
     let semantic = QueryRequest::question("q").validate(now()).unwrap();
-    let outcome = run_request(
+    let outcome = run_query_with(
         &store,
         &mut UncachedLoader,
         &QueryInput::new(&semantic, None, now()),
     );
-    assert!(matches!(outcome, Ok(RequestOutcome::Semantic(_))));
+    assert!(outcome.is_ok());
     for request in [
         QueryRequest {
             list_predicates: true,
@@ -53,15 +60,16 @@ fn run_request_sends_each_mode_to_its_path() {
         },
     ] {
         let request = request.validate(now()).unwrap();
-        let outcome = run_request(
-            &store,
-            &mut UncachedLoader,
-            &QueryInput::new(&request, None, now()),
-        )
-        .unwrap();
-        let RequestOutcome::Structural(response) = outcome else {
-            panic!("{:?} was not answered structurally", request.mode());
-        };
+        let input = QueryInput::new(&request, None, now());
+        assert!(
+            matches!(
+                run_query_with(&store, &mut UncachedLoader, &input),
+                Err(particles_query::Error::UnsupportedMode { .. })
+            ),
+            "{:?} was ranked",
+            request.mode()
+        );
+        let response = run_structural(&store, &input).unwrap();
         assert!(response.claim_coverage.is_some(), "{:?}", request.mode());
     }
     assert!(matches!(

@@ -14,10 +14,7 @@ use particles_model::{
 };
 use particles_store::Store;
 
-use crate::{
-    respond::{modality::ModalityLens, stance},
-    Result,
-};
+use crate::{modality::ModalityLens, stance, Result};
 
 /// Each hit's badge (`None` when no available basis fired), parallel to `hits`.
 /// `readings` are the hits' contestedness readings, empty when the viewer has
