@@ -113,19 +113,9 @@ pub fn run_federated(
     let Some(viewer) = members.first() else {
         return Ok(QueryOutcome::empty(request));
     };
-    let rows = viewer.store.read_snapshot(|store| {
-        particles_store::check_schema_version(store)?;
-        particles_store::load_policy_rows(store)
-    })?;
-    let shared = Shared {
-        input,
-        policies: Policies::compile(&rows, input.settings)?,
-        query: input
-            .vector
-            .map(|v| QueryVector::new(v.to_vec(), input.norm_kernel)),
-        now: Route::clock(request, input.now),
-        harness_tags: crate::default_harness_tags(),
-    };
+    // 1. The viewer's schema guard and policy snapshot.
+    let shared = Shared::of_viewer(viewer.store, input)?;
+    // 2. Each store gathers in its own snapshot.
     let mut timings = StageTimings::default();
     let mut work = WorkCounters::default();
     let mut gatherings = Vec::with_capacity(members.len());
@@ -136,52 +126,137 @@ pub fn run_federated(
             .read_snapshot(|store| Ok(gather(store, loader, &shared, &mut timings, &mut work)))??;
         gatherings.push(gathering);
     }
+    let members: &[FederationMember<'_>] = members;
 
-    // The merged list, stably sorted by score: ties keep concatenation order.
+    // 3. The merged list, cut at `top_k`.
+    let merged = merged(&gatherings);
+    let cut = merged.len().min(request.top_k as usize);
+    // 4. Grouped by owner, each group collapsed over its owner's edges.
+    let owner = owners(members, &gatherings, &merged[..cut], &shared)?;
+    let mut collapsed = collapse_by_owner(members, &gatherings, &merged[..cut], &owner, &shared)?;
+    // 5. Sorted again with the merged effective confidences.
+    collapsed.sort_by(|a, b| {
+        rescore(&gatherings, &shared, b)
+            .partial_cmp(&rescore(&gatherings, &shared, a))
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+
+    let mut outcome = QueryOutcome::empty(request);
+    outcome.hits = hits(members, &gatherings, &collapsed, &owner, &shared)?;
+    outcome.beyond_cut = merged[cut..]
+        .iter()
+        .map(|entry| score(&gatherings, entry))
+        .collect();
+    add_counts(&mut outcome, &gatherings);
+    outcome.stats.collapsed = cut - collapsed.len();
+    // A tag is unknown when no store knows it.
+    outcome.unknown_tags = request
+        .tags
+        .iter()
+        .filter(|tag| gatherings.iter().all(|g| g.unknown_tags.contains(tag)))
+        .cloned()
+        .collect();
+    outcome.timings = timings;
+    outcome.work = work;
+    Ok(outcome)
+}
+
+impl<'a> Shared<'a> {
+    /// The viewer's schema guard and policy snapshot (extractor weights,
+    /// trust, decay), which apply to every store's candidates.
+    fn of_viewer(viewer: &Store, input: &'a QueryInput<'a>) -> Result<Shared<'a>> {
+        let rows = viewer.read_snapshot(|store| {
+            particles_store::check_schema_version(store)?;
+            particles_store::load_policy_rows(store)
+        })?;
+        Ok(Shared {
+            input,
+            policies: Policies::compile(&rows, input.settings)?,
+            query: input
+                .vector
+                .map(|v| QueryVector::new(v.to_vec(), input.norm_kernel)),
+            now: Route::clock(input.request, input.now),
+            harness_tags: crate::default_harness_tags(),
+        })
+    }
+}
+
+/// An entry's score in its store.
+fn score(gatherings: &[Gathering], entry: &Entry) -> f64 {
+    gatherings[entry.member].gathered.scored[entry.scored]
+        .ranked
+        .score
+}
+
+/// An entry's score with its merged effective confidence `eff`.
+fn rescore(gatherings: &[Gathering], shared: &Shared<'_>, (entry, eff): &(Entry, f64)) -> f64 {
+    let gathering = &gatherings[entry.member];
+    let ranked = &gathering.gathered.scored[entry.scored].ranked;
+    let narrative = gathering.loaded.selection.set.traits(ranked.row).narrative;
+    shared
+        .policies
+        .rank_score(narrative, ranked.similarity, *eff)
+}
+
+/// Every store's scored list, concatenated in store order and stably sorted by
+/// score: ties keep concatenation order.
+fn merged(gatherings: &[Gathering]) -> Vec<Entry> {
     let mut merged: Vec<Entry> = Vec::new();
     for (member, gathering) in gatherings.iter().enumerate() {
         merged.extend((0..gathering.gathered.scored.len()).map(|scored| Entry { member, scored }));
     }
-    let score = |entry: &Entry| {
-        gatherings[entry.member].gathered.scored[entry.scored]
-            .ranked
-            .score
-    };
     merged.sort_by(|a, b| {
-        score(b)
-            .partial_cmp(&score(a))
+        score(gatherings, b)
+            .partial_cmp(&score(gatherings, a))
             .unwrap_or(std::cmp::Ordering::Equal)
     });
-    let cut = merged.len().min(request.top_k as usize);
+    merged
+}
 
-    // Owners: the last store that scored each id of the cut.
+/// Owners: the last store that scored each id of the cut.
+fn owners<'g>(
+    members: &[FederationMember<'_>],
+    gatherings: &'g [Gathering],
+    cut: &[Entry],
+    shared: &Shared<'_>,
+) -> Result<HashMap<&'g str, usize>> {
     let mut owner: HashMap<&str, usize> = HashMap::new();
-    for entry in &merged[..cut] {
+    for entry in cut {
         let id = gatherings[entry.member].id(entry.scored);
         if owner.contains_key(id) {
             continue;
         }
         let mut last = entry.member;
         for later in (entry.member + 1)..gatherings.len() {
-            if scored_in(members[later].store, &gatherings[later], id, &shared)? {
+            if scored_in(members[later].store, &gatherings[later], id, shared)? {
                 last = later;
             }
         }
         owner.insert(id, last);
     }
+    Ok(owner)
+}
 
-    // Groups by owner, in order of first appearance, each collapsed over its
-    // owner's edges.
+/// The cut grouped by owner, groups in order of first appearance, each
+/// collapsed over its owner's co-evidential edges: the kept entries with their
+/// merged effective confidences.
+fn collapse_by_owner(
+    members: &[FederationMember<'_>],
+    gatherings: &[Gathering],
+    cut: &[Entry],
+    owner: &HashMap<&str, usize>,
+    shared: &Shared<'_>,
+) -> Result<Vec<(Entry, f64)>> {
     let mut group_order: Vec<usize> = Vec::new();
     let mut groups: HashMap<usize, Vec<Entry>> = HashMap::new();
-    for entry in &merged[..cut] {
+    for entry in cut {
         let group = owner[gatherings[entry.member].id(entry.scored)];
         if !groups.contains_key(&group) {
             group_order.push(group);
         }
         groups.entry(group).or_default().push(*entry);
     }
-    let mut collapsed: Vec<(Entry, f64)> = Vec::with_capacity(cut);
+    let mut collapsed: Vec<(Entry, f64)> = Vec::with_capacity(cut.len());
     for group in group_order {
         let items = &groups[&group];
         let kept = members[group].store.read_snapshot(|store| {
@@ -200,23 +275,18 @@ pub fn run_federated(
         })??;
         collapsed.extend(kept.into_iter().map(|(index, eff)| (items[index], eff)));
     }
+    Ok(collapsed)
+}
 
-    // Sorted again with the merged effective confidences.
-    let rescore = |(entry, eff): &(Entry, f64)| -> f64 {
-        let gathering = &gatherings[entry.member];
-        let ranked = &gathering.gathered.scored[entry.scored].ranked;
-        let narrative = gathering.loaded.selection.set.traits(ranked.row).narrative;
-        shared
-            .policies
-            .rank_score(narrative, ranked.similarity, *eff)
-    };
-    collapsed.sort_by(|a, b| {
-        rescore(b)
-            .partial_cmp(&rescore(a))
-            .unwrap_or(std::cmp::Ordering::Equal)
-    });
-
-    let mut outcome = QueryOutcome::empty(request);
+/// The hits, in `collapsed`'s order, each with the particle its store read.
+fn hits(
+    members: &[FederationMember<'_>],
+    gatherings: &[Gathering],
+    collapsed: &[(Entry, f64)],
+    owner: &HashMap<&str, usize>,
+    shared: &Shared<'_>,
+) -> Result<Vec<Hit>> {
+    let mut hits = Vec::new();
     for (rank, (entry, eff)) in collapsed.iter().enumerate() {
         let gathering = &gatherings[entry.member];
         let scored = &gathering.gathered.scored[entry.scored];
@@ -233,13 +303,13 @@ pub fn run_federated(
             .scored_ids
             .get(id)
             .map_or(&scored.source, |&at| &owner.gathered.scored[at].source);
-        outcome.hits.push(Hit {
+        hits.push(Hit {
             rank: rank + 1,
             id: id.to_owned(),
             store: Some(members[entry.member].handle.clone()),
             similarity: scored.ranked.similarity,
             effective_confidence: *eff,
-            score: rescore(&(*entry, *eff)),
+            score: rescore(gatherings, shared, &(*entry, *eff)),
             rowid: gathering.loaded.selection.set.rowid(scored.ranked.row),
             factors: scored.factors,
             source: source.clone(),
@@ -248,8 +318,12 @@ pub fn run_federated(
             particle: particle.into(),
         });
     }
-    outcome.beyond_cut = merged[cut..].iter().map(score).collect();
-    for gathering in &gatherings {
+    Ok(hits)
+}
+
+/// Every store's counts added to `outcome`'s.
+fn add_counts(outcome: &mut QueryOutcome, gatherings: &[Gathering]) {
+    for gathering in gatherings {
         let stats = &gathering.gathered.stats;
         outcome.stats.candidates += stats.candidates;
         outcome.stats.skipped_other_model += stats.skipped_other_model;
@@ -278,17 +352,6 @@ pub fn run_federated(
             total.not_normalizable_excluded += coverage.not_normalizable_excluded;
         }
     }
-    outcome.stats.collapsed = cut - collapsed.len();
-    // A tag is unknown when no store knows it.
-    outcome.unknown_tags = request
-        .tags
-        .iter()
-        .filter(|tag| gatherings.iter().all(|g| g.unknown_tags.contains(tag)))
-        .cloned()
-        .collect();
-    outcome.timings = timings;
-    outcome.work = work;
-    Ok(outcome)
 }
 
 /// Gathers one store in its snapshot: the route's load, the scan and scoring under

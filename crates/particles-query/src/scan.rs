@@ -15,7 +15,7 @@
 //! the exact path's, bit for bit (`tests/it/band.rs` checks it against the
 //! exhaustive walk over the exact scan).
 
-use std::sync::Arc;
+use std::{ops::Range, sync::Arc};
 
 use particles_candidates::{scratch::Recycled, CandidateSet, HalfView, PREFETCH_ROWS};
 use particles_rank::{Policies, QueryVector};
@@ -269,11 +269,39 @@ pub(crate) fn scan_lanes(
 ) -> Vec<Result<Scanned>> {
     let halves: Vec<Option<HalfView<'_>>> = lanes.iter().map(|lane| half_for(set, lane)).collect();
     let half = halves.iter().flatten().next().copied();
-    // Each lane's tile and column in its dots.
-    let mut tiles: Vec<TileSpec<'_>> = Vec::new();
+    let (tiles, reads) = plan_tiles(lanes, &halves);
+    let (leaders, group_of) = filter_groups(lanes);
+
+    let ranges = crate::cores::ranges(rows.len(), PARALLEL_SCAN_MIN);
+    let mut buffers = Buffers::stale(rows.len(), leaders.len(), &reads);
+    let parts = buffers.cut(rows, &ranges);
+    let pass = Pass {
+        set,
+        lanes,
+        reads: &reads,
+        group_of: &group_of,
+        leaders: &leaders,
+        half,
+        half_tile: particles_candidates::half_tile_kernel(),
+        any_exact: tiles.iter().any(|t| !t.half),
+        any_half: tiles.iter().any(|t| t.half),
+        tiles: &tiles,
+    };
+    let outs: Vec<ThreadOut> = crate::cores::on_each(parts, |part| pass.run(part));
+    let kept = buffers.join(&ranges, &outs, &group_of);
+    buffers.into_results(outs, &group_of, &kept)
+}
+
+/// Each lane's tile and column in its dots, and the tiles: one per kind and
+/// question length met.
+fn plan_tiles<'q>(
+    lanes: &[Lane<'q>],
+    halves: &[Option<HalfView<'_>>],
+) -> (Vec<TileSpec<'q>>, Vec<Read>) {
+    let mut tiles: Vec<TileSpec<'q>> = Vec::new();
     let reads: Vec<Read> = lanes
         .iter()
-        .zip(&halves)
+        .zip(halves)
         .map(|(lane, view)| {
             let Some(query) = lane.query else {
                 return Read::Nothing;
@@ -303,7 +331,12 @@ pub(crate) fn scan_lanes(
             }
         })
         .collect();
-    // Filter groups: each lane's group index, and each group's first lane.
+    (tiles, reads)
+}
+
+/// Filter groups: each group's first lane (its leader), and each lane's group
+/// index.
+fn filter_groups(lanes: &[Lane<'_>]) -> (Vec<usize>, Vec<usize>) {
     let mut leaders: Vec<usize> = Vec::new();
     let group_of: Vec<usize> = lanes
         .iter()
@@ -321,141 +354,163 @@ pub(crate) fn scan_lanes(
             }
         })
         .collect();
+    (leaders, group_of)
+}
 
-    let n = rows.len();
-    let ranges = crate::cores::ranges(n, PARALLEL_SCAN_MIN);
-    // Buffers from the previous queries (fresh ones would be new pages to
-    // fault in and zero: 8 MB each at 1M rows); each thread overwrites what it
-    // keeps and the rest is truncated.
-    let mut survivors: Vec<Recycled<usize>> = leaders.iter().map(|_| Recycled::stale(n)).collect();
-    let mut similarities: Vec<SimBuffer> = reads
-        .iter()
-        .map(|read| match read {
-            Read::Nothing => SimBuffer::None,
-            Read::Exact { .. } => SimBuffer::Exact(Recycled::stale(n)),
-            Read::Half { .. } => SimBuffer::Bounded(Recycled::stale(n)),
-        })
-        .collect();
-    let mut bounds: Vec<Recycled<f64>> = lanes.iter().map(|_| Recycled::stale(n)).collect();
+/// The pass's results over all its rows, each thread writing its range's part
+/// in place: each group's survivors, each lane's similarities and bounds.
+struct Buffers {
+    /// Per filter group.
+    survivors: Vec<Recycled<usize>>,
+    /// Per lane.
+    similarities: Vec<SimBuffer>,
+    bounds: Vec<Recycled<f64>>,
+}
 
-    // Every buffer cut by the threads' ranges, then gathered per thread.
-    let mut parts: Vec<ThreadParts<'_>> = ranges
-        .iter()
-        .map(|range| ThreadParts {
-            rows: &rows[range.clone()],
-            survivors: Vec::new(),
-            similarities: Vec::new(),
-            bounds: Vec::new(),
-        })
-        .collect();
-    for buffer in &mut survivors {
-        for (part, slice) in parts
-            .iter_mut()
-            .zip(crate::cores::split_by(buffer, &ranges))
-        {
-            part.survivors.push(slice);
-        }
-    }
-    for buffer in &mut similarities {
-        let pieces: Vec<SimPart<'_>> = match buffer {
-            SimBuffer::None => ranges.iter().map(|_| SimPart::None).collect(),
-            SimBuffer::Exact(values) => crate::cores::split_by(values, &ranges)
-                .into_iter()
-                .map(SimPart::Exact)
-                .collect(),
-            SimBuffer::Bounded(values) => crate::cores::split_by(values, &ranges)
-                .into_iter()
-                .map(SimPart::Bounded)
-                .collect(),
-        };
-        for (part, piece) in parts.iter_mut().zip(pieces) {
-            part.similarities.push(piece);
-        }
-    }
-    for buffer in &mut bounds {
-        for (part, slice) in parts
-            .iter_mut()
-            .zip(crate::cores::split_by(buffer, &ranges))
-        {
-            part.bounds.push(slice);
-        }
-    }
-
-    let pass = Pass {
-        set,
-        lanes,
-        reads: &reads,
-        group_of: &group_of,
-        leaders: &leaders,
-        half,
-        half_tile: particles_candidates::half_tile_kernel(),
-        tiles: &tiles,
-    };
-    let outs: Vec<ThreadOut> = crate::cores::on_each(parts, |part| pass.run(part));
-
-    // Join: each group's survivors (and its lanes' values) moved down where a
-    // thread kept fewer rows than its range holds; then truncated.
-    let mut kept = vec![0usize; leaders.len()];
-    for (group, kept) in kept.iter_mut().enumerate() {
-        let mut to = 0;
-        for (range, out) in ranges.iter().zip(&outs) {
-            let count = out.written[group];
-            if to != range.start {
-                let from = range.start..range.start + count;
-                survivors[group].copy_within(from.clone(), to);
-                for (lane, _) in group_of.iter().enumerate().filter(|(_, &g)| g == group) {
-                    match &mut similarities[lane] {
-                        SimBuffer::None => {}
-                        SimBuffer::Exact(values) => values.copy_within(from.clone(), to),
-                        SimBuffer::Bounded(values) => values.copy_within(from.clone(), to),
-                    }
-                    bounds[lane].copy_within(from.clone(), to);
-                }
-            }
-            to += count;
-        }
-        *kept = to;
-        survivors[group].truncate(to);
-    }
-    let survivors: Vec<Arc<Recycled<usize>>> = survivors.into_iter().map(Arc::new).collect();
-    let mut outs = outs;
-    lanes
-        .iter()
-        .enumerate()
-        .zip(similarities.into_iter().zip(bounds))
-        .map(|((lane, _), (similarities, mut bounds))| {
-            // The first thread (in row order) with an error holds the first
-            // failing row's.
-            for out in outs.iter_mut() {
-                if let Some(error) = out.filter_error[lane].take() {
-                    return Err(error);
-                }
-            }
-            for out in outs.iter_mut() {
-                if let Some(error) = out.similarity_error[lane].take() {
-                    return Err(error);
-                }
-            }
-            let group = group_of[lane];
-            let count = kept[group];
-            bounds.truncate(count);
-            Ok(Scanned {
-                survivors: Arc::clone(&survivors[group]),
-                similarities: match similarities {
-                    SimBuffer::None => None,
-                    SimBuffer::Exact(mut values) => {
-                        values.truncate(count);
-                        Some(Similarities::Exact(values))
-                    }
-                    SimBuffer::Bounded(mut values) => {
-                        values.truncate(count);
-                        Some(Similarities::Bounded(values))
-                    }
-                },
-                bounds,
+impl Buffers {
+    /// Buffers of `n` values from the previous queries (fresh ones would be new
+    /// pages to fault in and zero: 8 MB each at 1M rows); each thread
+    /// overwrites what it keeps and the rest is truncated.
+    fn stale(n: usize, groups: usize, reads: &[Read]) -> Buffers {
+        let survivors: Vec<Recycled<usize>> = (0..groups).map(|_| Recycled::stale(n)).collect();
+        let similarities: Vec<SimBuffer> = reads
+            .iter()
+            .map(|read| match read {
+                Read::Nothing => SimBuffer::None,
+                Read::Exact { .. } => SimBuffer::Exact(Recycled::stale(n)),
+                Read::Half { .. } => SimBuffer::Bounded(Recycled::stale(n)),
             })
-        })
-        .collect()
+            .collect();
+        let bounds: Vec<Recycled<f64>> = reads.iter().map(|_| Recycled::stale(n)).collect();
+        Buffers {
+            survivors,
+            similarities,
+            bounds,
+        }
+    }
+
+    /// Every buffer cut by the threads' ranges, then gathered per thread.
+    fn cut<'b>(&'b mut self, rows: &'b [usize], ranges: &[Range<usize>]) -> Vec<ThreadParts<'b>> {
+        let mut parts: Vec<ThreadParts<'_>> = ranges
+            .iter()
+            .map(|range| ThreadParts {
+                rows: &rows[range.clone()],
+                survivors: Vec::new(),
+                similarities: Vec::new(),
+                bounds: Vec::new(),
+            })
+            .collect();
+        for buffer in &mut self.survivors {
+            for (part, slice) in parts.iter_mut().zip(crate::cores::split_by(buffer, ranges)) {
+                part.survivors.push(slice);
+            }
+        }
+        for buffer in &mut self.similarities {
+            let pieces: Vec<SimPart<'_>> = match buffer {
+                SimBuffer::None => ranges.iter().map(|_| SimPart::None).collect(),
+                SimBuffer::Exact(values) => crate::cores::split_by(values, ranges)
+                    .into_iter()
+                    .map(SimPart::Exact)
+                    .collect(),
+                SimBuffer::Bounded(values) => crate::cores::split_by(values, ranges)
+                    .into_iter()
+                    .map(SimPart::Bounded)
+                    .collect(),
+            };
+            for (part, piece) in parts.iter_mut().zip(pieces) {
+                part.similarities.push(piece);
+            }
+        }
+        for buffer in &mut self.bounds {
+            for (part, slice) in parts.iter_mut().zip(crate::cores::split_by(buffer, ranges)) {
+                part.bounds.push(slice);
+            }
+        }
+        parts
+    }
+
+    /// Join: each group's survivors (and its lanes' values) moved down where a
+    /// thread kept fewer rows than its range holds; then truncated. Returns
+    /// how many rows each group kept.
+    fn join(
+        &mut self,
+        ranges: &[Range<usize>],
+        outs: &[ThreadOut],
+        group_of: &[usize],
+    ) -> Vec<usize> {
+        let mut kept = vec![0usize; self.survivors.len()];
+        for (group, kept) in kept.iter_mut().enumerate() {
+            let mut to = 0;
+            for (range, out) in ranges.iter().zip(outs) {
+                let count = out.written[group];
+                if to != range.start {
+                    let from = range.start..range.start + count;
+                    self.survivors[group].copy_within(from.clone(), to);
+                    for (lane, _) in group_of.iter().enumerate().filter(|(_, &g)| g == group) {
+                        match &mut self.similarities[lane] {
+                            SimBuffer::None => {}
+                            SimBuffer::Exact(values) => values.copy_within(from.clone(), to),
+                            SimBuffer::Bounded(values) => values.copy_within(from.clone(), to),
+                        }
+                        self.bounds[lane].copy_within(from.clone(), to);
+                    }
+                }
+                to += count;
+            }
+            *kept = to;
+            self.survivors[group].truncate(to);
+        }
+        kept
+    }
+
+    /// Each lane's result, in lane order: its first error, else its values cut
+    /// to its group's `kept` rows.
+    fn into_results(
+        self,
+        mut outs: Vec<ThreadOut>,
+        group_of: &[usize],
+        kept: &[usize],
+    ) -> Vec<Result<Scanned>> {
+        let survivors: Vec<Arc<Recycled<usize>>> =
+            self.survivors.into_iter().map(Arc::new).collect();
+        self.similarities
+            .into_iter()
+            .zip(self.bounds)
+            .enumerate()
+            .map(|(lane, (similarities, mut bounds))| {
+                // The first thread (in row order) with an error holds the first
+                // failing row's.
+                for out in outs.iter_mut() {
+                    if let Some(error) = out.filter_error[lane].take() {
+                        return Err(error);
+                    }
+                }
+                for out in outs.iter_mut() {
+                    if let Some(error) = out.similarity_error[lane].take() {
+                        return Err(error);
+                    }
+                }
+                let group = group_of[lane];
+                let count = kept[group];
+                bounds.truncate(count);
+                Ok(Scanned {
+                    survivors: Arc::clone(&survivors[group]),
+                    similarities: match similarities {
+                        SimBuffer::None => None,
+                        SimBuffer::Exact(mut values) => {
+                            values.truncate(count);
+                            Some(Similarities::Exact(values))
+                        }
+                        SimBuffer::Bounded(mut values) => {
+                            values.truncate(count);
+                            Some(Similarities::Bounded(values))
+                        }
+                    },
+                    bounds,
+                })
+            })
+            .collect()
+    }
 }
 
 /// What every thread of one pass reads.
@@ -467,6 +522,9 @@ struct Pass<'a, 'l> {
     leaders: &'a [usize],
     half: Option<HalfView<'a>>,
     half_tile: particles_candidates::HalfTile,
+    /// Whether a tile reads the `f32` rows, whether one reads the half copy.
+    any_exact: bool,
+    any_half: bool,
     tiles: &'a [TileSpec<'a>],
 }
 
@@ -478,295 +536,425 @@ struct TileWork {
     tiled: u32,
 }
 
-impl Pass<'_, '_> {
-    /// One thread's range, block by block.
+/// A lane's column of a tile's dots: column `at` of `width`.
+#[derive(Clone, Copy)]
+struct DotColumn<'w> {
+    work: &'w TileWork,
+    width: usize,
+    at: usize,
+}
+
+impl DotColumn<'_> {
+    /// Whether the tile took the row at block position `i`.
+    #[inline(always)]
+    fn tiled(&self, i: usize) -> bool {
+        self.work.tiled & (1 << i) != 0
+    }
+
+    /// The lane's dot with the row at block position `i`.
+    #[inline(always)]
+    fn dot(&self, i: usize) -> f32 {
+        self.work.dots[i * self.width + self.at]
+    }
+
+    /// The integrity fold of the row at block position `i` (an exact tile's).
+    #[inline(always)]
+    fn fold(&self, i: usize) -> u32 {
+        self.work.folds[i]
+    }
+}
+
+/// The element of the half copy's rows (`half::f16`, which only
+/// `particles-candidates` depends on), named from the half tile's signature so
+/// that a thread's lists of half rows can be typed.
+trait TileRows {
+    type Element;
+}
+
+impl<H> TileRows for fn(&[&[H]], &[&[H]], &[&[f32]], &mut [f32]) {
+    type Element = H;
+}
+
+type HalfElement = <particles_candidates::HalfTile as TileRows>::Element;
+
+/// The rows a tile reads over one block: the block positions it takes and
+/// their vectors, and the first rows of the next block, for it to prefetch.
+struct RowLists<'a> {
+    picked: Vec<usize>,
+    exact_rows: Vec<&'a [f32]>,
+    half_rows: Vec<&'a [HalfElement]>,
+    exact_ahead: Vec<&'a [f32]>,
+    half_ahead: Vec<&'a [HalfElement]>,
+}
+
+/// One thread's work space, allocated once for its range and reused block
+/// after block.
+struct Scratch<'a> {
+    /// Per filter group: whether a filter failed (the group keeps nothing
+    /// more), and the block's rows it keeps (bit i: row i).
+    group_failed: Vec<bool>,
+    group_mask: Vec<u32>,
+    /// Per tile.
+    work: Vec<TileWork>,
+    lists: RowLists<'a>,
+}
+
+impl<'a> Pass<'a, '_> {
+    /// One thread's range, block by block: the filters, the tiles, each lane's
+    /// similarities and bounds, the groups' survivors.
     fn run(&self, mut part: ThreadParts<'_>) -> ThreadOut {
-        let (set, lanes, reads) = (self.set, self.lanes, self.reads);
         let rows = part.rows;
         let mut out = ThreadOut {
             written: vec![0; self.leaders.len()],
-            filter_error: lanes.iter().map(|_| None).collect(),
-            similarity_error: lanes.iter().map(|_| None).collect(),
+            filter_error: self.lanes.iter().map(|_| None).collect(),
+            similarity_error: self.lanes.iter().map(|_| None).collect(),
         };
-        let mut group_failed = vec![false; self.leaders.len()];
-        let mut group_mask = vec![0u32; self.leaders.len()];
-        let mut work: Vec<TileWork> = self
-            .tiles
-            .iter()
-            .map(|tile| TileWork {
-                dots: vec![0.0; BLOCK * tile.queries.len()],
-                folds: [0; BLOCK],
-                tiled: 0,
-            })
-            .collect();
-        let mut picked: Vec<usize> = Vec::with_capacity(BLOCK);
-        let mut exact_rows: Vec<&[f32]> = Vec::with_capacity(BLOCK);
-        let mut half_rows = Vec::with_capacity(BLOCK);
-        // The first rows of the next block, for the tiles to prefetch.
-        let mut exact_ahead: Vec<&[f32]> = Vec::with_capacity(PREFETCH_ROWS);
-        let mut half_ahead = Vec::with_capacity(PREFETCH_ROWS);
-        let any_exact = self.tiles.iter().any(|t| !t.half);
-        let any_half = self.tiles.iter().any(|t| t.half);
+        let mut scratch = self.scratch();
         for (at, block) in rows.chunks(BLOCK).enumerate() {
             let next = rows.iter().skip((at + 1) * BLOCK).take(PREFETCH_ROWS);
-            exact_ahead.clear();
-            half_ahead.clear();
-            if any_exact {
-                exact_ahead.extend(next.clone().map(|&row| set.vector(row)));
+            self.look_ahead(next, &mut scratch.lists);
+            self.filter_block(block, &mut scratch, &mut out);
+            self.run_tiles(block, &mut scratch, &out);
+            for lane in 0..self.lanes.len() {
+                self.lane_block(lane, block, &scratch, &mut part, &mut out);
             }
-            if let (true, Some(view)) = (any_half, self.half) {
-                half_ahead.extend(next.map(|&row| view.vector(row)));
-            }
-            let full = if block.len() >= 32 {
-                u32::MAX
-            } else {
-                (1u32 << block.len()) - 1
-            };
-            // Each group's filters, in row order, once for all its lanes. A
-            // group that failed a filter keeps nothing more; a lane that failed
-            // a similarity reads nothing more (its group still filters, for
-            // the others and for a filter error further on).
-            for (group, &leader) in self.leaders.iter().enumerate() {
-                group_mask[group] = 0;
-                if group_failed[group] {
-                    continue;
-                }
-                let Some(keep) = lanes[leader].keep else {
-                    group_mask[group] = full;
-                    continue;
-                };
-                let mut mask = 0u32;
-                for (i, &row) in block.iter().enumerate() {
-                    match keep(row) {
-                        Ok(true) => mask |= 1 << i,
-                        Ok(false) => {}
-                        Err(_) => {
-                            // Each lane of the group reports its own filter's
-                            // error for this row.
-                            group_failed[group] = true;
-                            for (lane, _) in self.lanes_of(group) {
-                                out.filter_error[lane] =
-                                    lanes[lane].keep.and_then(|keep| keep(row).err());
-                            }
-                            mask = 0;
-                            break;
-                        }
-                    }
-                }
-                group_mask[group] = mask;
-            }
-            let lane_mask = |lane: usize, out: &ThreadOut| -> u32 {
-                if out.similarity_error[lane].is_some() || out.filter_error[lane].is_some() {
-                    0
-                } else {
-                    group_mask[self.group_of[lane]]
-                }
-            };
-            // The tiles, each over the rows its lanes kept.
-            for (spec_at, (spec, work)) in self.tiles.iter().zip(work.iter_mut()).enumerate() {
-                let mut want = 0u32;
-                for (lane, read) in reads.iter().enumerate() {
-                    if let Read::Exact { tile, .. } | Read::Half { tile, .. } = *read {
-                        if tile == spec_at {
-                            want |= lane_mask(lane, &out);
-                        }
-                    }
-                }
-                work.tiled = 0;
-                if want == 0 {
-                    continue;
-                }
-                let width = spec.queries.len();
-                picked.clear();
-                if spec.half {
-                    let Some(view) = self.half else {
-                        continue;
-                    };
-                    half_rows.clear();
-                    for (i, &row) in block.iter().enumerate() {
-                        let vector = view.vector(row);
-                        if want & (1 << i) != 0 && vector.len() == spec.len {
-                            picked.push(i);
-                            half_rows.push(vector);
-                        }
-                    }
-                    (self.half_tile)(
-                        &half_rows,
-                        &half_ahead,
-                        &spec.queries,
-                        &mut work.dots[..picked.len() * width],
-                    );
-                } else {
-                    exact_rows.clear();
-                    for (i, &row) in block.iter().enumerate() {
-                        let vector = set.vector(row);
-                        if want & (1 << i) != 0 && vector.len() == spec.len {
-                            picked.push(i);
-                            exact_rows.push(vector);
-                        }
-                    }
-                    particles_candidates::einsum_tile_checked(
-                        &exact_rows,
-                        &exact_ahead,
-                        &spec.queries,
-                        &mut work.dots[..picked.len() * width],
-                        &mut work.folds[..picked.len()],
-                    );
-                }
-                // Spread to block positions, last first so nothing is
-                // overwritten before it moves.
-                for (k, &i) in picked.iter().enumerate().rev() {
-                    work.tiled |= 1 << i;
-                    if k != i {
-                        work.dots.copy_within(k * width..(k + 1) * width, i * width);
-                        work.folds[i] = work.folds[k];
-                    }
-                }
-            }
-            // Each lane's similarities and bounds, in row order, at its group's
-            // next positions.
-            for (lane, spec) in lanes.iter().enumerate() {
-                let mask = lane_mask(lane, &out);
-                if mask == 0 {
-                    continue;
-                }
-                let base = out.written[self.group_of[lane]];
-                let mut kept_rows = [0usize; BLOCK];
-                let mut at_block = [0usize; BLOCK];
-                let mut m = 0;
-                let mut bits = mask;
-                while bits != 0 {
-                    let i = bits.trailing_zeros() as usize;
-                    bits &= bits - 1;
-                    kept_rows[m] = block[i];
-                    at_block[m] = i;
-                    m += 1;
-                }
-                let (kept_rows, at_block) = (&kept_rows[..m], &at_block[..m]);
-                let mut values = [0.0f64; BLOCK];
-                // How many of the kept rows were read (all, unless one failed).
-                let read = match (reads[lane], spec.query) {
-                    (Read::Nothing, _) | (_, None) => m,
-                    (Read::Exact { tile, at }, Some(query)) => {
-                        let (work, width) = (&work[tile], self.tiles[tile].queries.len());
-                        let SimPart::Exact(sims) = &mut part.similarities[lane] else {
-                            continue;
-                        };
-                        let mut dots = [0.0f32; BLOCK];
-                        let mut norms = [0.0f32; BLOCK];
-                        for (j, &i) in at_block.iter().enumerate() {
-                            dots[j] = work.dots[i * width + at];
-                            norms[j] = set.norm(kept_rows[j]);
-                        }
-                        query.cosines_from_dots(&dots[..m], &norms[..m], &mut values[..m]);
-                        // The integrity check of every row the tile read, and
-                        // a lone read of any row it did not take.
-                        let mut read = m;
-                        for (j, (&row, &i)) in kept_rows.iter().zip(at_block).enumerate() {
-                            let checked = if work.tiled & (1 << i) != 0 {
-                                let sum = work.folds[i].wrapping_add(norms[j].to_bits());
-                                if sum == set.check(row) {
-                                    Ok(values[j])
-                                } else {
-                                    particles_rank::similarity_from_dot(
-                                        set,
-                                        row,
-                                        query,
-                                        dots[j],
-                                        work.folds[i],
-                                    )
-                                }
-                            } else {
-                                particles_rank::similarity(set, row, query)
-                            };
-                            match checked {
-                                Ok(value) => values[j] = value,
-                                Err(e) => {
-                                    out.similarity_error[lane] = Some(e.into());
-                                    read = j;
-                                    break;
-                                }
-                            }
-                        }
-                        sims[base..base + read].copy_from_slice(&values[..read]);
-                        read
-                    }
-                    (Read::Half { tile, at }, Some(query)) => {
-                        let (work, width) = (&work[tile], self.tiles[tile].queries.len());
-                        let SimPart::Bounded(sims) = &mut part.similarities[lane] else {
-                            continue;
-                        };
-                        let mut dots = [0.0f32; BLOCK];
-                        let mut radii = [f32::NAN; BLOCK];
-                        let mut norms = [0.0f32; BLOCK];
-                        for (j, (&row, &i)) in kept_rows.iter().zip(at_block).enumerate() {
-                            if work.tiled & (1 << i) != 0 {
-                                dots[j] = work.dots[i * width + at];
-                                radii[j] = self.half.map_or(f32::NAN, |view| view.radius(row));
-                            }
-                            norms[j] = set.norm(row);
-                        }
-                        // NaN: no sound interval (a NaN radius, a row the tile
-                        // did not take): the row is read exactly.
-                        query.similarity_high_many(
-                            &dots[..m],
-                            &radii[..m],
-                            &norms[..m],
-                            &mut values[..m],
-                        );
-                        let mut read = m;
-                        for (j, &row) in kept_rows.iter().enumerate() {
-                            let high = values[j];
-                            // Values are f32 widened, so the narrowing is exact.
-                            let pair = if high.is_nan() {
-                                match particles_rank::similarity(set, row, query) {
-                                    Ok(value) => {
-                                        values[j] = value;
-                                        // Marked as exact by a dot no half row
-                                        // gives.
-                                        [f32::INFINITY, value as f32]
-                                    }
-                                    Err(e) => {
-                                        out.similarity_error[lane] = Some(e.into());
-                                        read = j;
-                                        break;
-                                    }
-                                }
-                            } else {
-                                [dots[j], high as f32]
-                            };
-                            sims[base + j] = pair;
-                        }
-                        read
-                    }
-                };
-                // The bounds, from the interval's high end where there is one:
-                // the score rises with the similarity, so it bounds the exact
-                // score too.
-                particles_rank::score_bounds(
-                    set,
-                    &kept_rows[..read],
-                    spec.query.map(|_| &values[..read]),
-                    spec.at_most_one,
-                    spec.policies,
-                    &mut part.bounds[lane][base..base + read],
-                );
-            }
-            // The groups' survivors.
-            for (group, &mask) in group_mask.iter().enumerate() {
-                let survivors = &mut *part.survivors[group];
-                let mut k = out.written[group];
-                let mut bits = mask;
-                while bits != 0 {
-                    let i = bits.trailing_zeros() as usize;
-                    bits &= bits - 1;
-                    survivors[k] = block[i];
-                    k += 1;
-                }
-                out.written[group] = k;
-            }
+            write_survivors(block, &scratch.group_mask, &mut part, &mut out);
         }
         out
+    }
+
+    /// A thread's work space, empty.
+    fn scratch(&self) -> Scratch<'a> {
+        Scratch {
+            group_failed: vec![false; self.leaders.len()],
+            group_mask: vec![0u32; self.leaders.len()],
+            work: self
+                .tiles
+                .iter()
+                .map(|tile| TileWork {
+                    dots: vec![0.0; BLOCK * tile.queries.len()],
+                    folds: [0; BLOCK],
+                    tiled: 0,
+                })
+                .collect(),
+            lists: RowLists {
+                picked: Vec::with_capacity(BLOCK),
+                exact_rows: Vec::with_capacity(BLOCK),
+                half_rows: Vec::with_capacity(BLOCK),
+                exact_ahead: Vec::with_capacity(PREFETCH_ROWS),
+                half_ahead: Vec::with_capacity(PREFETCH_ROWS),
+            },
+        }
+    }
+
+    /// The vectors of `next` (the next block's first rows), for the tiles to
+    /// prefetch: `f32` rows if a tile reads them, half rows if one reads those.
+    #[inline(always)]
+    fn look_ahead<'r>(
+        &self,
+        next: impl Iterator<Item = &'r usize> + Clone,
+        lists: &mut RowLists<'a>,
+    ) {
+        lists.exact_ahead.clear();
+        lists.half_ahead.clear();
+        if self.any_exact {
+            let set = self.set;
+            lists
+                .exact_ahead
+                .extend(next.clone().map(|&row| set.vector(row)));
+        }
+        if let (true, Some(view)) = (self.any_half, self.half) {
+            lists.half_ahead.extend(next.map(|&row| view.vector(row)));
+        }
+    }
+
+    /// Each group's filters, in row order, once for all its lanes. A group
+    /// that failed a filter keeps nothing more; a lane that failed a
+    /// similarity reads nothing more (its group still filters, for the others
+    /// and for a filter error further on).
+    #[inline(always)]
+    fn filter_block(&self, block: &[usize], scratch: &mut Scratch<'_>, out: &mut ThreadOut) {
+        let full = if block.len() >= 32 {
+            u32::MAX
+        } else {
+            (1u32 << block.len()) - 1
+        };
+        for (group, &leader) in self.leaders.iter().enumerate() {
+            scratch.group_mask[group] = 0;
+            if scratch.group_failed[group] {
+                continue;
+            }
+            let Some(keep) = self.lanes[leader].keep else {
+                scratch.group_mask[group] = full;
+                continue;
+            };
+            let mut mask = 0u32;
+            for (i, &row) in block.iter().enumerate() {
+                match keep(row) {
+                    Ok(true) => mask |= 1 << i,
+                    Ok(false) => {}
+                    Err(_) => {
+                        // Each lane of the group reports its own filter's
+                        // error for this row.
+                        scratch.group_failed[group] = true;
+                        for (lane, _) in self.lanes_of(group) {
+                            out.filter_error[lane] =
+                                self.lanes[lane].keep.and_then(|keep| keep(row).err());
+                        }
+                        mask = 0;
+                        break;
+                    }
+                }
+            }
+            scratch.group_mask[group] = mask;
+        }
+    }
+
+    /// The block's rows lane `lane` reads (bit i: row i): its group's, unless
+    /// the lane failed.
+    #[inline(always)]
+    fn lane_mask(&self, lane: usize, group_mask: &[u32], out: &ThreadOut) -> u32 {
+        if out.similarity_error[lane].is_some() || out.filter_error[lane].is_some() {
+            0
+        } else {
+            group_mask[self.group_of[lane]]
+        }
+    }
+
+    /// The tiles, each over the rows its lanes kept.
+    #[inline(always)]
+    fn run_tiles(&self, block: &[usize], scratch: &mut Scratch<'a>, out: &ThreadOut) {
+        for (spec_at, (spec, work)) in self.tiles.iter().zip(&mut scratch.work).enumerate() {
+            let mut want = 0u32;
+            for (lane, read) in self.reads.iter().enumerate() {
+                if let Read::Exact { tile, .. } | Read::Half { tile, .. } = *read {
+                    if tile == spec_at {
+                        want |= self.lane_mask(lane, &scratch.group_mask, out);
+                    }
+                }
+            }
+            work.tiled = 0;
+            if want != 0 {
+                self.run_tile(spec, work, want, block, &mut scratch.lists);
+            }
+        }
+    }
+
+    /// One tile's dots and folds over the rows of `block` that `want` marks,
+    /// at their block positions (`work.tiled` says which it took).
+    #[inline(always)]
+    fn run_tile(
+        &self,
+        spec: &TileSpec<'_>,
+        work: &mut TileWork,
+        want: u32,
+        block: &[usize],
+        lists: &mut RowLists<'a>,
+    ) {
+        let width = spec.queries.len();
+        let picked = &mut lists.picked;
+        picked.clear();
+        if spec.half {
+            let Some(view) = self.half else {
+                return;
+            };
+            let rows = &mut lists.half_rows;
+            pick_rows(block, want, spec.len, |row| view.vector(row), picked, rows);
+            (self.half_tile)(
+                rows,
+                &lists.half_ahead,
+                &spec.queries,
+                &mut work.dots[..picked.len() * width],
+            );
+        } else {
+            let (set, rows) = (self.set, &mut lists.exact_rows);
+            pick_rows(block, want, spec.len, |row| set.vector(row), picked, rows);
+            particles_candidates::einsum_tile_checked(
+                rows,
+                &lists.exact_ahead,
+                &spec.queries,
+                &mut work.dots[..picked.len() * width],
+                &mut work.folds[..picked.len()],
+            );
+        }
+        // Spread to block positions, last first so nothing is
+        // overwritten before it moves.
+        for (k, &i) in picked.iter().enumerate().rev() {
+            work.tiled |= 1 << i;
+            if k != i {
+                work.dots.copy_within(k * width..(k + 1) * width, i * width);
+                work.folds[i] = work.folds[k];
+            }
+        }
+    }
+
+    /// Lane `lane`'s similarities and bounds, in row order, at its group's next
+    /// positions.
+    #[inline(always)]
+    fn lane_block(
+        &self,
+        lane: usize,
+        block: &[usize],
+        scratch: &Scratch<'_>,
+        part: &mut ThreadParts<'_>,
+        out: &mut ThreadOut,
+    ) {
+        let mask = self.lane_mask(lane, &scratch.group_mask, out);
+        if mask == 0 {
+            return;
+        }
+        let spec = &self.lanes[lane];
+        let base = out.written[self.group_of[lane]];
+        let mut kept_rows = [0usize; BLOCK];
+        let mut at_block = [0usize; BLOCK];
+        let m = kept_rows_of(block, mask, &mut kept_rows, &mut at_block);
+        let kept = KeptRows {
+            rows: &kept_rows[..m],
+            at_block: &at_block[..m],
+        };
+        let mut values = [0.0f64; BLOCK];
+        let error = &mut out.similarity_error[lane];
+        // How many of the kept rows were read (all, unless one failed).
+        let read = match (self.reads[lane], spec.query) {
+            (Read::Nothing, _) | (_, None) => m,
+            (Read::Exact { tile, at }, Some(query)) => {
+                let SimPart::Exact(sims) = &mut part.similarities[lane] else {
+                    return;
+                };
+                let column = self.column(&scratch.work, tile, at);
+                let read = self.exact_values(query, column, kept, &mut values, error);
+                sims[base..base + read].copy_from_slice(&values[..read]);
+                read
+            }
+            (Read::Half { tile, at }, Some(query)) => {
+                let SimPart::Bounded(sims) = &mut part.similarities[lane] else {
+                    return;
+                };
+                let column = self.column(&scratch.work, tile, at);
+                let sims = &mut sims[base..];
+                self.half_values(query, column, kept, &mut values, sims, error)
+            }
+        };
+        // The bounds, from the interval's high end where there is one:
+        // the score rises with the similarity, so it bounds the exact
+        // score too.
+        particles_rank::score_bounds(
+            self.set,
+            &kept.rows[..read],
+            spec.query.map(|_| &values[..read]),
+            spec.at_most_one,
+            spec.policies,
+            &mut part.bounds[lane][base..base + read],
+        );
+    }
+
+    /// Column `at` of tile `tile`'s dots in a thread's `work`.
+    #[inline(always)]
+    fn column<'w>(&self, work: &'w [TileWork], tile: usize, at: usize) -> DotColumn<'w> {
+        DotColumn {
+            work: &work[tile],
+            width: self.tiles[tile].queries.len(),
+            at,
+        }
+    }
+
+    /// The exact similarities of the kept rows from their dots in an exact
+    /// tile's `column`, into `values`: the integrity check of every
+    /// row the tile read, and a lone read of any row it did not take. Returns
+    /// how many were read: all, unless one failed (its error in `error`).
+    #[inline(always)]
+    fn exact_values(
+        &self,
+        query: &QueryVector,
+        column: DotColumn<'_>,
+        kept: KeptRows<'_>,
+        values: &mut [f64; BLOCK],
+        error: &mut Option<Error>,
+    ) -> usize {
+        let set = self.set;
+        let (kept_rows, at_block) = (kept.rows, kept.at_block);
+        let m = kept_rows.len();
+        let mut dots = [0.0f32; BLOCK];
+        let mut norms = [0.0f32; BLOCK];
+        for (j, &i) in at_block.iter().enumerate() {
+            dots[j] = column.dot(i);
+            norms[j] = set.norm(kept_rows[j]);
+        }
+        query.cosines_from_dots(&dots[..m], &norms[..m], &mut values[..m]);
+        for (j, (&row, &i)) in kept_rows.iter().zip(at_block).enumerate() {
+            let checked = if column.tiled(i) {
+                let sum = column.fold(i).wrapping_add(norms[j].to_bits());
+                if sum == set.check(row) {
+                    Ok(values[j])
+                } else {
+                    particles_rank::similarity_from_dot(set, row, query, dots[j], column.fold(i))
+                }
+            } else {
+                particles_rank::similarity(set, row, query)
+            };
+            match checked {
+                Ok(value) => values[j] = value,
+                Err(e) => {
+                    *error = Some(e.into());
+                    return j;
+                }
+            }
+        }
+        m
+    }
+
+    /// The intervals of the kept rows from their dots in a half tile's
+    /// `column`: each row's `[dot, high]` into `sims` and its high end
+    /// into `values`, or, where no interval is sound, the row read exactly.
+    /// Returns how many were read: all, unless one failed (its error in
+    /// `error`).
+    #[inline(always)]
+    fn half_values(
+        &self,
+        query: &QueryVector,
+        column: DotColumn<'_>,
+        kept: KeptRows<'_>,
+        values: &mut [f64; BLOCK],
+        sims: &mut [[f32; 2]],
+        error: &mut Option<Error>,
+    ) -> usize {
+        let set = self.set;
+        let (kept_rows, at_block) = (kept.rows, kept.at_block);
+        let m = kept_rows.len();
+        let mut dots = [0.0f32; BLOCK];
+        let mut radii = [f32::NAN; BLOCK];
+        let mut norms = [0.0f32; BLOCK];
+        for (j, (&row, &i)) in kept_rows.iter().zip(at_block).enumerate() {
+            if column.tiled(i) {
+                dots[j] = column.dot(i);
+                radii[j] = self.half.map_or(f32::NAN, |view| view.radius(row));
+            }
+            norms[j] = set.norm(row);
+        }
+        // NaN: no sound interval (a NaN radius, a row the tile did not take):
+        // the row is read exactly.
+        query.similarity_high_many(&dots[..m], &radii[..m], &norms[..m], &mut values[..m]);
+        for (j, &row) in kept_rows.iter().enumerate() {
+            let high = values[j];
+            // Values are f32 widened, so the narrowing is exact.
+            let pair = if high.is_nan() {
+                match particles_rank::similarity(set, row, query) {
+                    Ok(value) => {
+                        values[j] = value;
+                        // Marked as exact by a dot no half row gives.
+                        [f32::INFINITY, value as f32]
+                    }
+                    Err(e) => {
+                        *error = Some(e.into());
+                        return j;
+                    }
+                }
+            } else {
+                [dots[j], high as f32]
+            };
+            sims[j] = pair;
+        }
+        m
     }
 
     /// The lanes of filter group `group`, with their index.
@@ -775,6 +963,78 @@ impl Pass<'_, '_> {
             .iter()
             .enumerate()
             .filter(move |(lane, _)| self.group_of[*lane] == group)
+    }
+}
+
+/// The rows of a block a lane keeps, in row order, and their positions in the
+/// block.
+#[derive(Clone, Copy)]
+struct KeptRows<'k> {
+    rows: &'k [usize],
+    at_block: &'k [usize],
+}
+
+/// The rows of `block` that `mask` marks (bit i: row i) into `rows`, in row
+/// order, and their block positions into `at_block`. Returns how many.
+#[inline(always)]
+fn kept_rows_of(
+    block: &[usize],
+    mask: u32,
+    rows: &mut [usize; BLOCK],
+    at_block: &mut [usize; BLOCK],
+) -> usize {
+    let mut m = 0;
+    let mut bits = mask;
+    while bits != 0 {
+        let i = bits.trailing_zeros() as usize;
+        bits &= bits - 1;
+        rows[m] = block[i];
+        at_block[m] = i;
+        m += 1;
+    }
+    m
+}
+
+/// The block positions in `want` whose vector has the tile's length `len`,
+/// into `picked`, and their vectors into `rows`.
+#[inline(always)]
+fn pick_rows<'v, T>(
+    block: &[usize],
+    want: u32,
+    len: usize,
+    vector: impl Fn(usize) -> &'v [T],
+    picked: &mut Vec<usize>,
+    rows: &mut Vec<&'v [T]>,
+) {
+    rows.clear();
+    for (i, &row) in block.iter().enumerate() {
+        let vector = vector(row);
+        if want & (1 << i) != 0 && vector.len() == len {
+            picked.push(i);
+            rows.push(vector);
+        }
+    }
+}
+
+/// The groups' survivors of the block, at their next positions.
+#[inline(always)]
+fn write_survivors(
+    block: &[usize],
+    group_mask: &[u32],
+    part: &mut ThreadParts<'_>,
+    out: &mut ThreadOut,
+) {
+    for (group, &mask) in group_mask.iter().enumerate() {
+        let survivors = &mut *part.survivors[group];
+        let mut k = out.written[group];
+        let mut bits = mask;
+        while bits != 0 {
+            let i = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            survivors[k] = block[i];
+            k += 1;
+        }
+        out.written[group] = k;
     }
 }
 
