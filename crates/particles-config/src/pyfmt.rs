@@ -1,74 +1,15 @@
 //! Python's `repr` of floats and strings, for messages that quote the
-//! reference's wording (`got {factor}`, `{handle!r}`).
+//! reference's wording (`got {factor}`, `{handle!r}`): `particles-pytext`'s.
 
-/// `repr(float)`: the shortest round-trip digits, positional for exponents in
-/// `-4..16`, else scientific with a signed two-digit exponent.
+/// `repr(float)` (Python's shortest round-trip digits, half-way cases as it
+/// rounds them).
 pub(crate) fn float_repr(value: f64) -> String {
-    if value.is_nan() {
-        return "nan".to_owned();
-    }
-    if value.is_infinite() {
-        return if value > 0.0 { "inf" } else { "-inf" }.to_owned();
-    }
-    let scientific = format!("{value:e}");
-    let (mantissa, exponent) = scientific
-        .split_once('e')
-        .expect("`{:e}` always writes an exponent");
-    let exponent: i32 = exponent.parse().expect("`{:e}` writes a decimal exponent");
-    let negative = mantissa.starts_with('-');
-    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-    let sign = if negative { "-" } else { "" };
-    if (-4..16).contains(&exponent) {
-        let n_digits = i32::try_from(digits.len()).expect("at most 17 digits");
-        if exponent < 0 {
-            let zeros = "0".repeat(usize::try_from(-exponent - 1).expect("exponent is negative"));
-            format!("{sign}0.{zeros}{digits}")
-        } else if exponent + 1 >= n_digits {
-            let zeros = "0".repeat(usize::try_from(exponent + 1 - n_digits).expect("non-negative"));
-            format!("{sign}{digits}{zeros}.0")
-        } else {
-            let split = usize::try_from(exponent + 1).expect("non-negative");
-            format!("{sign}{}.{}", &digits[..split], &digits[split..])
-        }
-    } else {
-        let (head, tail) = digits.split_at(1);
-        let mantissa = if tail.is_empty() {
-            head.to_owned()
-        } else {
-            format!("{head}.{tail}")
-        };
-        let exponent_sign = if exponent < 0 { '-' } else { '+' };
-        format!("{sign}{mantissa}e{exponent_sign}{:02}", exponent.abs())
-    }
+    particles_pytext::float_repr(value)
 }
 
-/// `repr(str)`: single quotes unless the text holds one and no double quote.
+/// `repr(str)`: Python's quoting and escapes, on its Unicode tables.
 pub(crate) fn str_repr(text: &str) -> String {
-    let quote = if text.contains('\'') && !text.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push(quote);
-    for c in text.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
+    particles_pytext::python_repr(text)
 }
 
 /// `repr(list[str])`.
