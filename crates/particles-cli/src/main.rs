@@ -11,6 +11,7 @@ mod config_cmd;
 mod encode;
 mod engine;
 mod import;
+mod logging;
 mod model_cmd;
 mod output;
 mod query;

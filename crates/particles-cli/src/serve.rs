@@ -11,10 +11,7 @@
 //! gets `{"error": ..., "detail": [...]}` (the detail in pydantic's shape when the
 //! request failed validation) and the process keeps serving; end of input ends it.
 
-use std::{
-    io::{BufRead, Write},
-    path::PathBuf,
-};
+use std::io::{BufRead, Write};
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -49,19 +46,21 @@ pub(crate) struct ServeArgs {
     #[arg(long = "store", value_name = "HANDLE|PATH")]
     stores: Vec<String>,
 
-    /// The encoder's model directory, for questions sent without a vector
-    /// (default: PARTICLES_MODEL_DIR, else the user cache).
-    #[arg(long, value_name = "DIR")]
-    model_dir: Option<PathBuf>,
+    #[command(flatten)]
+    model: crate::encode::ModelDirArg,
 
     #[command(flatten)]
     sidecar: crate::query::SidecarArgs,
 
     #[command(flatten)]
     scan: crate::query::ScanArgs,
+
+    #[command(flatten)]
+    log: crate::logging::LogArgs,
 }
 
 pub(crate) fn run(args: &ServeArgs, config: &crate::config_cmd::Configured) -> Result<()> {
+    crate::logging::init(&args.log, if args.http { "info" } else { "warn" })?;
     if args.http {
         #[cfg(feature = "server")]
         return crate::server_cmd::run_http(
@@ -69,7 +68,7 @@ pub(crate) fn run(args: &ServeArgs, config: &crate::config_cmd::Configured) -> R
             &args.stores,
             &args.sidecar,
             &args.scan,
-            args.model_dir.as_deref(),
+            args.model.model_dir.as_deref(),
             config,
         );
         #[cfg(not(feature = "server"))]
@@ -87,7 +86,7 @@ pub(crate) fn run(args: &ServeArgs, config: &crate::config_cmd::Configured) -> R
         config,
         &selection,
         &args.sidecar,
-        args.model_dir.as_deref(),
+        args.model.model_dir.as_deref(),
         crate::engine::Lifetime::Stdio(&args.scan),
     )?;
     let stdin = std::io::stdin();

@@ -25,6 +25,7 @@ fn build_engine(
         .first()
         .map(|t| t.path.clone())
         .context("no store to serve")?;
+    crate::logging::started(configured, &selection, sidecar);
     let engine = crate::engine::build(
         configured,
         &selection,
@@ -50,6 +51,13 @@ pub(crate) struct HttpArgs {
     /// Queries answered at once; more get a 503 until one finishes.
     #[arg(long, value_name = "N", default_value_t = 32)]
     pub(crate) max_inflight: usize,
+
+    /// Serve Prometheus metrics (GET /metrics), liveness (GET /livez) and
+    /// readiness (GET /readyz: the stores open, the caches at their heads, the
+    /// encoder loaded, the upstream answering) on this address, apart from the
+    /// reference's API. Off by default.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) metrics_listen: Option<std::net::SocketAddr>,
 }
 
 pub(crate) fn run_http(
@@ -74,9 +82,13 @@ pub(crate) fn run_http(
             ..Default::default()
         },
         key: particles_server::KeySource::Environment,
+        metrics_listen: args.metrics_listen,
+        warm: true,
     };
     let key = particles_server::ApiKey::from_value(std::env::var("PARTICLES_API_KEY").ok());
-    particles_server::run_http(backend.clone(), options, |address, upstream| {
+    particles_server::run_http(backend.clone(), options, |server| {
+        let address = server.local_addr()?;
+        let upstream = server.upstream();
         let auth = match key {
             particles_server::ApiKey::Dev => "disabled (dev mode, loopback only)",
             particles_server::ApiKey::Real(_) => "PARTICLES_API_KEY",
@@ -86,6 +98,18 @@ pub(crate) fn run_http(
             upstream.unwrap_or("off, other routes get 501")
         );
         eprintln!("Store: {}", store.display());
+        if let Some(metrics) = server.metrics_addr() {
+            eprintln!("Metrics: http://{metrics}/metrics  (liveness /livez, readiness /readyz)");
+        }
+        tracing::info!(
+            listen = %address,
+            metrics = server.metrics_addr().map(|a| a.to_string()),
+            upstream,
+            bearer_auth = auth,
+            encoder = backend.engine().has_encoder(),
+            "listening"
+        );
+        Ok(())
     })?;
     for note in backend.engine().persist() {
         eprintln!("note: {note}");
@@ -104,25 +128,27 @@ pub(crate) struct McpArgs {
     #[arg(long, value_name = "cwd", value_parser = ["cwd"])]
     project_observer: Option<String>,
 
-    /// The encoder's model directory (default: PARTICLES_MODEL_DIR, else the
-    /// user cache).
-    #[arg(long, value_name = "DIR")]
-    model_dir: Option<PathBuf>,
+    #[command(flatten)]
+    model: crate::encode::ModelDirArg,
 
     #[command(flatten)]
     sidecar: crate::query::SidecarArgs,
 
     #[command(flatten)]
     scan: crate::query::ScanArgs,
+
+    #[command(flatten)]
+    log: crate::logging::LogArgs,
 }
 
 pub(crate) fn run_mcp(args: &McpArgs, configured: &Configured) -> Result<()> {
+    crate::logging::init(&args.log, "warn")?;
     let (engine, store) = build_engine(
         configured,
         &args.stores,
         &args.sidecar,
         &args.scan,
-        args.model_dir.as_deref(),
+        args.model.model_dir.as_deref(),
     )?;
     let backend = Arc::new(particles_server::Backend::new(
         Arc::new(engine),

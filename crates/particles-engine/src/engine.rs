@@ -124,6 +124,21 @@ pub struct CacheReport {
     pub heap_bytes: usize,
 }
 
+/// One store's cache after [`Engine::warm`].
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Warmed {
+    /// The store's file.
+    pub store: PathBuf,
+    /// How its cache was brought to the head (`None`: the store is read
+    /// uncached).
+    pub route: Option<Route>,
+    /// The journal head the cache is now at (`None`: the store has no
+    /// journal, so every query reads it).
+    pub journal_seq: Option<i64>,
+    /// Rows the cache holds.
+    pub rows: Option<usize>,
+}
+
 /// One store: a pool of read-only connections and one candidate cache.
 struct StoreSlot {
     target: StoreTarget,
@@ -133,6 +148,8 @@ struct StoreSlot {
     batcher: crate::batcher::Batcher,
     /// How the cache served the last batch on this store.
     last_route: Mutex<Option<Route>>,
+    /// How many times the cache took each route (by `Route::as_str`).
+    route_counts: Mutex<std::collections::BTreeMap<&'static str, u64>>,
 }
 
 impl StoreSlot {
@@ -159,7 +176,24 @@ impl StoreSlot {
             uncached: options.uncached,
             batcher: crate::batcher::Batcher::default(),
             last_route: Mutex::new(None),
+            route_counts: Mutex::default(),
         })
+    }
+
+    /// Records the route the cache took for a batch (or a warm-up).
+    fn record_route(&self, route: Option<Route>) {
+        *self
+            .last_route
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = route;
+        if let Some(route) = route {
+            *self
+                .route_counts
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .entry(route.as_str())
+                .or_default() += 1;
+        }
     }
 
     /// A connection of the pool, or a new one.
@@ -258,6 +292,72 @@ impl Engine {
             rows,
             heap_bytes,
         })
+    }
+
+    /// Brings every store's cache to its store's head now (what the next
+    /// query would otherwise do first): a server warms its caches at start,
+    /// and its readiness check asks for this, so "ready" means a query will
+    /// not wait for a build. Each store is read in one snapshot.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] when a store cannot be opened or read.
+    pub fn warm(&self) -> Result<Vec<Warmed>> {
+        self.slots
+            .iter()
+            .map(|slot| {
+                let store = slot.connection()?;
+                let warmed = store.read_snapshot(|snapshot| {
+                    let journal_seq = particles_store::read_head(snapshot)?.map(|head| head.seq);
+                    if slot.uncached {
+                        return Ok((None, journal_seq));
+                    }
+                    let mut loader = slot.cache.loader();
+                    // No row passes an infinite floor: the selection is empty,
+                    // the refresh is the work.
+                    particles_store::CandidateLoader::select(
+                        &mut loader,
+                        snapshot,
+                        f64::INFINITY,
+                        None,
+                    )?;
+                    slot.record_route(loader.route());
+                    Ok((loader.route(), journal_seq))
+                });
+                slot.give_back(store);
+                let (route, journal_seq) = warmed?;
+                Ok(Warmed {
+                    store: slot.target.path.clone(),
+                    route,
+                    journal_seq,
+                    rows: slot.cache.with_cache(|cache| cache.cached_rows()),
+                })
+            })
+            .collect()
+    }
+
+    /// How many times each store's cache took each route (`reuse`, `delta`,
+    /// `rebuild`, `sidecar`, ...), summed over the stores, since the engine
+    /// was built.
+    pub fn cache_route_counts(&self) -> Vec<(&'static str, u64)> {
+        let mut total = std::collections::BTreeMap::new();
+        for slot in &self.slots {
+            for (route, count) in slot
+                .route_counts
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .iter()
+            {
+                *total.entry(*route).or_insert(0) += count;
+            }
+        }
+        total.into_iter().collect()
+    }
+
+    /// Whether questions can be encoded (an encoder was given). A lazy
+    /// encoder counts as present until a question fails to load it.
+    pub fn has_encoder(&self) -> bool {
+        self.encoder.is_some()
     }
 
     /// The settings in force.
@@ -501,10 +601,7 @@ impl Engine {
                             events.passes_done,
                             answered,
                         );
-                        *slot
-                            .last_route
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner) = loader.route();
+                        slot.record_route(loader.route());
                         result
                     };
                     slot.give_back(store);

@@ -33,7 +33,7 @@ pub use crate::{
     batcher::BatchTiming,
     engine::{
         answer_settings, check_vector, AnswerTimings, Answered, CacheOptions, CacheReport, Detail,
-        Encode, Engine, ProgressFactory,
+        Encode, Engine, ProgressFactory, Warmed,
     },
     passage::{Hydrated, PassageSettings, SourcePassage},
     settings::Settings,

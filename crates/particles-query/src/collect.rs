@@ -216,7 +216,12 @@ impl TopK {
     /// Whether a candidate whose score is at most `bound` can be skipped: `k`
     /// scores are held and `bound` is below the k-th of them minus `margin`.
     pub(crate) fn can_skip(&self, bound: f64, margin: f64) -> bool {
-        self.k > 0 && self.best.len() == self.k && bound < self.best[self.k - 1] - margin
+        self.kth_score().is_some_and(|kth| bound < kth - margin)
+    }
+
+    /// The k-th best score, once `k` are held.
+    pub(crate) fn kth_score(&self) -> Option<f64> {
+        (self.k > 0 && self.best.len() == self.k).then(|| self.best[self.k - 1])
     }
 
     /// Every scored candidate kept whole, in final order (the top `k` first, then

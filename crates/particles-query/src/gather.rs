@@ -62,6 +62,8 @@ pub(crate) struct Gathered {
     pub(crate) bounds: particles_candidates::scratch::Recycled<f64>,
     /// The instant decay was evaluated at.
     pub(crate) now: Timestamp,
+    /// Where the scoring walk stopped, when it stopped early.
+    pub(crate) stop: Option<crate::ScanStop>,
 }
 
 /// Everything one gather reads: the store's snapshot, the request, the policies
@@ -96,8 +98,9 @@ impl Gather<'_> {
             ..QueryStats::default()
         };
         let (scanned, filtered) = self.scan(&mut stats)?;
-        let (scored, beyond) = self.collect(&scanned, &mut stats)?;
+        let (scored, beyond, stop) = self.collect(&scanned, &mut stats)?;
         Ok(Gathered {
+            stop,
             scored,
             beyond,
             stats,
@@ -120,8 +123,9 @@ impl Gather<'_> {
             filtered_out: self.selection.rows.len() - scanned.survivors.len(),
             ..QueryStats::default()
         };
-        let (scored, beyond) = self.collect(&scanned, &mut stats)?;
+        let (scored, beyond, stop) = self.collect(&scanned, &mut stats)?;
         Ok(Gathered {
+            stop,
             scored,
             beyond,
             stats,
@@ -297,7 +301,7 @@ impl Gather<'_> {
         &mut self,
         scanned: &Scanned,
         stats: &mut QueryStats,
-    ) -> Result<(Vec<Scored>, Vec<f64>)> {
+    ) -> Result<(Vec<Scored>, Vec<f64>, Option<crate::ScanStop>)> {
         let set = self.selection.set.as_ref();
         let top_k = self.request.top_k as usize;
         let mut order = BoundOrder::new(&scanned.bounds, (top_k * 4).max(256));
@@ -310,12 +314,22 @@ impl Gather<'_> {
         let mut lookups = FactLookups::default();
         let mut scoring = 0.0;
         let mut next = 0;
+        let mut stop = None;
         while next < order.len() {
             let sort_started = Instant::now();
             let bound = order.bound_at(next);
             scoring += sort_started.elapsed().as_secs_f64();
             if !self.exhaustive && bound.is_some_and(|bound| top.can_skip(bound, self.prune_margin))
             {
+                stop = bound
+                    .zip(top.kth_score())
+                    .map(|(bound, kth_score)| crate::ScanStop {
+                        bound,
+                        kth_score,
+                        margin: self.prune_margin,
+                        scored: next,
+                        skipped: order.len() - next,
+                    });
                 break;
             }
             let chunk = order.batch(next, batch).to_vec();
@@ -364,7 +378,8 @@ impl Gather<'_> {
         self.work.snapshot_ids_looked_up = lookups.snapshots.len();
         self.work.entry_ids_looked_up = lookups.entries.len();
         self.timings.scoring += scoring;
-        Ok(top.into_ranked())
+        let (scored, beyond) = top.into_ranked();
+        Ok((scored, beyond, stop))
     }
 }
 

@@ -70,7 +70,7 @@ pub use crate::{
     federate::{run_federated, FederationMember},
     gather::FactLookups,
     observer::default_harness_tags,
-    outcome::{ClaimCoverage, Hit, QueryOutcome, QueryStats, StageTimings, WorkCounters},
+    outcome::{ClaimCoverage, Hit, QueryOutcome, QueryStats, ScanStop, StageTimings, WorkCounters},
     truncation::{truncation_warning, TruncationSettings},
     window::{gather_window, WindowGathered},
 };
@@ -458,11 +458,7 @@ pub(crate) fn finish(
     if let Some(hook) = input.after_ranking {
         hook();
     }
-    let tm = Instant::now();
     let materialised = materialise(store, set, &hits)?;
-    if std::env::var_os("PROF").is_some() {
-        eprintln!("PROFQ materialise {:.3}", tm.elapsed().as_secs_f64() * 1e3);
-    }
     let mut outcome = QueryOutcome {
         hits: materialised,
         as_of_excluded_undatable: 0,
@@ -479,6 +475,7 @@ pub(crate) fn finish(
         stats,
         journal_seq,
         beyond_cut,
+        scan_stop: gathered.stop,
         timings,
         work,
     };

@@ -53,6 +53,25 @@ pub struct ClaimCoverage {
     pub not_normalizable_excluded: usize,
 }
 
+/// The moment the scoring walk stopped: candidates are scored in descending
+/// order of an upper bound of their score, and once `k` scores are held, a
+/// candidate whose bound is below the k-th of them less the margin cannot
+/// enter the top `k` (nor the truncation band the response counts), and
+/// neither can any after it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ScanStop {
+    /// The highest bound among the candidates left unscored.
+    pub bound: f64,
+    /// The k-th best score held when the walk stopped.
+    pub kth_score: f64,
+    /// The margin below the k-th score that was still scored.
+    pub margin: f64,
+    /// Candidates scored before the stop.
+    pub scored: usize,
+    /// Candidates left unscored by the walk.
+    pub skipped: usize,
+}
+
 /// Counts that explain a result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 pub struct QueryStats {
@@ -160,6 +179,10 @@ pub struct QueryOutcome {
     /// those of the exact scores.
     #[serde(skip)]
     pub beyond_cut: Vec<f64>,
+    /// Where the bound-ordered scoring stopped, when it stopped before the
+    /// last candidate: why the rest were never scored.
+    #[serde(skip)]
+    pub scan_stop: Option<ScanStop>,
     /// Where the time went.
     #[serde(skip)]
     pub timings: StageTimings,
@@ -183,6 +206,7 @@ impl QueryOutcome {
             stats: QueryStats::default(),
             journal_seq: None,
             beyond_cut: Vec::new(),
+            scan_stop: None,
             timings: StageTimings::default(),
             work: WorkCounters::default(),
         }

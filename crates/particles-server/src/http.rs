@@ -85,6 +85,8 @@ pub(crate) struct AppState {
     /// Where `PARTICLES_API_KEY` comes from: the process environment per
     /// request (as the reference reads it), or a fixed value in tests.
     pub(crate) key: KeySource,
+    /// What `--metrics-listen` serves.
+    pub(crate) metrics: crate::observe::Metrics,
 }
 
 /// Where the API key is read.
@@ -188,6 +190,10 @@ fn refusal_response(refusal: Refusal) -> Response {
     }
 }
 
+/// Our own route, outside the reference's paths: a `QueryRequest`'s ranking
+/// with each hit's score and its factors.
+pub const EXPLAIN_PATH: &str = "/particles-rs/explain";
+
 /// The router: our routes, each with every other method forwarded, and the
 /// forwarder for every other path.
 pub(crate) fn router(state: Shared) -> Router {
@@ -201,10 +207,16 @@ pub(crate) fn router(state: Shared) -> Router {
         .route("/particles/search", any(forward))
         .route("/particles/{id}", get(particle).fallback(forward))
         .route("/particles/{id}/source", get(source).fallback(forward))
+        .route(EXPLAIN_PATH, post(explain).fallback(forward))
         .fallback(forward)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             outer_bounds,
+        ))
+        // Outermost: every request is logged and counted, refused ones too.
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::observe::access,
         ))
         .with_state(state)
 }
@@ -223,6 +235,7 @@ async fn outer_bounds(
         headers: request.headers(),
     };
     if let Err(refusal) = auth::request_bound(&caller, &key, &state.backend.policy) {
+        state.metrics.reject("auth");
         return refusal_response(refusal);
     }
     let cap = state.backend.max_request_body_bytes;
@@ -233,6 +246,7 @@ async fn outer_bounds(
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok());
         if declared.is_some_and(|n| n > cap as u64) {
+            state.metrics.reject("body_cap");
             return too_large();
         }
     }
@@ -453,6 +467,7 @@ fn rate_limited(state: &AppState, caller: &Caller<'_>) -> Option<Response> {
                 .buckets
                 .allow(&rate_limit::bucket_key(&host), rate, now)
             {
+                state.metrics.reject("rate_limit");
                 let mut response = detail(StatusCode::TOO_MANY_REQUESTS, rate_limit::RATE_LIMITED);
                 response
                     .headers_mut()
@@ -523,63 +538,113 @@ fn query_request(
     Ok((request, envelope))
 }
 
-async fn query(
-    State(state): State<Shared>,
-    peer: Option<axum::Extension<Peer>>,
+/// A `/query`-shaped request past every gate, in the reference's order: its
+/// body read and decoded, the caller authorised and within the rate limit,
+/// the request valid, and (ours) a place among the queries in flight.
+struct Admitted<'a> {
+    parts: http::request::Parts,
+    /// The body as received, for a request forwarded after all.
+    original: Bytes,
+    request: particles_model::ValidRequest,
+    envelope: particles_model::Envelope,
+    _permit: tokio::sync::SemaphorePermit<'a>,
+}
+
+async fn admit(
+    state: &AppState,
+    peer: Option<IpAddr>,
     request: Request,
-) -> Response {
-    let peer = peer.and_then(|p| p.0 .0);
+) -> Result<Admitted<'_>, Response> {
     let (parts, body) = request.into_parts();
-    let bytes = match read_body(
+    let bytes = read_body(
         body,
         state.backend.max_request_body_bytes,
         state.limits.body_timeout,
     )
     .await
-    {
-        Ok(bytes) => bytes,
-        Err(failure) => return body_failure_response(failure),
-    };
+    .map_err(body_failure_response)?;
     let original = bytes.clone();
-    let parsed = match parse_body(&parts.headers, bytes) {
-        Ok(parsed) => parsed,
-        Err(response) => return *response,
-    };
+    let parsed = parse_body(&parts.headers, bytes).map_err(|response| *response)?;
     let key = state.key.current();
     let caller = Caller {
         peer,
         headers: &parts.headers,
     };
     if let Err(refusal) = auth::verify_key(&caller, &key, &state.backend.policy) {
-        return refusal_response(refusal);
+        state.metrics.reject("auth");
+        return Err(refusal_response(refusal));
     }
-    if let Some(response) = rate_limited(&state, &caller) {
-        return response;
+    if let Some(response) = rate_limited(state, &caller) {
+        return Err(response);
     }
-    let (request, envelope) = match query_request(&state.backend, parsed) {
-        Ok(parsed) => parsed,
-        Err(response) => return *response,
-    };
-    let Ok(_permit) = state.inflight.try_acquire() else {
-        return detail(
+    let (request, envelope) =
+        query_request(&state.backend, parsed).map_err(|response| *response)?;
+    let Ok(permit) = state.inflight.try_acquire() else {
+        state.metrics.reject("inflight_cap");
+        return Err(detail(
             StatusCode::SERVICE_UNAVAILABLE,
             format!(
                 "particles-rs is already answering {} queries, its in-flight limit \
                  (--max-inflight); retry shortly",
                 state.limits.max_inflight_queries
             ),
-        );
+        ));
     };
+    Ok(Admitted {
+        parts,
+        original,
+        request,
+        envelope,
+        _permit: permit,
+    })
+}
+
+/// Runs an admitted request through the engine on a blocking thread; the
+/// wait for the thread comes back with the answer.
+async fn ask(
+    state: &AppState,
+    admitted: &Admitted<'_>,
+    detail: particles_engine::Detail,
+) -> Result<
+    (
+        Duration,
+        particles_engine::Result<particles_engine::Answered>,
+    ),
+    Response,
+> {
+    let _flight = state.metrics.in_flight();
     let engine = state.backend.engine.clone();
+    let (request, envelope) = (admitted.request.clone(), admitted.envelope.clone());
     let handed = Instant::now();
     let answered = tokio::task::spawn_blocking(move || {
         let waited = handed.elapsed();
-        let response = engine.query_timed(&request, &envelope);
-        (waited, response)
+        (waited, engine.ask(&request, &envelope, detail))
     })
-    .await;
+    .await
+    .map_err(|_| internal_error())?;
+    if let (_, Ok(answered)) = &answered {
+        state.metrics.answered(answered);
+    }
+    Ok(answered)
+}
+
+async fn query(
+    State(state): State<Shared>,
+    peer: Option<axum::Extension<Peer>>,
+    request: Request,
+) -> Response {
+    let admitted = match admit(&state, peer.and_then(|p| p.0 .0), request).await {
+        Ok(admitted) => admitted,
+        Err(response) => return response,
+    };
+    let asked = Instant::now();
+    let (waited, answered) = match ask(&state, &admitted, particles_engine::Detail::Response).await
+    {
+        Ok(answered) => answered,
+        Err(response) => return response,
+    };
     match answered {
-        Ok((waited, Ok(answered))) => {
+        Ok(answered) => {
             let mut reply = json_response(StatusCode::OK, &answered.response);
             // Which store state the answer is exact at (the change journal's
             // head in the snapshot it read): a header, so the body stays the
@@ -590,36 +655,92 @@ async fn query(
                     .insert(JOURNAL_SEQ_HEADER, HeaderValue::from(seq));
             }
             if let Ok(value) =
-                HeaderValue::from_str(&server_timing(waited, &answered.timings, handed.elapsed()))
+                HeaderValue::from_str(&server_timing(waited, &answered.timings, asked.elapsed()))
             {
                 reply.headers_mut().insert(SERVER_TIMING, value);
             }
+            reply.extensions_mut().insert(crate::observe::QueryTrace {
+                journal_seq: answered.journal_seq,
+                batch_size: answered.timings.batch.as_ref().map(|b| b.batch_size),
+            });
             reply
         }
-        Ok((
-            _,
-            Err(particles_engine::Error::Query(particles_query::Error::UnsupportedMode { mode })),
-        )) => match &state.upstream {
-            // A mode the engine cannot run yet goes to the reference's engine.
-            Some(upstream) => {
-                upstream
-                    .forward_buffered(Method::POST, &parts, original)
-                    .await
-            }
-            None => detail(
-                StatusCode::NOT_IMPLEMENTED,
-                format!(
-                    "the {mode} mode is not served by particles-rs yet; start it with \
-                     --upstream URL (the reference's engine) to forward it"
+        Err(error) => engine_failure(&state, &admitted, error).await,
+    }
+}
+
+/// The response to a request the engine did not answer.
+async fn engine_failure(
+    state: &AppState,
+    admitted: &Admitted<'_>,
+    error: particles_engine::Error,
+) -> Response {
+    match error {
+        particles_engine::Error::Query(particles_query::Error::UnsupportedMode { mode }) => {
+            match &state.upstream {
+                // A mode the engine cannot run yet goes to the reference's engine.
+                Some(upstream) => {
+                    upstream
+                        .forward_buffered(Method::POST, &admitted.parts, admitted.original.clone())
+                        .await
+                }
+                None => detail(
+                    StatusCode::NOT_IMPLEMENTED,
+                    format!(
+                        "the {mode} mode is not served by particles-rs yet; start it with \
+                         --upstream URL (the reference's engine) to forward it"
+                    ),
                 ),
-            ),
-        },
+            }
+        }
         // Our envelope's vector of the wrong shape: the caller's to fix.
-        Ok((_, Err(particles_engine::Error::Encode(message)))) => {
+        particles_engine::Error::Encode(message) => {
             detail(StatusCode::UNPROCESSABLE_ENTITY, message)
         }
-        Ok((_, Err(_))) | Err(_) => internal_error(),
+        _ => internal_error(),
     }
+}
+
+/// `POST /particles-rs/explain`: the ranking of a `QueryRequest` (with our
+/// envelope), each hit with its score and the factors it is the product of,
+/// and where the bound-ordered scoring stopped. No answer step runs. The
+/// gates are `/query`'s.
+async fn explain(
+    State(state): State<Shared>,
+    peer: Option<axum::Extension<Peer>>,
+    request: Request,
+) -> Response {
+    let admitted = match admit(&state, peer.and_then(|p| p.0 .0), request).await {
+        Ok(admitted) => admitted,
+        Err(response) => return response,
+    };
+    let answered = match ask(&state, &admitted, particles_engine::Detail::Ranking).await {
+        Ok((_, Ok(answered))) => answered,
+        Ok((_, Err(error))) => return engine_failure(&state, &admitted, error).await,
+        Err(response) => return response,
+    };
+    let Some(outcome) = &answered.outcome else {
+        return detail(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "this request is a structural lookup (claim filters without a question or a \
+             vector), which lists matches without scoring them: there is no rank to explain",
+        );
+    };
+    let rank = &state.backend.engine.settings().rank;
+    let mut reply = json_response(
+        StatusCode::OK,
+        &crate::explain::explanation(outcome, rank, answered.ranked_by_similarity),
+    );
+    if let Some(seq) = answered.journal_seq {
+        reply
+            .headers_mut()
+            .insert(JOURNAL_SEQ_HEADER, HeaderValue::from(seq));
+    }
+    reply.extensions_mut().insert(crate::observe::QueryTrace {
+        journal_seq: answered.journal_seq,
+        batch_size: answered.timings.batch.as_ref().map(|b| b.batch_size),
+    });
+    reply
 }
 
 async fn health(State(state): State<Shared>) -> Response {
@@ -641,8 +762,10 @@ fn read_gate(
     headers: &HeaderMap,
 ) -> Result<(), Box<Response>> {
     let caller = Caller { peer, headers };
-    auth::verify_read_key(&caller, &state.key.current(), &state.backend.policy)
-        .map_err(|refusal| Box::new(refusal_response(refusal)))
+    auth::verify_read_key(&caller, &state.key.current(), &state.backend.policy).map_err(|refusal| {
+        state.metrics.reject("auth");
+        Box::new(refusal_response(refusal))
+    })
 }
 
 /// Runs a store read on a blocking thread.

@@ -9,6 +9,11 @@
 //!   the rate limit, then validation; plus ours: header and body timeouts and a
 //!   cap on queries in flight. A `/query` answer carries the journal position it
 //!   is exact at in [`JOURNAL_SEQ_HEADER`].
+//!   Ours beside them: [`EXPLAIN_PATH`] (`POST /particles-rs/explain`), a
+//!   request's ranking with each hit's score factors. Every request is logged
+//!   (`tracing`, one line, with the id echoed in [`REQUEST_ID_HEADER`]) and
+//!   counted; `--metrics-listen` serves Prometheus metrics, liveness and
+//!   readiness on an address of their own.
 //! - [`run_mcp_stdio`]: the reference's MCP `query` tool on stdio (rmcp).
 //!
 //! Queries run on blocking threads (SQLite and the answer's provider call
@@ -24,8 +29,13 @@
 //!     upstream: None,
 //!     limits: Default::default(),
 //!     key: particles_server::KeySource::Environment,
+//!     metrics_listen: None,
+//!     warm: true,
 //! };
-//! particles_server::run_http(backend, options, |address, _| eprintln!("listening on {address}"))?;
+//! particles_server::run_http(backend, options, |server| {
+//!     eprintln!("listening on {}", server.local_addr()?);
+//!     Ok(())
+//! })?;
 //! # Ok(()) }
 //! ```
 #![forbid(unsafe_code)]
@@ -34,8 +44,10 @@
 
 mod auth;
 mod error;
+mod explain;
 mod http;
 mod mcp;
+mod observe;
 mod proxy;
 mod pyjson;
 mod pytext;
@@ -46,8 +58,9 @@ mod service;
 pub use crate::{
     auth::{check_startup, is_loopback_host, ApiKey, DEV_KEY},
     error::{Error, Result},
-    http::{KeySource, Limits, JOURNAL_SEQ_HEADER},
+    http::{KeySource, Limits, EXPLAIN_PATH, JOURNAL_SEQ_HEADER},
     mcp::{run_mcp_stdio, McpOptions},
+    observe::REQUEST_ID_HEADER,
     server::{run_http, shutdown_signal, HttpOptions, HttpServer, DEFAULT_LISTEN},
     service::{Backend, VERSION},
 };

@@ -25,6 +25,7 @@ use hyper_util::{
 
 use crate::{
     http::{detail, RawTarget},
+    observe::Forwarded,
     Error, Result,
 };
 
@@ -182,21 +183,45 @@ impl Upstream {
     }
 
     fn unreachable(&self, error: &hyper_util::client::legacy::Error) -> Response {
-        detail(
+        let mut response = detail(
             StatusCode::BAD_GATEWAY,
             format!(
                 "the upstream engine at {} did not answer: {error}",
                 self.url
             ),
-        )
+        );
+        response.extensions_mut().insert(Forwarded(None));
+        response
+    }
+
+    /// The status of the upstream's `GET /health` (readiness), or why there
+    /// was none within `wait`.
+    pub(crate) async fn health(
+        &self,
+        wait: std::time::Duration,
+    ) -> std::result::Result<u16, String> {
+        let uri = self
+            .target("/health")
+            .ok_or_else(|| "the health URL cannot be formed".to_owned())?;
+        let mut request = http::Request::new(Body::empty());
+        *request.uri_mut() = uri;
+        match tokio::time::timeout(wait, self.client.request(request)).await {
+            Ok(Ok(response)) => Ok(response.status().as_u16()),
+            Ok(Err(error)) => Err(format!("did not answer: {error}")),
+            Err(_) => Err(format!("no answer within {} s", wait.as_secs())),
+        }
     }
 }
 
-/// The upstream's response, streamed back without its hop-by-hop headers.
+/// The upstream's response, streamed back without its hop-by-hop headers
+/// (marked as forwarded, with its status, for the access log).
 fn relay(response: http::Response<hyper::body::Incoming>) -> Response {
     let (mut parts, body) = response.into_parts();
     strip_hop_by_hop(&mut parts.headers);
-    Response::from_parts(parts, Body::new(body))
+    let status = parts.status.as_u16();
+    let mut response = Response::from_parts(parts, Body::new(body));
+    response.extensions_mut().insert(Forwarded(Some(status)));
+    response
 }
 
 /// A request body that fails once more than `cap` bytes have passed.

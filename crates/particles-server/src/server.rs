@@ -31,6 +31,12 @@ pub struct HttpOptions {
     pub limits: Limits,
     /// Where `PARTICLES_API_KEY` is read.
     pub key: KeySource,
+    /// Where `/metrics`, `/livez` and `/readyz` are served (`--metrics-listen`),
+    /// apart from the reference's API; `None`: not served.
+    pub metrics_listen: Option<SocketAddr>,
+    /// Bring the candidate caches to their stores' heads as soon as the
+    /// server listens (so the first query does not pay the build).
+    pub warm: bool,
 }
 
 /// The default listening address: loopback, port 8931.
@@ -38,7 +44,9 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:8931";
 
 /// A bound HTTP engine, not yet serving.
 pub struct HttpServer {
+    warm: bool,
     listener: TcpListener,
+    metrics_listener: Option<TcpListener>,
     state: Arc<AppState>,
 }
 
@@ -68,7 +76,17 @@ impl HttpServer {
                 address: options.listen,
                 source,
             })?;
+        let metrics_listener = match options.metrics_listen {
+            Some(address) => Some(
+                TcpListener::bind(address)
+                    .await
+                    .map_err(|source| Error::Bind { address, source })?,
+            ),
+            None => None,
+        };
+        let metrics = crate::observe::Metrics::new(backend.engine.clone());
         let state = Arc::new(AppState {
+            metrics,
             backend,
             upstream,
             inflight: Semaphore::new(options.limits.max_inflight_queries.max(1)),
@@ -77,7 +95,19 @@ impl HttpServer {
             clock: Instant::now(),
             key: options.key,
         });
-        Ok(HttpServer { listener, state })
+        Ok(HttpServer {
+            warm: options.warm,
+            listener,
+            metrics_listener,
+            state,
+        })
+    }
+
+    /// The metrics address actually bound, when `--metrics-listen` was given.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_listener
+            .as_ref()
+            .and_then(|listener| listener.local_addr().ok())
     }
 
     /// The address actually bound (port 0 picks a free one).
@@ -100,7 +130,23 @@ impl HttpServer {
     /// Serves until `shutdown` completes, then stops accepting and waits for
     /// in-flight requests (at most the drain timeout).
     pub async fn run(self, shutdown: impl Future<Output = ()>) {
-        let HttpServer { listener, state } = self;
+        let HttpServer {
+            warm,
+            listener,
+            metrics_listener,
+            state,
+        } = self;
+        if let Some(metrics_listener) = metrics_listener {
+            let operator = crate::observe::router(state.clone());
+            tokio::spawn(async move {
+                if let Err(error) = axum::serve(metrics_listener, operator).await {
+                    tracing::error!(%error, "the metrics listener stopped");
+                }
+            });
+        }
+        if warm {
+            crate::observe::warm_at_start(state.backend.engine.clone());
+        }
         let drain = state.limits.drain_timeout;
         let app = router(state.clone());
         let mut builder = hyper::server::conn::http1::Builder::new();
@@ -158,7 +204,7 @@ pub async fn shutdown_signal() {
 }
 
 /// Runs the HTTP engine on its own runtime until SIGTERM or Ctrl-C; `ready` is
-/// called with the bound address and the upstream once it listens.
+/// called with the server, bound, once it listens.
 ///
 /// # Errors
 ///
@@ -166,7 +212,7 @@ pub async fn shutdown_signal() {
 pub fn run_http(
     backend: Arc<Backend>,
     options: HttpOptions,
-    ready: impl FnOnce(SocketAddr, Option<&str>),
+    ready: impl FnOnce(&HttpServer) -> Result<()>,
 ) -> Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -178,7 +224,7 @@ pub fn run_http(
         })?;
     runtime.block_on(async move {
         let server = HttpServer::bind(backend, options).await?;
-        ready(server.local_addr()?, server.upstream());
+        ready(&server)?;
         server.run(shutdown_signal()).await;
         Ok(())
     })

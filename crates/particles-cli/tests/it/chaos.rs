@@ -171,6 +171,8 @@ impl Http {
             upstream: None,
             limits: particles_server::Limits::default(),
             key: particles_server::KeySource::Fixed(None),
+            metrics_listen: None,
+            warm: false,
         };
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();

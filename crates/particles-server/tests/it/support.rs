@@ -124,6 +124,8 @@ impl TestServer {
             upstream: setup.upstream,
             limits: setup.limits,
             key: KeySource::Fixed(setup.key.map(str::to_owned)),
+            metrics_listen: None,
+            warm: false,
         };
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();

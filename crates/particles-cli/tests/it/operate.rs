@@ -1,0 +1,338 @@
+//! What an operator of `serve --http` sees: one log line per request (text or
+//! JSON, with the request id echoed in a header), start-up lines saying what
+//! was loaded from where, Prometheus counters that move with the requests they
+//! count, liveness and readiness on `--metrics-listen`, and no secret in any
+//! log line.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::support::{http_exchange, particles_rs, particles_rs_command, workspace_root, Running};
+
+const API_KEY: &str = "operator-secret-key-7c1d";
+const WRONG_TOKEN: &str = "wrong-bearer-token-93ab";
+
+/// The demo's store (the encoder embeds it), in `dir`.
+fn coins_store(dir: &Path) -> Option<PathBuf> {
+    particles_testkit::model_files()?;
+    let store = dir.join("coins.db");
+    let examples = workspace_root().join("examples/coins.jsonl");
+    let output = particles_rs(&[
+        "import",
+        "--store",
+        store.to_str().unwrap(),
+        examples.to_str().unwrap(),
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Some(store)
+}
+
+/// The value of one sample (`name{labels} value`) in a Prometheus scrape,
+/// 0 when absent.
+fn sample(scrape: &str, series: &str) -> f64 {
+    scrape
+        .lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.as_str())
+}
+
+fn wait_ready(metrics: &str) -> Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let (status, _, body) = http_exchange(metrics, "GET", "/readyz", &[], None);
+        if status == 200 {
+            return serde_json::from_str(&body).expect("readiness is JSON");
+        }
+        assert!(std::time::Instant::now() < deadline, "never ready: {body}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn requests_are_logged_counted_and_never_leak_a_secret() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(store) = coins_store(dir.path()) else {
+        return;
+    };
+    let mut server = Running::start(
+        particles_rs_command()
+            .args([
+                "serve",
+                "--http",
+                "--listen",
+                "127.0.0.1:0",
+                "--metrics-listen",
+                "127.0.0.1:0",
+                "--log-format",
+                "json",
+                // Everything every library would say, to look for secrets in.
+                "--log-level",
+                "trace",
+                "--store",
+            ])
+            .arg(&store)
+            .env("PARTICLES_API_KEY", API_KEY),
+    );
+    let api = server.api_addr();
+    let metrics = server.metrics_addr();
+    let ready = wait_ready(&metrics);
+    assert_eq!(ready["ready"], true, "{ready}");
+    assert_eq!(ready["encoder"], "loaded");
+    assert_eq!(ready["stores"][0]["open"], true);
+    let (_, _, before) = http_exchange(&metrics, "GET", "/metrics", &[], None);
+
+    let bearer = format!("Bearer {API_KEY}");
+    let wrong = format!("Bearer {WRONG_TOKEN}");
+    let body = r#"{"question": "roman silver coins", "top_k": 3}"#;
+    let mut seqs = Vec::new();
+    for _ in 0..3 {
+        let (status, headers, _) = http_exchange(
+            &api,
+            "POST",
+            "/query",
+            &[("authorization", &bearer)],
+            Some(body),
+        );
+        assert_eq!(status, 200);
+        seqs.push(
+            header(&headers, "x-particles-journal-seq")
+                .unwrap()
+                .to_owned(),
+        );
+        assert!(header(&headers, "x-request-id").is_some_and(|id| !id.is_empty()));
+    }
+    // A request id the caller chose comes back.
+    let (status, headers, _) = http_exchange(
+        &api,
+        "POST",
+        "/query",
+        &[
+            ("authorization", &bearer),
+            ("x-request-id", "caller-chosen-42"),
+        ],
+        Some(body),
+    );
+    assert_eq!(status, 200);
+    assert_eq!(header(&headers, "x-request-id"), Some("caller-chosen-42"));
+    let (status, _, _) = http_exchange(
+        &api,
+        "POST",
+        "/query",
+        &[("authorization", &wrong)],
+        Some(body),
+    );
+    assert_eq!(status, 401, "a wrong bearer");
+    let (status, _, _) = http_exchange(&api, "POST", "/query", &[], Some(body));
+    assert_eq!(status, 401, "no bearer");
+    let (status, _, _) = http_exchange(
+        &api,
+        "GET",
+        "/particles/demo-074",
+        &[("authorization", &bearer)],
+        None,
+    );
+    assert_eq!(status, 200);
+    let (status, _, _) = http_exchange(
+        &api,
+        "GET",
+        "/digest/main?token=query-string-secret",
+        &[("authorization", &bearer)],
+        None,
+    );
+    assert_eq!(status, 501, "no upstream: refused, naming the path");
+
+    let (_, _, after) = http_exchange(&metrics, "GET", "/metrics", &[], None);
+    let moved = |series: &str| sample(&after, series) - sample(&before, series);
+    assert_eq!(
+        moved(r#"particles_http_requests_total{route="/query",method="POST",status="200"}"#),
+        4.0,
+        "{after}"
+    );
+    assert_eq!(
+        moved(r#"particles_http_requests_total{route="/query",method="POST",status="401"}"#),
+        2.0
+    );
+    assert_eq!(
+        moved(
+            r#"particles_http_requests_total{route="/particles/{id}",method="GET",status="200"}"#
+        ),
+        1.0
+    );
+    assert_eq!(
+        moved(r#"particles_http_requests_total{route="other",method="GET",status="501"}"#),
+        1.0
+    );
+    assert_eq!(
+        moved(r#"particles_http_request_duration_seconds_count{route="/query",status="200"}"#),
+        4.0
+    );
+    assert_eq!(
+        moved(r#"particles_http_rejected_total{reason="auth"}"#),
+        2.0
+    );
+    assert_eq!(moved("particles_query_batch_size_count"), 4.0);
+    assert_eq!(moved("particles_query_queue_wait_seconds_count"), 4.0);
+    assert_eq!(moved("particles_encoder_seconds_count"), 4.0);
+    assert_eq!(
+        sample(&after, "particles_journal_seq_served").to_string(),
+        seqs[0],
+        "the journal position served is the one the answers named"
+    );
+    assert_eq!(sample(&after, "particles_queries_in_flight"), 0.0);
+    assert!(
+        sample(&after, r#"particles_cache_routes_total{route="reuse"}"#) >= 4.0,
+        "{after}"
+    );
+    assert_eq!(http_exchange(&metrics, "GET", "/livez", &[], None).0, 200);
+
+    let status = server.terminate();
+    assert!(status.success());
+    let lines = server.stderr();
+    let events: Vec<Value> = lines
+        .iter()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
+    let access: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["target"] == "particles_rs::access")
+        .collect();
+    assert_eq!(
+        access.len(),
+        8,
+        "one line per request:\n{}",
+        lines.join("\n")
+    );
+    for line in &access {
+        for field in ["request_id", "method", "path", "status", "latency_ms"] {
+            assert!(!line[field].is_null(), "{field} missing in {line}");
+        }
+    }
+    let queries: Vec<&&Value> = access
+        .iter()
+        .filter(|e| e["path"] == "/query" && e["status"] == 200)
+        .collect();
+    assert_eq!(queries.len(), 4);
+    for query in &queries {
+        assert_eq!(query["journal_seq"].to_string(), seqs[0]);
+        assert_eq!(query["batch_size"], 1);
+    }
+    assert!(access.iter().any(|e| e["request_id"] == "caller-chosen-42"));
+    assert!(access
+        .iter()
+        .any(|e| e["path"] == "/digest/main" && e["status"] == 501));
+    let said = |message: &str| events.iter().find(|e| e["message"] == message);
+    let opened = said("store opened read-only").expect("the store is named at start");
+    assert_eq!(opened["store"], store.display().to_string());
+    assert!(opened["sidecar"].as_str().is_some_and(|s| !s.is_empty()));
+    let encoder = said("question encoder loaded").expect("the model is named at start");
+    assert!(encoder["model_dir"].as_str().is_some_and(|d| !d.is_empty()));
+    assert!(said("no configuration file: the reference's defaults").is_some());
+    assert!(said("listening").is_some());
+    assert!(said("candidate cache at the store's head").is_some());
+    let everything = lines.join("\n");
+    for secret in [API_KEY, WRONG_TOKEN, "query-string-secret"] {
+        assert!(
+            !everything.contains(secret),
+            "{secret} appears in the log:\n{everything}"
+        );
+    }
+}
+
+#[test]
+fn readiness_names_what_is_missing_and_text_logs_are_the_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("empty.db");
+    drop(particles_store::create_store(&store).expect("a new store"));
+    // Nothing listens on the upstream's port; no model where the encoder looks.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let upstream = format!("http://{}", dead.local_addr().unwrap());
+    drop(dead);
+    let mut server = Running::start(
+        particles_rs_command()
+            .args([
+                "serve",
+                "--http",
+                "--listen",
+                "127.0.0.1:0",
+                "--metrics-listen",
+                "127.0.0.1:0",
+                "--no-sidecar",
+                "--upstream",
+                &upstream,
+                "--store",
+            ])
+            .arg(&store)
+            .env("PARTICLES_MODEL_DIR", dir.path().join("no-model"))
+            .env_remove("RUST_LOG"),
+    );
+    let api = server.api_addr();
+    let metrics = server.metrics_addr();
+    let (status, _, body) = http_exchange(&metrics, "GET", "/readyz", &[], None);
+    assert_eq!(status, 503, "{body}");
+    let ready: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(ready["ready"], false);
+    assert_eq!(ready["stores"][0]["open"], true, "the store itself is fine");
+    assert!(ready["encoder"].as_str().unwrap().starts_with("missing"));
+    assert!(ready["upstream"]["error"].is_string(), "{ready}");
+    // A forwarded request the upstream cannot answer: a 502, counted.
+    let (status, _, _) = http_exchange(&api, "GET", "/digest/main", &[], None);
+    assert_eq!(status, 502);
+    let (_, _, scrape) = http_exchange(&metrics, "GET", "/metrics", &[], None);
+    assert_eq!(sample(&scrape, "particles_upstream_errors_total"), 1.0);
+    assert_eq!(
+        sample(
+            &scrape,
+            r#"particles_http_requests_total{route="forwarded",method="GET",status="502"}"#
+        ),
+        1.0
+    );
+    assert!(server.terminate().success());
+    let lines = server.stderr();
+    let access = lines
+        .iter()
+        .find(|l| l.contains("particles_rs::access"))
+        .expect("a text access line");
+    for field in [
+        "request_id=",
+        "method=GET",
+        "path=/digest/main",
+        "status=502",
+        "upstream_unreachable=true",
+    ] {
+        assert!(access.contains(field), "{field} in {access}");
+    }
+}
+
+#[test]
+fn a_log_filter_that_does_not_parse_is_named() {
+    let output = particles_rs_command()
+        .args(["serve", "--stdio", "--no-sidecar", "--store", "x.db"])
+        .env("RUST_LOG", "particles_rs=loud")
+        .output()
+        .expect("runs");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("RUST_LOG=\"particles_rs=loud\""),
+        "{stderr}"
+    );
+    let output = particles_rs_command()
+        .args(["serve", "--stdio", "--log-level", "=", "--store", "x.db"])
+        .output()
+        .expect("runs");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--log-level"));
+}
