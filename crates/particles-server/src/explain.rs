@@ -66,8 +66,9 @@ pub(crate) fn explanation(
         "scan_stop": outcome.scan_stop,
         "scan_rule": "candidates are scored in descending order of an upper bound of their score \
                       that needs no source lookup; the walk stops at the first bound below the k-th \
-                      score held less the margin, since no candidate after it can enter the top k. \
-                      scan_stop.skipped counts what the walk left; the truncation warning's band may \
-                      score some of those afterwards (counts.pruned is what was never scored)",
+                      score held less the margin, since no candidate after it can enter the top k \
+                      (scan_stop; null when every candidate was scored). The truncation warning then \
+                      scores the band just below the last hit the same way; counts.pruned is the \
+                      candidates whose exact score neither step needed",
     })
 }

@@ -336,3 +336,100 @@ fn a_log_filter_that_does_not_parse_is_named() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("--log-level"));
 }
+
+#[test]
+fn explain_gives_each_hits_score_factors_and_where_the_scan_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(store) = coins_store(dir.path()) else {
+        return;
+    };
+    let mut server = Running::start(
+        particles_rs_command()
+            .args(["serve", "--http", "--listen", "127.0.0.1:0", "--store"])
+            .arg(&store)
+            .env("PARTICLES_API_KEY", API_KEY),
+    );
+    let api = server.api_addr();
+    let bearer = format!("Bearer {API_KEY}");
+    let auth = [("authorization", bearer.as_str())];
+    for top_k in [1, 3, 10] {
+        let body = format!(r#"{{"question": "how was Roman silver debased?", "top_k": {top_k}}}"#);
+        let (status, _, answer) = http_exchange(&api, "POST", "/query", &auth, Some(&body));
+        assert_eq!(status, 200, "{answer}");
+        let answer: Value = serde_json::from_str(&answer).unwrap();
+        let (status, headers, explained) =
+            http_exchange(&api, "POST", "/particles-rs/explain", &auth, Some(&body));
+        assert_eq!(status, 200, "{explained}");
+        assert!(header(&headers, "x-particles-journal-seq").is_some());
+        let explained: Value = serde_json::from_str(&explained).unwrap();
+        let hits = explained["hits"].as_array().unwrap();
+        let ids: Vec<&Value> = answer["particles"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| &p["id"])
+            .collect();
+        assert_eq!(hits.iter().map(|h| &h["id"]).collect::<Vec<_>>(), ids);
+        let weights = &explained["weights"];
+        let (sw, cw) = (
+            weights["similarity_weight"].as_f64().unwrap(),
+            weights["confidence_weight"].as_f64().unwrap(),
+        );
+        for (hit, effective) in hits
+            .iter()
+            .zip(answer["effective_confidences"].as_array().unwrap())
+        {
+            // The very number the response reports, bit for bit.
+            assert_eq!(&hit["effective_confidence"], effective);
+            let similarity = hit["similarity"].as_f64().unwrap();
+            let effective = effective.as_f64().unwrap();
+            // No narrative particle in this store: the score is the sum, as computed.
+            assert_eq!(
+                hit["score"].as_f64().unwrap(),
+                sw * similarity + cw * effective
+            );
+            let f = &hit["factors"];
+            let product = hit["confidence"]["value"].as_f64().unwrap()
+                * f["extractor_weight"].as_f64().unwrap()
+                * f["source_trust"].as_f64().unwrap()
+                * f["decay"].as_f64().unwrap();
+            let expected = product.clamp(0.0, 1.0) * f["stale_support_discount"].as_f64().unwrap();
+            assert!((expected - effective).abs() < 1e-12, "{hit}");
+        }
+        let counts = &explained["counts"];
+        let stop = &explained["scan_stop"];
+        // 212 candidates: past the first batch the walk stops on a bound.
+        assert!(stop.is_object(), "top_k={top_k}: {explained}");
+        assert!(
+            stop["bound"].as_f64().unwrap()
+                < stop["kth_score"].as_f64().unwrap() - stop["margin"].as_f64().unwrap()
+        );
+        assert_eq!(
+            stop["scored"].as_u64().unwrap() + stop["skipped"].as_u64().unwrap(),
+            counts["candidates"].as_u64().unwrap() - counts["filtered_out"].as_u64().unwrap()
+        );
+        assert!(
+            counts["pruned"].as_u64().unwrap()
+                <= counts["candidates"].as_u64().unwrap() - hits.len() as u64
+        );
+    }
+    // The gates are /query's.
+    let (status, _, _) = http_exchange(
+        &api,
+        "POST",
+        "/particles-rs/explain",
+        &[],
+        Some(r#"{"question": "coins"}"#),
+    );
+    assert_eq!(status, 401);
+    let (status, _, body) = http_exchange(
+        &api,
+        "POST",
+        "/particles-rs/explain",
+        &auth,
+        Some(r#"{"predicate": "ex:mintage"}"#),
+    );
+    assert_eq!(status, 422, "{body}");
+    assert!(body.contains("no rank to explain"), "{body}");
+    server.terminate();
+}
