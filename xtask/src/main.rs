@@ -12,7 +12,8 @@
 //!   warnings`, the tests (with the oracles required, not skipped), the CLI's tests
 //!   without the encoder feature, clippy on the demo's feature set (no server, no
 //!   benchmark), the downstream examples run, and `cargo doc` with warnings
-//!   denied (what `.ci/run` runs).
+//!   denied (what `.ci/run` runs). The wheel is built and installed beside the
+//!   reference first, and the suite's wheel test runs in that environment.
 //! - `equivalence [--seeds N]`: the loader-equivalence property test with 1000
 //!   cases, and the live-oracle tests against the reference with more cases: the
 //!   rankings on N seeded stores (default 40), 10·N random configurations and
@@ -29,6 +30,9 @@
 //!   sha256-verified, by the binary's `particles-rs model fetch` (built here).
 //! - `bench [run|report] [FLAGS]`: `particles-rs benchmark query-latency` from a
 //!   release build (`run` when no verb is given).
+//! - `wheel [--test]`: the PyPI wheel of the binary (maturin) in
+//!   `target/wheel/dist`; with `--test`, a fresh virtual environment with
+//!   linkedparticles and the wheel, and the wheel's test run there.
 #![forbid(unsafe_code)]
 
 mod fetch_model;
@@ -36,6 +40,7 @@ mod fuzz;
 mod reference;
 #[cfg(test)]
 mod tidy;
+mod wheel;
 
 use std::{
     path::{Path, PathBuf},
@@ -45,7 +50,7 @@ use std::{
 use anyhow::{bail, Context, Result};
 
 const USAGE: &str =
-    "usage: cargo xtask <demo [QUESTION] | reference | test | ci | equivalence [--seeds N] | crash [--runs N] | chaos [--minutes N] | fuzz [--minutes N] [--decoder NAME]... | fetch-model [--model-dir DIR] | bench [run|report] [FLAGS]>";
+    "usage: cargo xtask <demo [QUESTION] | reference | test | ci | equivalence [--seeds N] | crash [--runs N] | chaos [--minutes N] | fuzz [--minutes N] [--decoder NAME]... | fetch-model [--model-dir DIR] | bench [run|report] [FLAGS] | wheel [--test]>";
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -93,6 +98,20 @@ fn main() -> Result<()> {
             fetch_model::fetch(dir, fetch_model::Profile::Debug)
         }
         Some("demo") => demo(&root, &args),
+        Some("wheel") => {
+            let built = wheel::build(&root)?;
+            if args.get(1).map(String::as_str) != Some("--test") {
+                return Ok(());
+            }
+            reference::install(&root)?;
+            let venv = wheel::environment(&root, &built)?;
+            let env = wheel::test_env(&venv);
+            let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            cargo(
+                &["test", "-p", "particles-cli", "--test", "it", "wheel::"],
+                &env,
+            )
+        }
         Some("bench") => {
             // `cargo xtask bench [run|report] [flags]`: the release binary's
             // `benchmark query-latency`, `run` by default.
@@ -226,6 +245,13 @@ pub(crate) const DEMO_FEATURES: [&str; 3] = ["--no-default-features", "--feature
 fn ci(root: &Path) -> Result<()> {
     reference::install(root)?;
     fetch_model::fetch(None, fetch_model::Profile::Debug)?;
+    // The wheel a Python user installs, in a fresh environment beside the
+    // reference: the suite's wheel test runs against it.
+    let built = wheel::build(root)?;
+    let venv = wheel::environment(root, &built)?;
+    let wheel_env = wheel::test_env(&venv);
+    let mut test_env: Vec<(&str, &str)> = REQUIRE_ORACLES.to_vec();
+    test_env.extend(wheel_env.iter().map(|(k, v)| (*k, v.as_str())));
     cargo(&["fmt", "--all", "--check"], &[])?;
     cargo(
         &[
@@ -238,7 +264,7 @@ fn ci(root: &Path) -> Result<()> {
         ],
         &[],
     )?;
-    cargo(&["test", "--workspace"], REQUIRE_ORACLES)?;
+    cargo(&["test", "--workspace"], &test_env)?;
     // The engine without the encoder feature: it builds, and its tests pass
     // (questions then come with a vector or rank by confidence).
     cargo(

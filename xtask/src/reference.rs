@@ -59,8 +59,17 @@ pub(crate) fn install(root: &Path) -> Result<()> {
         "reference: installing linkedparticles 1.214.1 into {} (a minute or two)",
         venv.display()
     );
+    install_into(&venv)
+}
+
+/// Creates the virtual environment `venv` and installs the reference into it
+/// as a user without torch would: the two packages without their
+/// dependencies, the pinned set the query path imports, then its HTTP engine
+/// and MCP server.
+pub(crate) fn install_into(venv: &Path) -> Result<()> {
+    let python = venv.join("bin/python");
     let system_python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned());
-    run(Command::new(&system_python).args(["-m", "venv"]).arg(&venv))?;
+    run(Command::new(&system_python).args(["-m", "venv"]).arg(venv))?;
     let pip = venv.join("bin/pip");
     run(Command::new(&pip)
         .args([
@@ -79,7 +88,7 @@ pub(crate) fn install(root: &Path) -> Result<()> {
             venv.display()
         );
     }
-    install_server_packages(&venv)
+    install_server_packages(venv)
 }
 
 /// The server and MCP pins, unless they already import.
@@ -121,7 +130,7 @@ fn imports_reference(python: &Path) -> bool {
         .is_ok_and(|output| output.status.success())
 }
 
-fn run(command: &mut Command) -> Result<()> {
+pub(crate) fn run(command: &mut Command) -> Result<()> {
     let status = command
         .status()
         .with_context(|| format!("cannot run {command:?}"))?;

@@ -317,10 +317,32 @@ impl BlockingClient {
     pub fn post_json(&self, url: &str, body: String, timeout: Duration) -> Result<(u16, String)> {
         let request = http::Request::post(url)
             .header(http::header::CONTENT_TYPE, "application/json")
-            .body(Full::new(Bytes::from(body)))
-            .map_err(|e| Error::Load {
-                reason: format!("cannot build a request to {url}: {e}"),
-            })?;
+            .body(Full::new(Bytes::from(body)));
+        self.send(url, request, timeout)
+    }
+
+    /// GETs `url` and reads the whole answer, as [`BlockingClient::post_json`].
+    ///
+    /// # Errors
+    ///
+    /// As [`BlockingClient::post_json`].
+    pub fn get(&self, url: &str, timeout: Duration) -> Result<(u16, String)> {
+        self.send(
+            url,
+            http::Request::get(url).body(Full::new(Bytes::new())),
+            timeout,
+        )
+    }
+
+    fn send(
+        &self,
+        url: &str,
+        request: http::Result<http::Request<Full<Bytes>>>,
+        timeout: Duration,
+    ) -> Result<(u16, String)> {
+        let request = request.map_err(|e| Error::Load {
+            reason: format!("cannot build a request to {url}: {e}"),
+        })?;
         self.runtime.block_on(async {
             let answered = tokio::time::timeout(timeout, async {
                 let response = self

@@ -5,7 +5,9 @@
 //! and writes the results in the output directory: `results.{json,md}`; with
 //! the reference, `reference-results.{json,md}`, `comparison.md` and
 //! `latency-vs-rate.svg`; with a writer, `writer.{json,md}`; a soak,
-//! `soak.{json,md}`. The reference's engine is started by
+//! `soak.{json,md}`. An engine it started logs to `engine.log` (JSON lines, one
+//! per request) and leaves its Prometheus scrape, taken as it stops, in
+//! `metrics.txt`. The reference's engine is started by
 //! `reference_load`, the writer is `writer_load`. Each table
 //! written also goes to the caller's `print`; progress goes to stderr.
 
@@ -128,7 +130,12 @@ pub fn run(options: &ServeLoadOptions, mut print: impl FnMut(&str)) -> Result<()
             (Some(child), url)
         }
     };
-    let load_options = load_options(options, url, questions, child.as_ref().map(Child::id));
+    let load_options = load_options(
+        options,
+        url,
+        questions,
+        child.as_ref().map(|s| s.child.id()),
+    );
     if let Some(minutes) = options.soak_minutes {
         let soak = load::SoakOptions {
             rate: options.rates.first().copied().unwrap_or(1.0),
@@ -143,7 +150,7 @@ pub fn run(options: &ServeLoadOptions, mut print: impl FnMut(&str)) -> Result<()
                 sample.rss_bytes as f64 / 1_048_576.0
             );
         });
-        stop_engine(child);
+        stop_engine(child, &options.out);
         let report = report?;
         create_dir(&options.out)?;
         write_json(&options.out.join("soak.json"), &report)?;
@@ -164,7 +171,7 @@ pub fn run(options: &ServeLoadOptions, mut print: impl FnMut(&str)) -> Result<()
         }
     };
     let report = load::run(&load_options, print_step);
-    stop_engine(child);
+    stop_engine(child, &options.out);
     let report = report?;
     create_dir(&options.out)?;
     let table = write_report(&options.out, "results", &report)?;
@@ -222,14 +229,26 @@ fn encoder(flag: &str) -> Result<Encode> {
     }
 }
 
-/// Starts `particles-rs serve --http` on a free loopback port; returns the
-/// child and its URL once it accepts connections.
+/// An engine this run started: the process, its URL, and its metrics
+/// listener's URL.
+struct Started {
+    child: Child,
+    metrics: String,
+}
+
+/// Starts `particles-rs serve --http` on a free loopback port, its log (JSON
+/// lines) in `<out>/engine.log` and its metrics on another free port; returns
+/// it and its URL once it accepts connections.
 fn start_engine(
     options: &ServeLoadOptions,
     stores: &[String],
     upstream: Option<&str>,
-) -> Result<(Child, String)> {
+) -> Result<(Started, String)> {
     let port = free_port()?;
+    let metrics_port = free_port()?;
+    create_dir(&options.out)?;
+    let log_path = options.out.join("engine.log");
+    let log = std::fs::File::create(&log_path).map_err(io_error("write", &log_path))?;
     let mut command = Command::new(&options.program);
     if let Some(config) = &options.config {
         command.arg("--config").arg(config);
@@ -238,8 +257,11 @@ fn start_engine(
         .args(["serve", "--http", "--listen"])
         .arg(format!("127.0.0.1:{port}"))
         .args(["--max-inflight", &options.max_inflight.to_string()])
+        .args(["--log-format", "json", "--metrics-listen"])
+        .arg(format!("127.0.0.1:{metrics_port}"))
         .env("PARTICLES_API_RATE_LIMIT_PER_MINUTE", "0")
-        .stdin(Stdio::null());
+        .stdin(Stdio::null())
+        .stderr(log);
     for store in stores {
         command.arg("--store").arg(store);
     }
@@ -254,11 +276,18 @@ fn start_engine(
     let deadline = Instant::now() + ENGINE_START_TIMEOUT;
     loop {
         if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return Ok((child, format!("http://127.0.0.1:{port}")));
+            let started = Started {
+                child,
+                metrics: format!("http://127.0.0.1:{metrics_port}/metrics"),
+            };
+            return Ok((started, format!("http://127.0.0.1:{port}")));
         }
         if let Some(status) = child.try_wait().map_err(spawn_error)? {
             return Err(Error::Load {
-                reason: format!("the engine exited before it listened ({status})"),
+                reason: format!(
+                    "the engine exited before it listened ({status}); its log is {}",
+                    log_path.display()
+                ),
             });
         }
         if Instant::now() > deadline {
@@ -376,7 +405,7 @@ fn run_writer_variant(
     }
 
     let (child, url) = start_engine(options, &[copy.display().to_string()], Some(&upstream.url))?;
-    let load_options = load_options(options, url.clone(), questions, Some(child.id()));
+    let load_options = load_options(options, url.clone(), questions, Some(child.child.id()));
     let stop = AtomicBool::new(false);
     let (report, through) = std::thread::scope(|scope| {
         let writer = scope.spawn(|| {
@@ -393,7 +422,7 @@ fn run_writer_variant(
         stop.store(true, Ordering::Relaxed);
         (report, writer.join())
     });
-    stop_engine(Some(child));
+    stop_engine(Some(child), &options.out);
     drop(upstream);
     let through = through.map_err(writer_panicked)?;
     let report = report?;
@@ -466,9 +495,22 @@ fn latency_vs_rate_svg(ours: &LoadReport, theirs: &LoadReport) -> String {
     )
 }
 
-/// Stops the engine started for the run, if any.
-fn stop_engine(child: Option<Child>) {
-    if let Some(mut child) = child {
+/// Stops the engine started for the run, if any, first saving its metrics in
+/// `<out>/metrics.txt` (a scrape that fails is said, not fatal).
+fn stop_engine(started: Option<Started>, out: &Path) {
+    if let Some(Started { mut child, metrics }) = started {
+        let scraped = load::BlockingClient::new()
+            .and_then(|client| client.get(&metrics, Duration::from_secs(10)));
+        match scraped {
+            Ok((200, text)) => {
+                let path = out.join("metrics.txt");
+                if let Err(error) = write_text(&path, &text) {
+                    eprintln!("warning: the engine's metrics were not saved: {error}");
+                }
+            }
+            Ok((status, _)) => eprintln!("warning: {metrics} answered {status}; no metrics saved"),
+            Err(error) => eprintln!("warning: the engine's metrics were not scraped: {error}"),
+        }
         // SIGTERM, not Child::kill's SIGKILL: the engine drains and writes its
         // sidecar. kill(1) sends it without an `unsafe` block (this crate
         // allows one, for `posix_fadvise`); if kill(1) cannot run, SIGKILL

@@ -22,3 +22,4 @@ mod sidecar;
 mod structural;
 mod subjects;
 mod support;
+mod wheel;
