@@ -358,7 +358,7 @@ impl Engine {
             .to_ascii_lowercase()
             .contains("transfer-encoding: chunked")
         {
-            dechunk(rest)
+            crate::support::dechunk(rest)
         } else {
             rest.to_owned()
         };
@@ -372,22 +372,6 @@ impl Drop for Engine {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// A chunked body joined.
-fn dechunk(mut rest: &str) -> String {
-    let mut body = String::new();
-    while let Some((size, after)) = rest.split_once("\r\n") {
-        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
-            break;
-        };
-        if size == 0 || after.len() < size {
-            break;
-        }
-        body.push_str(&after[..size]);
-        rest = after[size..].trim_start_matches("\r\n");
-    }
-    body
 }
 
 #[test]

@@ -61,6 +61,104 @@ fn wait_ready(metrics: &str) -> Value {
     }
 }
 
+/// The counters of the first test's requests moved by what they count.
+fn counters_moved(before: &str, after: &str, seq: &str) {
+    let moved = |series: &str| sample(after, series) - sample(before, series);
+    assert_eq!(
+        moved(r#"particles_http_requests_total{route="/query",method="POST",status="200"}"#),
+        4.0,
+        "{after}"
+    );
+    assert_eq!(
+        moved(r#"particles_http_requests_total{route="/query",method="POST",status="401"}"#),
+        2.0
+    );
+    assert_eq!(
+        moved(
+            r#"particles_http_requests_total{route="/particles/{id}",method="GET",status="200"}"#
+        ),
+        1.0
+    );
+    assert_eq!(
+        moved(r#"particles_http_requests_total{route="other",method="GET",status="501"}"#),
+        1.0
+    );
+    assert_eq!(
+        moved(r#"particles_http_request_duration_seconds_count{route="/query",status="200"}"#),
+        4.0
+    );
+    assert_eq!(
+        moved(r#"particles_http_rejected_total{reason="auth"}"#),
+        2.0
+    );
+    assert_eq!(moved("particles_query_batch_size_count"), 4.0);
+    assert_eq!(moved("particles_query_queue_wait_seconds_count"), 4.0);
+    assert_eq!(moved("particles_encoder_seconds_count"), 4.0);
+    assert_eq!(
+        sample(after, "particles_journal_seq_served").to_string(),
+        seq,
+        "the journal position served is the one the answers named"
+    );
+    assert_eq!(sample(after, "particles_queries_in_flight"), 0.0);
+    assert!(
+        sample(after, r#"particles_cache_routes_total{route="reuse"}"#) >= 4.0,
+        "{after}"
+    );
+}
+
+/// One access line per request of the first test, start-up lines naming what
+/// was loaded, and no secret anywhere.
+fn logged_each_request(lines: &[String], store: &Path, seq: &str) {
+    let events: Vec<Value> = lines
+        .iter()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
+    let access: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["target"] == "particles_rs::access")
+        .collect();
+    assert_eq!(
+        access.len(),
+        8,
+        "one line per request:\n{}",
+        lines.join("\n")
+    );
+    for line in &access {
+        for field in ["request_id", "method", "path", "status", "latency_ms"] {
+            assert!(!line[field].is_null(), "{field} missing in {line}");
+        }
+    }
+    let queries: Vec<&&Value> = access
+        .iter()
+        .filter(|e| e["path"] == "/query" && e["status"] == 200)
+        .collect();
+    assert_eq!(queries.len(), 4);
+    for query in &queries {
+        assert_eq!(query["journal_seq"].to_string(), seq);
+        assert_eq!(query["batch_size"], 1);
+    }
+    assert!(access.iter().any(|e| e["request_id"] == "caller-chosen-42"));
+    assert!(access
+        .iter()
+        .any(|e| e["path"] == "/digest/main" && e["status"] == 501));
+    let said = |message: &str| events.iter().find(|e| e["message"] == message);
+    let opened = said("store opened read-only").expect("the store is named at start");
+    assert_eq!(opened["store"], store.display().to_string());
+    assert!(opened["sidecar"].as_str().is_some_and(|s| !s.is_empty()));
+    let encoder = said("question encoder loaded").expect("the model is named at start");
+    assert!(encoder["model_dir"].as_str().is_some_and(|d| !d.is_empty()));
+    assert!(said("no configuration file: the reference's defaults").is_some());
+    assert!(said("listening").is_some());
+    assert!(said("candidate cache at the store's head").is_some());
+    let everything = lines.join("\n");
+    for secret in [API_KEY, WRONG_TOKEN, "query-string-secret"] {
+        assert!(
+            !everything.contains(secret),
+            "{secret} appears in the log:\n{everything}"
+        );
+    }
+}
+
 #[test]
 fn requests_are_logged_counted_and_never_leak_a_secret() {
     let dir = tempfile::tempdir().unwrap();
@@ -155,100 +253,12 @@ fn requests_are_logged_counted_and_never_leak_a_secret() {
     assert_eq!(status, 501, "no upstream: refused, naming the path");
 
     let (_, _, after) = http_exchange(&metrics, "GET", "/metrics", &[], None);
-    let moved = |series: &str| sample(&after, series) - sample(&before, series);
-    assert_eq!(
-        moved(r#"particles_http_requests_total{route="/query",method="POST",status="200"}"#),
-        4.0,
-        "{after}"
-    );
-    assert_eq!(
-        moved(r#"particles_http_requests_total{route="/query",method="POST",status="401"}"#),
-        2.0
-    );
-    assert_eq!(
-        moved(
-            r#"particles_http_requests_total{route="/particles/{id}",method="GET",status="200"}"#
-        ),
-        1.0
-    );
-    assert_eq!(
-        moved(r#"particles_http_requests_total{route="other",method="GET",status="501"}"#),
-        1.0
-    );
-    assert_eq!(
-        moved(r#"particles_http_request_duration_seconds_count{route="/query",status="200"}"#),
-        4.0
-    );
-    assert_eq!(
-        moved(r#"particles_http_rejected_total{reason="auth"}"#),
-        2.0
-    );
-    assert_eq!(moved("particles_query_batch_size_count"), 4.0);
-    assert_eq!(moved("particles_query_queue_wait_seconds_count"), 4.0);
-    assert_eq!(moved("particles_encoder_seconds_count"), 4.0);
-    assert_eq!(
-        sample(&after, "particles_journal_seq_served").to_string(),
-        seqs[0],
-        "the journal position served is the one the answers named"
-    );
-    assert_eq!(sample(&after, "particles_queries_in_flight"), 0.0);
-    assert!(
-        sample(&after, r#"particles_cache_routes_total{route="reuse"}"#) >= 4.0,
-        "{after}"
-    );
+    counters_moved(&before, &after, &seqs[0]);
     assert_eq!(http_exchange(&metrics, "GET", "/livez", &[], None).0, 200);
 
     let status = server.terminate();
     assert!(status.success());
-    let lines = server.stderr();
-    let events: Vec<Value> = lines
-        .iter()
-        .filter_map(|line| serde_json::from_str(line).ok())
-        .collect();
-    let access: Vec<&Value> = events
-        .iter()
-        .filter(|e| e["target"] == "particles_rs::access")
-        .collect();
-    assert_eq!(
-        access.len(),
-        8,
-        "one line per request:\n{}",
-        lines.join("\n")
-    );
-    for line in &access {
-        for field in ["request_id", "method", "path", "status", "latency_ms"] {
-            assert!(!line[field].is_null(), "{field} missing in {line}");
-        }
-    }
-    let queries: Vec<&&Value> = access
-        .iter()
-        .filter(|e| e["path"] == "/query" && e["status"] == 200)
-        .collect();
-    assert_eq!(queries.len(), 4);
-    for query in &queries {
-        assert_eq!(query["journal_seq"].to_string(), seqs[0]);
-        assert_eq!(query["batch_size"], 1);
-    }
-    assert!(access.iter().any(|e| e["request_id"] == "caller-chosen-42"));
-    assert!(access
-        .iter()
-        .any(|e| e["path"] == "/digest/main" && e["status"] == 501));
-    let said = |message: &str| events.iter().find(|e| e["message"] == message);
-    let opened = said("store opened read-only").expect("the store is named at start");
-    assert_eq!(opened["store"], store.display().to_string());
-    assert!(opened["sidecar"].as_str().is_some_and(|s| !s.is_empty()));
-    let encoder = said("question encoder loaded").expect("the model is named at start");
-    assert!(encoder["model_dir"].as_str().is_some_and(|d| !d.is_empty()));
-    assert!(said("no configuration file: the reference's defaults").is_some());
-    assert!(said("listening").is_some());
-    assert!(said("candidate cache at the store's head").is_some());
-    let everything = lines.join("\n");
-    for secret in [API_KEY, WRONG_TOKEN, "query-string-secret"] {
-        assert!(
-            !everything.contains(secret),
-            "{secret} appears in the log:\n{everything}"
-        );
-    }
+    logged_each_request(&server.stderr(), &store, &seqs[0]);
 }
 
 #[test]
@@ -276,6 +286,8 @@ fn readiness_names_what_is_missing_and_text_logs_are_the_default() {
             ])
             .arg(&store)
             .env("PARTICLES_MODEL_DIR", dir.path().join("no-model"))
+            // One query a minute per client host.
+            .env("PARTICLES_API_RATE_LIMIT_PER_MINUTE", "1")
             .env_remove("RUST_LOG"),
     );
     let api = server.api_addr();
@@ -290,7 +302,20 @@ fn readiness_names_what_is_missing_and_text_logs_are_the_default() {
     // A forwarded request the upstream cannot answer: a 502, counted.
     let (status, _, _) = http_exchange(&api, "GET", "/digest/main", &[], None);
     assert_eq!(status, 502);
+    // Past the rate limit: a 429, counted as a refusal.
+    let body = r#"{"no_embedding": true, "top_k": 1}"#;
+    let (first, _, answer) = http_exchange(&api, "POST", "/query", &[], Some(body));
+    assert_eq!(first, 200, "{answer}");
+    let (second, _, _) = http_exchange(&api, "POST", "/query", &[], Some(body));
+    assert_eq!(second, 429);
     let (_, _, scrape) = http_exchange(&metrics, "GET", "/metrics", &[], None);
+    assert_eq!(
+        sample(
+            &scrape,
+            r#"particles_http_rejected_total{reason="rate_limit"}"#
+        ),
+        1.0
+    );
     assert_eq!(sample(&scrape, "particles_upstream_errors_total"), 1.0);
     assert_eq!(
         sample(

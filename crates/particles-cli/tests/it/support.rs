@@ -206,7 +206,8 @@ pub fn http_exchange(
     (status, headers, body)
 }
 
-fn dechunk(mut rest: &str) -> String {
+/// A chunked body joined.
+pub fn dechunk(mut rest: &str) -> String {
     let mut body = String::new();
     while let Some((size, tail)) = rest.split_once("\r\n") {
         let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
