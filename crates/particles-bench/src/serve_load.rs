@@ -442,9 +442,14 @@ fn run_writer_variant(
 }
 
 fn print_step(step: &StepResult) {
+    let seconds = |value: Option<f64>| value.map_or("-".to_owned(), |v| format!("{v:.4} s"));
     eprintln!(
-        "rate {}/s: {} sent, {} ok, p50 {:?} s, p99 {:?} s",
-        step.rate, step.sent, step.ok, step.p50, step.p99
+        "rate {}/s: {} sent, {} ok, p50 {}, p99 {}",
+        step.rate,
+        step.sent,
+        step.ok,
+        seconds(step.p50),
+        seconds(step.p99)
     );
 }
 

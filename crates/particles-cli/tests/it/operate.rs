@@ -15,6 +15,10 @@ const WRONG_TOKEN: &str = "wrong-bearer-token-93ab";
 
 /// The demo's store (the encoder embeds it), in `dir`.
 fn coins_store(dir: &Path) -> Option<PathBuf> {
+    if !cfg!(feature = "encoder") {
+        eprintln!("skipping: this build has no encoder (the `encoder` feature is off)");
+        return None;
+    }
     particles_testkit::model_files()?;
     let store = dir.join("coins.db");
     let examples = workspace_root().join("examples/coins.jsonl");
