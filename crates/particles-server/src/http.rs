@@ -646,23 +646,12 @@ async fn query(
     match answered {
         Ok(answered) => {
             let mut reply = json_response(StatusCode::OK, &answered.response);
-            // Which store state the answer is exact at (the change journal's
-            // head in the snapshot it read): a header, so the body stays the
-            // reference's.
-            if let Some(seq) = answered.journal_seq {
-                reply
-                    .headers_mut()
-                    .insert(JOURNAL_SEQ_HEADER, HeaderValue::from(seq));
-            }
+            mark_answered(&mut reply, &answered);
             if let Ok(value) =
                 HeaderValue::from_str(&server_timing(waited, &answered.timings, asked.elapsed()))
             {
                 reply.headers_mut().insert(SERVER_TIMING, value);
             }
-            reply.extensions_mut().insert(crate::observe::QueryTrace {
-                journal_seq: answered.journal_seq,
-                batch_size: answered.timings.batch.as_ref().map(|b| b.batch_size),
-            });
             reply
         }
         Err(error) => engine_failure(&state, &admitted, error).await,
@@ -731,6 +720,14 @@ async fn explain(
         StatusCode::OK,
         &crate::explain::explanation(outcome, rank, answered.ranked_by_similarity),
     );
+    mark_answered(&mut reply, &answered);
+    reply
+}
+
+/// Names the store state an answer is exact at (the change journal's head in
+/// the snapshot it read) in a header, so the body stays the reference's, and
+/// tells the access log about the answer.
+fn mark_answered(reply: &mut Response, answered: &particles_engine::Answered) {
     if let Some(seq) = answered.journal_seq {
         reply
             .headers_mut()
@@ -740,7 +737,6 @@ async fn explain(
         journal_seq: answered.journal_seq,
         batch_size: answered.timings.batch.as_ref().map(|b| b.batch_size),
     });
-    reply
 }
 
 async fn health(State(state): State<Shared>) -> Response {

@@ -3,31 +3,11 @@
 //! (Whether a ranking is right is the live oracle's job; these make a change in
 //! what users see show up as a diff.)
 
-use std::path::Path;
-
 use serde_json::Value;
 
-use crate::support::{particles_rs, workspace_root};
+use crate::support::{demo_store, particles_rs, workspace_root};
 
 const NOW: &str = "2026-06-01T00:00:00Z";
-
-/// The demo store, imported once per test process.
-fn demo_store(dir: &Path) -> std::path::PathBuf {
-    let store = dir.join("coins.db");
-    let examples = workspace_root().join("examples/coins.jsonl");
-    let output = particles_rs(&[
-        "import",
-        "--store",
-        store.to_str().unwrap(),
-        examples.to_str().unwrap(),
-    ]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    store
-}
 
 /// One line per hit: rank, similarity and effective confidence (3 decimals: the
 /// encoder's last bits may differ between CPUs), and the belief.

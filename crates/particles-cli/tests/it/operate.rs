@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::support::{http_exchange, particles_rs, particles_rs_command, workspace_root, Running};
+use crate::support::{http_exchange, particles_rs_command, Running};
 
 const API_KEY: &str = "operator-secret-key-7c1d";
 const WRONG_TOKEN: &str = "wrong-bearer-token-93ab";
@@ -20,20 +20,7 @@ fn coins_store(dir: &Path) -> Option<PathBuf> {
         return None;
     }
     particles_testkit::model_files()?;
-    let store = dir.join("coins.db");
-    let examples = workspace_root().join("examples/coins.jsonl");
-    let output = particles_rs(&[
-        "import",
-        "--store",
-        store.to_str().unwrap(),
-        examples.to_str().unwrap(),
-    ]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    Some(store)
+    Some(crate::support::demo_store(dir))
 }
 
 /// The value of one sample (`name{labels} value`) in a Prometheus scrape,

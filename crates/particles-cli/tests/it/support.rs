@@ -313,3 +313,22 @@ impl Drop for Running {
         let _ = self.child.wait();
     }
 }
+
+/// The demo's store (`examples/coins.jsonl`, embedded by the encoder), imported
+/// into `dir`.
+pub fn demo_store(dir: &Path) -> PathBuf {
+    let store = dir.join("coins.db");
+    let examples = workspace_root().join("examples/coins.jsonl");
+    let output = particles_rs(&[
+        "import",
+        "--store",
+        store.to_str().unwrap(),
+        examples.to_str().unwrap(),
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    store
+}
