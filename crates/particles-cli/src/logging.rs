@@ -82,7 +82,8 @@ pub(crate) fn init(args: &LogArgs, default_level: &str) -> Result<()> {
 /// Says at start what the process loaded and from where: the configuration
 /// file and the stores with their sidecars. (The encoder says where its model
 /// came from as it loads.) Never a value from the configuration: it may hold
-/// a provider's key.
+/// a provider's key. (Only the servers say it: `serve --http` and `mcp`.)
+#[cfg(feature = "server")]
 pub(crate) fn started(
     configured: &crate::config_cmd::Configured,
     selection: &particles_engine::StoreSelection,
