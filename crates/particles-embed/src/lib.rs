@@ -404,10 +404,21 @@ impl Encoder {
     /// [`EmbedError::Digest`] for a package file that is not the model's, else
     /// as [`Encoder::load`].
     pub fn load_located(location: &ModelLocation) -> Result<Encoder, EmbedError> {
-        if location.origin == ModelOrigin::Package {
-            verify_model_files(&location.dir)?;
+        if location.origin != ModelOrigin::Package {
+            return Encoder::load(&location.dir);
         }
-        Encoder::load(&location.dir)
+        // The digests are computed on a second thread while this one loads:
+        // both read the same files from the page cache, so the check costs
+        // start-up no more than the longer of the two.
+        std::thread::scope(|scope| {
+            let verified = scope.spawn(|| verify_model_files(&location.dir));
+            let loaded = Encoder::load(&location.dir);
+            match verified.join() {
+                Ok(verified) => verified?,
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+            loaded
+        })
     }
 
     /// The unit-length embedding of `text`, computed on this thread (one question
