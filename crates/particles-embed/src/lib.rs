@@ -395,7 +395,7 @@ impl Encoder {
         })
     }
 
-    /// Loads the model from `location`, first verifying each file's sha256
+    /// Loads the model from `location`, verifying each file's sha256 alongside
     /// when it was found in an installed package (files `model fetch` wrote
     /// were verified as they were written; `--model-dir` is the user's own).
     ///
