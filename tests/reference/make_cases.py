@@ -224,7 +224,9 @@ def build_hand_store(path: Path, seed: int, rich: bool = False) -> dict:
     db.commit()
     db.close()
 
-    # Particles, through the reference's own row mapping.
+    # Particles, through the reference's own row mapping. One store in two embeds
+    # in another dimension than MiniLM's 384: the reference ranks any dimension.
+    dim = random.Random(seed * 31 + 7).choice([384, 384, 384, 4, 8, 33])
     engine = create_engine(f"sqlite:///{path}")
     rows, ids, vectors, zoned = [], [], [], []
     n = rng.randint(30, 160)
@@ -234,7 +236,7 @@ def build_hand_store(path: Path, seed: int, rich: bool = False) -> dict:
         if vectors and rng.random() < 0.12:
             vector = vectors[rng.randrange(len(vectors))]  # identical vectors: score ties
         else:
-            vector = _unit(nrng)
+            vector = _unit(nrng, dim)
         vectors.append(vector)
         provenance = []
         if rng.random() < 0.85:
@@ -382,7 +384,11 @@ def build_hand_store(path: Path, seed: int, rich: bool = False) -> dict:
         db.execute("UPDATE particles SET valid_until = NULL WHERE valid_kind = 'EVENT' OR valid_from IS NOT NULL")
     # Foreign and legacy embedding model ids, malformed extractor refs.
     for pid in rng.sample(ids, max(1, n // 15)):
-        db.execute("UPDATE particles SET embedding_model_id = ? WHERE id = ?", (rng.choice(["other-model", "", None]), pid))
+        model = rng.choice(["other-model", "", None])
+        db.execute("UPDATE particles SET embedding_model_id = ? WHERE id = ?", (model, pid))
+        if model == "other-model":
+            # Another model's space may have another dimension: skipped, never compared.
+            db.execute("UPDATE particles SET embedding_json = ? WHERE id = ?", (json.dumps(_unit(nrng, dim + 3).tolist()), pid))
     for pid in rng.sample(ids, max(1, n // 25)):
         db.execute("UPDATE particles SET extractor_ref_json = ? WHERE id = ?",
                    (rng.choice(['{"name": ""}', "not json", '["x"]', '{"name": "x", "version": "1", "extra": 1}']), pid))
@@ -393,7 +399,7 @@ def build_hand_store(path: Path, seed: int, rich: bool = False) -> dict:
                    (a, b, "CO_EVIDENTIAL", "gen", _ts(epoch), rng.choice([1.0, 0.9, 0.75, 0.5, 0.25, 0.1, 0.0, -0.3])))
     db.commit()
     db.close()
-    return {"subjects": subjects, "vectors": [v.tolist() for v in vectors[:20]], "hand": True}
+    return {"subjects": subjects, "vectors": [v.tolist() for v in vectors[:20]], "hand": True, "dim": dim}
 
 
 def build_generator_store(path: Path, seed: int, size: int) -> dict:
@@ -414,7 +420,7 @@ def requests_for(store: Path, facts: dict, rng: random.Random, count: int) -> li
         elif roll < 0.55 and facts["vectors"]:
             vector = rng.choice(facts["vectors"])  # a stored vector: sim near 1
         else:
-            vector = _unit(nrng).tolist()
+            vector = _unit(nrng, facts.get("dim", 384)).tolist()
         request = {
             "store": str(store),
             "vector": vector,

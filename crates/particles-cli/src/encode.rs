@@ -59,7 +59,7 @@ impl Loaded {
 fn no_encoder() -> anyhow::Error {
     crate::UsageError(
         "this build has no question encoder (built without the `encoder` feature).\n  \
-         Pass --vector-file FILE (a JSON array of 384 floats) or --no-embedding."
+         Pass --vector-file FILE (a JSON array of floats, one embedding) or --no-embedding."
             .into(),
     )
     .into()

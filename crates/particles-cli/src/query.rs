@@ -35,7 +35,7 @@ pub(crate) struct QueryArgs {
     #[command(flatten)]
     model: crate::encode::ModelDirArg,
 
-    /// A JSON array of 384 floats: the query vector (skips any encoder).
+    /// A JSON array of floats, of the store's embedding dimension (384 for MiniLM): the query vector (skips any encoder).
     #[arg(long, value_name = "FILE", conflicts_with = "no_embedding")]
     vector_file: Option<PathBuf>,
 
@@ -318,7 +318,7 @@ fn parse_instant(text: &str) -> Result<Timestamp, String> {
         .map_err(|_| format!("{text:?} is not an instant; use RFC 3339, e.g. 2026-01-31T12:00:00Z"))
 }
 
-/// Reads a query vector: a JSON array of `EMBEDDING_DIM` finite numbers, each read
+/// Reads a query vector: a JSON array of finite numbers, each read
 /// as f64 and rounded to f32 (as the reference decodes stored vectors).
 pub(crate) fn read_vector_file(path: &Path) -> Result<Vec<f32>> {
     let text = std::fs::read_to_string(path)

@@ -728,18 +728,21 @@ impl Engine {
     }
 }
 
-/// A vector of the stored embeddings' dimension, every element finite.
+/// A query vector the ranking can take: at least one number, every one finite.
+///
+/// Its length is not checked here: the reference ranks whatever dimension the
+/// store's embeddings have, and a row of another length than the question fails
+/// the query where the ranking reads it (`particles_rank::Error::DimensionMismatch`),
+/// as numpy's product fails the reference's.
 ///
 /// # Errors
 ///
-/// [`Error::Encode`] naming the length or the element at fault.
+/// [`Error::Encode`] naming the empty vector or the element at fault.
 pub fn check_vector(vector: &[f32]) -> Result<()> {
-    if vector.len() != particles_model::EMBEDDING_DIM {
-        return Err(Error::Encode(format!(
-            "the query vector has {} numbers; the store's embeddings have {}",
-            vector.len(),
-            particles_model::EMBEDDING_DIM
-        )));
+    if vector.is_empty() {
+        return Err(Error::Encode(
+            "the query vector is empty; give the numbers of one embedding".to_owned(),
+        ));
     }
     if let Some(position) = vector.iter().position(|v| !v.is_finite()) {
         return Err(Error::Encode(format!(

@@ -45,22 +45,25 @@ impl NormKernel {
     }
 }
 
-/// `sdot(x, x)` as the OpenBLAS kernel computes it.
+/// `sdot(x, x)` as the OpenBLAS kernel computes it (`kernel/x86_64/sdot.c`): the
+/// largest multiple of 32 elements through the vector kernel (in f32, fused), the
+/// rest as f32 products summed in an f64 in order, the kernel's result added to
+/// that f64 last, and the total rounded to f32.
 ///
-/// Verified against the reference for length 384 (no tail). For lengths that are
-/// not a multiple of 32 the scalar tail is a fused multiply-add per element, which
-/// was not verified.
+/// Checked against NumPy's `x.dot(x)` (OpenBLAS 0.3.31) for lengths 4 to 389,
+/// tails included; the stores of the reference's own tests embed in 4 dimensions.
 pub fn sdot_openblas(x: &[f32], kernel: NormKernel) -> f32 {
     let n = x.len();
     let blocked = n & !31;
-    let mut dot = match kernel {
+    let kernel_dot = match kernel {
         NormKernel::SkylakeX => sdot_skylakex(&x[..blocked]),
         NormKernel::Haswell => sdot_haswell(&x[..blocked]),
     };
+    let mut dot = 0.0f64;
     for &value in &x[blocked..] {
-        dot = value.mul_add(value, dot);
+        dot += f64::from(value * value);
     }
-    dot
+    (dot + f64::from(kernel_dot)) as f32
 }
 
 fn sdot_skylakex(x: &[f32]) -> f32 {
@@ -418,5 +421,34 @@ mod tests {
         assert_eq!(sdot_openblas(&x, NormKernel::SkylakeX), 96.0);
         assert_eq!(sdot_openblas(&x, NormKernel::Haswell), 96.0);
         assert_eq!(sdot_openblas(&x[..37], NormKernel::Haswell), 9.25);
+    }
+
+    /// Bits of NumPy 2.4's `x.dot(x)` (OpenBLAS 0.3.31, its SkylakeX kernel) for
+    /// `x[i] = f32((i * 7919) % 1000) / 997`: lengths under 32 are all tail (the
+    /// same on every kernel), 33 and 71 mix the kernel and the tail.
+    #[test]
+    fn tails_sum_in_f64_after_the_kernel() {
+        let x: Vec<f32> = (0..71u32)
+            .map(|i| ((i * 7919) % 1000) as f32 / 997.0)
+            .collect();
+        for (n, bits) in [(4, 0x4008_7d05), (8, 0x4059_c98e), (31, 0x4135_9266)] {
+            assert_eq!(
+                sdot_openblas(&x[..n], NormKernel::SkylakeX).to_bits(),
+                bits,
+                "{n}"
+            );
+            assert_eq!(
+                sdot_openblas(&x[..n], NormKernel::Haswell).to_bits(),
+                bits,
+                "{n}"
+            );
+        }
+        for (n, bits) in [(33, 0x413c_19b0u32), (71, 0x41bf_6f52)] {
+            assert_eq!(
+                sdot_openblas(&x[..n], NormKernel::SkylakeX).to_bits(),
+                bits,
+                "{n}"
+            );
+        }
     }
 }

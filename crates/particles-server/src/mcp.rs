@@ -465,7 +465,7 @@ vocabulary). Returns the reference's QueryResponse as JSON: the answer, the rank
 particles with their effective confidences, coverage and truncation disclosures; each \
 particle's `contested` names an open INCONSISTENCY that references it. `summary=true` \
 slims each particle to id, content, confidence, effective_confidence, subject_ids and \
-contested. Dates (as_of, during_start/during_end, on) are ISO-8601. `vector` (384 numbers) \
+contested. Dates (as_of, during_start/during_end, on) are ISO-8601. `vector` (one embedding: 384 numbers for MiniLM) \
 or `no_embedding=true` may stand in for the question (particles-rs only).";
 
 /// The MCP server: one tool, `query`.

@@ -669,7 +669,7 @@ impl Serialize for ValidRequest {
 /// is evaluated at. In a JSON line these are fields beside the request's.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Envelope {
-    /// The query vector (384 floats); `None` encodes the question.
+    /// The query vector (the store's embedding dimension, 384 for MiniLM); `None` encodes the question.
     pub vector: Option<Vec<f32>>,
     /// Rank by effective confidence, without a query vector.
     pub no_embedding: bool,
