@@ -8,6 +8,7 @@
 #[cfg(feature = "bench")]
 mod bench;
 mod config_cmd;
+mod digest_cmd;
 mod encode;
 mod engine;
 mod import;
@@ -59,6 +60,10 @@ enum Command {
     /// The MCP server on stdio: the reference's `query` tool.
     #[cfg(feature = "server")]
     Mcp(server_cmd::McpArgs),
+    /// The session digest of a store: one line per ACTIVE belief, ranked by
+    /// effective confidence, contested beliefs flagged (the reference's
+    /// `GET /digest/{store}`, which `serve --http` answers the same way).
+    Digest(digest_cmd::DigestArgs),
     /// Store maintenance (the only verbs that write a store).
     Store(store_cmd::StoreArgs),
     /// The sidecar: a derived file of decoded vectors beside the store (or in
@@ -105,6 +110,8 @@ fn main() -> ExitCode {
             #[cfg(feature = "server")]
             Command::Mcp(args) => config_cmd::Configured::load(cli.config.as_deref())
                 .and_then(|c| server_cmd::run_mcp(&args, &c)),
+            Command::Digest(args) => config_cmd::Configured::load(cli.config.as_deref())
+                .and_then(|c| digest_cmd::run(&args, &c)),
             Command::Store(args) => store_cmd::run(args),
             Command::Sidecar(args) => sidecar_cmd::run(args),
             #[cfg(feature = "bench")]

@@ -53,6 +53,12 @@ pub struct Config {
     pub document_precedence: DocumentPrecedence,
     /// `owner_lens.*` (acts in `retrieve_ranked` only).
     pub owner_lens: OwnerLens,
+    /// `utility.*` (the usefulness lift of the digest and the projection).
+    pub utility: UtilityConfig,
+    /// `agent_memory.projection.exclude_source_tags`.
+    pub memory_exclude_source_tags: Vec<String>,
+    /// `extraction.refusal_retry_days`: how long a declined source is held.
+    pub refusal_retry_days: f64,
     /// `observer_scope.harness_tags`.
     pub observer_harness_tags: Vec<String>,
     /// `extraction_scope.exempt_source_tags`.
@@ -170,6 +176,8 @@ pub struct CliConfig {
 pub struct McpConfig {
     /// Model-driving tool calls per minute; 0 disables the cap.
     pub rate_limit_per_minute: i64,
+    /// `mcp.recall.digest_max_beliefs`: the digest's line cap (0: none).
+    pub digest_max_beliefs: i64,
 }
 
 /// A `(provider, model)` pairing for one completion purpose.
@@ -250,6 +258,8 @@ pub struct LlmConfig {
     pub default: ProviderSelection,
     /// The answer call's selection; `None` falls back to `default`.
     pub query_response: Option<ProviderSelection>,
+    /// The extraction call's selection; `None` falls back to `default`.
+    pub extraction: Option<ProviderSelection>,
     /// Named providers; always holds `local`.
     pub providers: BTreeMap<String, ProviderConfig>,
 }
@@ -258,6 +268,12 @@ impl LlmConfig {
     /// The selection the answer call uses.
     pub fn for_query_response(&self) -> &ProviderSelection {
         self.query_response.as_ref().unwrap_or(&self.default)
+    }
+
+    /// The selection extraction uses (which pairs an extraction refusal with
+    /// the model that refused).
+    pub fn for_extraction(&self) -> &ProviderSelection {
+        self.extraction.as_ref().unwrap_or(&self.default)
     }
 }
 
@@ -356,6 +372,19 @@ pub struct DocumentPrecedence {
     pub rank_penalty: f64,
 }
 
+/// `utility.*` (the part the ranking reads).
+#[derive(Debug, Clone, PartialEq)]
+pub struct UtilityConfig {
+    /// On by default.
+    pub enabled: bool,
+    /// `utility.default.half_life_uses_days`.
+    pub half_life_uses_days: f64,
+    /// `utility.default.rank_lift` (λ).
+    pub rank_lift: f64,
+    /// `utility.explicit_weight`.
+    pub explicit_weight: f64,
+}
+
 /// `owner_lens.*`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OwnerLens {
@@ -434,6 +463,7 @@ impl Default for Config {
             },
             mcp: McpConfig {
                 rate_limit_per_minute: 60,
+                digest_max_beliefs: 200,
             },
             llm: LlmConfig {
                 default: ProviderSelection {
@@ -441,6 +471,7 @@ impl Default for Config {
                     model: "claude-sonnet-5-5".to_owned(),
                 },
                 query_response: None,
+                extraction: None,
                 providers: BTreeMap::from([("local".to_owned(), ProviderConfig::default())]),
             },
             query: QueryConfig {
@@ -500,6 +531,14 @@ impl Default for Config {
                 subjects: Vec::new(),
                 rank_lift: 0.0,
             },
+            utility: UtilityConfig {
+                enabled: true,
+                half_life_uses_days: 30.0,
+                rank_lift: 0.015,
+                explicit_weight: 25.0,
+            },
+            memory_exclude_source_tags: strings(&["rule-file"]),
+            refusal_retry_days: 30.0,
             observer_harness_tags: strings(&["claude-code"]),
             extraction_exempt_source_tags: strings(&["rule-file"]),
         }
@@ -642,6 +681,7 @@ impl Config {
             },
             mcp: McpConfig {
                 rate_limit_per_minute: r.i64("mcp.rate_limit_per_minute"),
+                digest_max_beliefs: r.i64("mcp.recall.digest_max_beliefs"),
             },
             llm: llm_config(r.sub("llm")),
             query: query_config(r.sub("query")),
@@ -681,6 +721,14 @@ impl Config {
                 subjects: r.strings("owner_lens.subjects"),
                 rank_lift: r.f64("owner_lens.rank_lift"),
             },
+            utility: UtilityConfig {
+                enabled: r.bool("utility.enabled"),
+                half_life_uses_days: r.f64("utility.default.half_life_uses_days"),
+                rank_lift: r.f64("utility.default.rank_lift"),
+                explicit_weight: r.f64("utility.explicit_weight"),
+            },
+            memory_exclude_source_tags: r.strings("agent_memory.projection.exclude_source_tags"),
+            refusal_retry_days: r.f64("extraction.refusal_retry_days"),
             observer_harness_tags: r.strings("observer_scope.harness_tags"),
             extraction_exempt_source_tags: r.strings("extraction_scope.exempt_source_tags"),
         }
@@ -735,6 +783,7 @@ fn llm_config(llm: Reader<'_>) -> LlmConfig {
     LlmConfig {
         default: selection(llm.at("default")).unwrap_or_else(|| Config::default().llm.default),
         query_response: selection(llm.at("query_response")),
+        extraction: selection(llm.at("extraction")),
         providers: llm
             .map("providers")
             .into_iter()

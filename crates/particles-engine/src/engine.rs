@@ -726,6 +726,55 @@ impl Engine {
         slot.give_back(store);
         result
     }
+
+    /// The session digest of `target` (shown under `name`, the handle the caller
+    /// asked for), through the observer `project` when given, at `now`: read in
+    /// one snapshot, through the engine's own connection when it serves that
+    /// store, else a read-only connection opened for the call. Never cached: it
+    /// reads the store as it is (the reference renders it fresh every time).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] when the store cannot be opened or read,
+    /// [`Error::Respond`] when it holds data the reference also fails on.
+    pub fn digest(
+        &self,
+        target: &crate::StoreTarget,
+        name: &str,
+        project: Option<&str>,
+        now: Timestamp,
+    ) -> Result<particles_respond::RenderedDigest> {
+        let slot = self
+            .slots
+            .iter()
+            .find(|slot| slot.target.path == target.path);
+        let store = match slot {
+            Some(slot) => slot.connection()?,
+            None => Store::open_read_only(&target.path)?,
+        };
+        let mut rendered = None;
+        let read = store.read_snapshot(|snapshot| {
+            rendered = Some(particles_respond::session_digest(
+                snapshot,
+                name,
+                project,
+                &self.settings.rank,
+                &self.settings.digest,
+                now,
+            ));
+            Ok(())
+        });
+        if let Some(slot) = slot {
+            slot.give_back(store);
+        }
+        read?;
+        match rendered {
+            Some(rendered) => Ok(rendered?),
+            None => Err(Error::Batch(
+                "the digest's read transaction did not run".to_owned(),
+            )),
+        }
+    }
 }
 
 /// A query vector the ranking can take: at least one number, every one finite.

@@ -2,9 +2,10 @@
 
 use particles_config::Config;
 use particles_model::CalibrationSource;
+use particles_query::OwnerLensSettings;
 use particles_query::TruncationSettings;
 use particles_rank::{ConformanceCap, DecayRule, RankSettings, UncalibratedCap};
-use particles_respond::ResponseSettings;
+use particles_respond::{DigestSettings, ResponseSettings};
 use particles_structural::StructuralSettings;
 
 /// Every setting a query reads, from one loaded configuration.
@@ -26,6 +27,8 @@ pub struct Settings {
     pub harness_tags: Vec<String>,
     /// What the deterministic modes read (`subjects.wikidata_link_suppress_threshold`).
     pub structural: StructuralSettings,
+    /// What the session digest reads beyond the ranking's keys.
+    pub digest: DigestSettings,
 }
 
 impl Settings {
@@ -74,6 +77,12 @@ impl Settings {
                     cap_value: config.conformance_trust_cap.cap_value,
                     exempt: config.conformance_trust_cap.exempt.clone(),
                 }),
+            utility: particles_rank::UtilitySettings {
+                enabled: config.utility.enabled,
+                half_life_uses_days: config.utility.half_life_uses_days,
+                rank_lift: config.utility.rank_lift,
+                explicit_weight: config.utility.explicit_weight,
+            },
         };
         Settings {
             rank,
@@ -89,6 +98,22 @@ impl Settings {
             harness_tags: config.observer_harness_tags.clone(),
             structural: StructuralSettings {
                 link_suppress_threshold: config.wikidata_link_suppress_threshold,
+            },
+            digest: DigestSettings {
+                max_beliefs: u64::try_from(config.mcp.digest_max_beliefs).unwrap_or(0),
+                badge_enabled: config.contestedness.badge_enabled,
+                callout_threshold: config.contestedness.callout_threshold,
+                harness_tags: config.observer_harness_tags.clone(),
+                refusal_retry_days: config.refusal_retry_days,
+                extraction_model: {
+                    let selection = config.llm.for_extraction();
+                    format!("{}:{}", selection.provider, selection.model)
+                },
+                owner: OwnerLensSettings {
+                    enabled: config.owner_lens.enabled,
+                    subjects: config.owner_lens.subjects.clone(),
+                    rank_lift: config.owner_lens.rank_lift,
+                },
             },
         }
     }

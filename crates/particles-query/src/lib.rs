@@ -56,6 +56,7 @@ mod collect;
 mod cores;
 mod federate;
 mod gather;
+mod lift;
 mod memo;
 mod observer;
 mod outcome;
@@ -69,7 +70,8 @@ pub use crate::{
     batch::{run_query_batch, run_semantic_batch_streaming},
     federate::{run_federated, FederationMember},
     gather::FactLookups,
-    observer::default_harness_tags,
+    lift::{owner_viewer, recall_lifts, LiftItem, OwnerLensSettings, OwnerViewer},
+    observer::{default_harness_tags, entry_in_view, observer_filter, ObserverFilter},
     outcome::{ClaimCoverage, Hit, QueryOutcome, QueryStats, ScanStop, StageTimings, WorkCounters},
     truncation::{truncation_warning, TruncationSettings},
     window::{gather_window, WindowGathered},

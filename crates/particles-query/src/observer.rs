@@ -35,7 +35,7 @@ pub fn default_harness_tags() -> Vec<String> {
 /// What reading a candidate set through a project observer kept, and its
 /// disclosure.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct ObserverFilter {
+pub struct ObserverFilter {
     /// The ids in view (every id when the observer is not engaged).
     pub visible: HashSet<String>,
     /// The response's `observer_scope` note.
@@ -52,7 +52,7 @@ pub(crate) struct ObserverFilter {
 ///
 /// [`crate::Error::Store`] when the store cannot be read or holds a provenance
 /// list, tag list or capture instant the reference also fails on.
-pub(crate) fn observer_filter(
+pub fn observer_filter(
     store: &Store,
     project: &str,
     as_of: Option<Timestamp>,
@@ -179,6 +179,13 @@ fn scope_of_entries<'a>(
         keys,
         ..BeliefScope::default()
     }
+}
+
+/// Whether one corpus entry with these tags is in view for `project`: an entry
+/// naming projects is in view for those, an unattributed or harness-harvested one
+/// for none, any other for all (the reference's `visible(scope_of_entries([tags]))`).
+pub fn entry_in_view(tags: &[String], project: &str, harness_tags: &[String]) -> bool {
+    scope_of_entries(std::iter::once(tags), harness_tags).visible_to(project)
 }
 
 /// The scope of a belief derived from `premises`: their intersection (a global

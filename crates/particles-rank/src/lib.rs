@@ -27,6 +27,7 @@
 mod claims;
 mod collapse;
 mod error;
+mod lift;
 mod netloc;
 mod policy;
 mod score;
@@ -42,6 +43,10 @@ pub use crate::{
     claims::{match_claim, ClaimFilters, ClaimMatch},
     collapse::{co_evidential_closure, collapse_co_evidential, merge_co_evidential},
     error::{Error, Result},
+    lift::{
+        owner_rank_bonus, reinforcement_score, utility_rank_bonus, UtilityParams, UtilityPolicy,
+        UtilitySettings,
+    },
     netloc::{netloc, NetlocError},
     policy::{
         infer_domain, member_policies, recency_factor, DecayPolicy, MemberPolicy, Policies,

@@ -11,6 +11,7 @@ use particles_pyre::{PatternError, PyRegex};
 
 use crate::{
     error::{Error, Result},
+    lift::{more_skeptical, UtilityParams, UtilityPolicy, UtilitySettings},
     netloc::netloc,
     score::{py_max, py_min},
     settings::{ConformanceCap, RankSettings},
@@ -227,7 +228,7 @@ pub fn recency_factor(
 /// `micros / 10**6` correctly rounded, as Python's int true division. Exact through
 /// f64 while `micros` fits in 53 bits (ages under 285 years); beyond that the
 /// quotient is rounded from an exact integer part and remainder.
-fn micros_to_seconds(micros: i64) -> f64 {
+pub(crate) fn micros_to_seconds(micros: i64) -> f64 {
     const EXACT: i64 = 1 << 53;
     if (-EXACT..=EXACT).contains(&micros) {
         micros as f64 / 1e6
@@ -249,6 +250,9 @@ pub struct Policies {
     pub trust: TrustPolicy,
     /// Decay policy.
     pub decay: DecayPolicy,
+    /// The usefulness policy of the recall lifts; `None` when `utility.enabled`
+    /// is off (no lift).
+    pub utility: Option<UtilityPolicy>,
 }
 
 impl Policies {
@@ -270,11 +274,13 @@ impl Policies {
         let mut trust = compose_trust(rows, &lenses)?;
         trust.source_type_domains = settings.source_type_domains.clone();
         let decay = compose_decay(&lenses, settings)?;
+        let utility = compose_utility(&lenses, &settings.utility)?;
         Ok(Policies {
             settings: settings.clone(),
             weights: compose_weights(rows, &lenses, settings.conformance_cap.as_ref()),
             trust,
             decay,
+            utility,
         })
     }
 
@@ -384,6 +390,8 @@ struct ParsedLens {
     extractor_weights: Vec<(String, f64)>,
     /// `(is_url_scope, pattern, half_life_days, floor)`.
     decay_rules: Vec<(bool, String, f64, f64)>,
+    /// `(entry_kind, pattern, (half_life_uses_days, rank_lift))` in entry order.
+    utility_rules: Vec<(String, Option<String>, UtilityParams)>,
 }
 
 fn non_empty(value: &Option<String>) -> Option<&str> {
@@ -418,6 +426,7 @@ impl ParsedLens {
             url_rules: Vec::new(),
             extractor_weights: Vec::new(),
             decay_rules: Vec::new(),
+            utility_rules: Vec::new(),
         };
         for entry in &lens.entries {
             let LensEntry { entry_kind, .. } = entry;
@@ -515,6 +524,17 @@ impl ParsedLens {
                     if lift.is_nan() || lift < 0.0 {
                         return Err(invalid(kind, format!("rank_lift {lift} is below 0")));
                     }
+                    let pattern = match (kind, entry.pattern.as_deref()) {
+                        ("utility_default", None) => None,
+                        ("utility_default", Some(_)) => {
+                            return Err(invalid(kind, "a default rule takes no pattern".into()))
+                        }
+                        (_, Some(pattern)) if !pattern.is_empty() => Some(pattern.to_owned()),
+                        _ => return Err(invalid(kind, "the rule needs a pattern".into())),
+                    };
+                    parsed
+                        .utility_rules
+                        .push((kind.to_owned(), pattern, (half_life, lift)));
                 }
                 _ if kind.starts_with("modality_") => {
                     let (Some(_), Some(modality)) =
@@ -535,6 +555,57 @@ impl ParsedLens {
         }
         Ok(parsed)
     }
+}
+
+/// The usefulness policy: the local default made stricter by the lenses'
+/// defaults, and the lenses' source-type and URL rules composed among lenses
+/// (a URL pattern Python's `re` refuses is dropped, as the reference suppresses
+/// `re.error`).
+fn compose_utility(
+    lenses: &[ParsedLens],
+    settings: &UtilitySettings,
+) -> Result<Option<UtilityPolicy>> {
+    if !settings.enabled {
+        return Ok(None);
+    }
+    let mut default = (settings.half_life_uses_days, settings.rank_lift);
+    let mut lens_default: Option<UtilityParams> = None;
+    let mut source_type_rules: HashMap<String, UtilityParams> = HashMap::new();
+    let mut lens_url: Vec<(String, UtilityParams)> = Vec::new();
+    for lens in lenses {
+        for (kind, pattern, params) in &lens.utility_rules {
+            match (kind.as_str(), pattern) {
+                ("utility_default", _) => {
+                    lens_default =
+                        Some(lens_default.map_or(*params, |d| more_skeptical(d, *params)));
+                }
+                ("utility_source_type", Some(pattern)) => {
+                    let slot = source_type_rules.entry(pattern.clone()).or_insert(*params);
+                    *slot = more_skeptical(*slot, *params);
+                }
+                (_, Some(pattern)) => match lens_url.iter_mut().find(|(p, _)| p == pattern) {
+                    Some(slot) => slot.1 = more_skeptical(slot.1, *params),
+                    None => lens_url.push((pattern.clone(), *params)),
+                },
+                _ => {}
+            }
+        }
+    }
+    if let Some(lens_default) = lens_default {
+        default = more_skeptical(default, lens_default);
+    }
+    let mut url_rules = Vec::with_capacity(lens_url.len());
+    for (pattern, params) in lens_url {
+        if let Some(regex) = compile_pattern(&pattern)? {
+            url_rules.push((regex, params));
+        }
+    }
+    Ok(Some(UtilityPolicy {
+        default,
+        source_type_rules,
+        url_rules,
+        explicit_weight: settings.explicit_weight,
+    }))
 }
 
 fn compose_weights(

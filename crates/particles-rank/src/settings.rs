@@ -4,6 +4,8 @@
 
 use particles_model::CalibrationSource;
 
+use crate::UtilitySettings;
+
 /// A content-age decay rule: `max(floor, 0.5 ** (age_days / half_life_days))`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DecayRule {
@@ -57,6 +59,8 @@ pub struct RankSettings {
     pub uncalibrated_cap: Option<UncalibratedCap>,
     /// `conformance.trust_cap`, when enabled.
     pub conformance_cap: Option<ConformanceCap>,
+    /// `utility.*`, for the recall lifts (never the semantic query's ranking).
+    pub utility: UtilitySettings,
 }
 
 impl RankSettings {
@@ -89,6 +93,7 @@ impl Default for RankSettings {
             stale_support_discount: 0.5,
             uncalibrated_cap: None,
             conformance_cap: None,
+            utility: UtilitySettings::default(),
         }
     }
 }

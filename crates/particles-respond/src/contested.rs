@@ -68,7 +68,7 @@ pub(crate) fn contested_badges(
 
 /// Each particle an open INCONSISTENCY record names (a `PARTICLE` ref) mapped to
 /// the first such record, records in rowid order.
-fn inconsistency_backrefs(store: &Store) -> Result<HashMap<String, String>> {
+pub(crate) fn inconsistency_backrefs(store: &Store) -> Result<HashMap<String, String>> {
     let mut backrefs = HashMap::new();
     for record in particles_store::inconsistency_records(store)? {
         for member in members(&record) {

@@ -5,7 +5,9 @@
 
 use std::collections::HashMap;
 
-use particles_model::{CalibrationSource, Particle, ProvenanceRefType, Status, Timestamp};
+use particles_model::{
+    policy::SourceFacts, CalibrationSource, Particle, ProvenanceRefType, Status, Timestamp,
+};
 use particles_rank::Policies;
 use particles_store::Store;
 
@@ -56,6 +58,26 @@ pub(crate) fn effective_confidences(
     policies: &Policies,
     now: Timestamp,
 ) -> Result<HashMap<String, f64>> {
+    let (values, _) = effective_with_facts(store, particles, policies, now)?;
+    Ok(particles
+        .iter()
+        .zip(values)
+        .map(|(p, value)| (p.id.clone(), value))
+        .collect())
+}
+
+/// [`effective_confidences`] parallel to `particles`, with each particle's
+/// source facts (what the recall lifts resolve their rules by).
+///
+/// # Errors
+///
+/// As [`effective_confidences`].
+pub(crate) fn effective_with_facts(
+    store: &Store,
+    particles: &[&Particle],
+    policies: &Policies,
+    now: Timestamp,
+) -> Result<(Vec<f64>, Vec<SourceFacts>)> {
     let facts = particles_store::source_facts(store, particles.iter().map(|p| first_source(p)))?;
     let derived = |p: &Particle| p.confidence.calibration_source == CalibrationSource::Derived;
     let statuses = particles_store::premise_statuses(
@@ -65,7 +87,7 @@ pub(crate) fn effective_confidences(
             .filter(|p| derived(p))
             .flat_map(|p| premises(p)),
     )?;
-    let mut out = HashMap::with_capacity(particles.len());
+    let mut out = Vec::with_capacity(particles.len());
     for (particle, source) in particles.iter().zip(&facts) {
         let stale = derived(particle)
             && premises(particle)
@@ -77,7 +99,7 @@ pub(crate) fn effective_confidences(
             1.0
         };
         let extractor = particle.extractor_ref.as_ref().map(|e| e.name.as_str());
-        let value = particles_rank::effective_confidence(
+        out.push(particles_rank::effective_confidence(
             policies.capped_confidence(
                 particle.confidence.value,
                 particle.confidence.calibration_source,
@@ -86,8 +108,7 @@ pub(crate) fn effective_confidences(
             policies.trust.evaluate(source)?.unwrap_or(1.0),
             policies.decay.factor(source, now)?,
             discount,
-        );
-        out.insert(particle.id.clone(), value);
+        ));
     }
-    Ok(out)
+    Ok((out, facts))
 }

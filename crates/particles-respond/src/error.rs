@@ -11,6 +11,13 @@ pub enum Error {
     /// Composing the policies failed where the reference aborts too.
     #[error(transparent)]
     Rank(#[from] particles_rank::Error),
+    /// Reading through the observer or the recall lifts failed.
+    #[error(transparent)]
+    Query(#[from] particles_query::Error),
+    /// A run's recorded LLM usage is malformed where the reference's spend line
+    /// fails too (its digest is a 500). Repair the `operator_events` row.
+    #[error("the store's recorded LLM spend cannot be read: {0}")]
+    Spend(String),
     /// The request's `subject_id` is a prefix of several subject ids, where the
     /// reference's subject lookup refuses to choose (a 500 from its server). Give
     /// more of the id.

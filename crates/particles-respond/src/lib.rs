@@ -53,6 +53,7 @@
 
 mod contested;
 mod contestedness;
+mod digest;
 mod effective;
 mod error;
 mod gaps;
@@ -70,8 +71,13 @@ use particles_query::{
 use particles_rank::Policies;
 use particles_store::Store;
 
-pub use crate::error::{Error, Result};
 use crate::stance::AGREEMENT_CAVEAT;
+pub use crate::{
+    digest::{
+        render_digest, session_digest, DigestEntry, DigestLine, DigestSettings, RenderedDigest,
+    },
+    error::{Error, Result},
+};
 
 /// The reference's disclosure when ranking ran without a query vector (its
 /// `RANKING_DEGRADED_NO_ENCODER`).

@@ -40,6 +40,7 @@ mod observer;
 mod policy;
 mod profile;
 mod pyjson;
+mod recall;
 mod response;
 mod row;
 mod scans;
@@ -76,6 +77,10 @@ pub use crate::{
     policy::load_policy_rows,
     profile::LoadCounters,
     pyjson::{dumps as python_json_dumps, dumps_vector as python_json_vector},
+    recall::{
+        held_snapshot_tags, particles_with_status, run_events, subject_by_name, subject_names,
+        use_events, RunEvent, UseEvent,
+    },
     scans::{
         active_embedding_json_length, embedding_texts, existing_particle_ids,
         particle_ids_in_rowid_order, sqlite_version,

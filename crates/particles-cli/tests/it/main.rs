@@ -6,6 +6,7 @@ mod chaos;
 mod configured;
 mod crash;
 mod demo;
+mod digest;
 mod entry_points;
 mod federation;
 mod help;
