@@ -178,6 +178,9 @@ pub struct McpConfig {
     pub rate_limit_per_minute: i64,
     /// `mcp.recall.digest_max_beliefs`: the digest's line cap (0: none).
     pub digest_max_beliefs: i64,
+    /// The stores whose digest the MCP server lists as resources:
+    /// `mcp.write.enabled_stores`, then `mcp.recall.digest_stores`, each once.
+    pub digest_listed_stores: Vec<String>,
 }
 
 /// A `(provider, model)` pairing for one completion purpose.
@@ -464,6 +467,7 @@ impl Default for Config {
             mcp: McpConfig {
                 rate_limit_per_minute: 60,
                 digest_max_beliefs: 200,
+                digest_listed_stores: Vec::new(),
             },
             llm: LlmConfig {
                 default: ProviderSelection {
@@ -682,6 +686,19 @@ impl Config {
             mcp: McpConfig {
                 rate_limit_per_minute: r.i64("mcp.rate_limit_per_minute"),
                 digest_max_beliefs: r.i64("mcp.recall.digest_max_beliefs"),
+                digest_listed_stores: {
+                    let mut listed: Vec<String> = Vec::new();
+                    for handle in r
+                        .strings("mcp.write.enabled_stores")
+                        .into_iter()
+                        .chain(r.strings("mcp.recall.digest_stores"))
+                    {
+                        if !listed.contains(&handle) {
+                            listed.push(handle);
+                        }
+                    }
+                    listed
+                },
             },
             llm: llm_config(r.sub("llm")),
             query: query_config(r.sub("query")),

@@ -42,6 +42,8 @@ pub use crate::{
 /// The most rows of a store whose particles a long-lived engine keeps
 /// hydrated ([`CacheOptions::keep_particles`]).
 pub use particles_cache::KEEP_PARTICLES_MAX_ROWS;
+/// The session digest [`Engine::digest`] renders, and its lines.
+pub use particles_respond::{DigestLine, RenderedDigest};
 
 /// Errors from applying the configuration or naming stores.
 #[derive(Debug, thiserror::Error)]

@@ -20,7 +20,7 @@ use std::{
 
 use axum::{
     body::Body,
-    extract::{Path, Request, State},
+    extract::{Path, RawQuery, Request, State},
     http::{header, HeaderMap, HeaderValue, Method, StatusCode},
     response::{IntoResponse, Response},
     routing::{any, get, post},
@@ -38,7 +38,7 @@ use crate::{
     proxy::Upstream,
     pyjson,
     rate_limit::{self, Buckets},
-    service::{Backend, VERSION},
+    service::{Backend, DigestOutcome, VERSION},
 };
 
 /// Limits of our own, beyond the reference's.
@@ -208,6 +208,7 @@ pub(crate) fn router(state: Shared) -> Router {
         .route("/particles/{id}", get(particle).fallback(forward))
         .route("/particles/{id}/source", get(source).fallback(forward))
         .route(EXPLAIN_PATH, post(explain).fallback(forward))
+        .route("/digest/{store}", get(digest).fallback(forward))
         .fallback(forward)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
@@ -774,6 +775,92 @@ async fn blocking<T: Send + 'static>(
         Ok(Ok(value)) => Ok(value),
         Ok(Err(_)) | Err(_) => Err(internal_error()),
     }
+}
+
+/// `GET /digest/{store}`: the session digest, always behind the bearer gate
+/// (it rolls up the whole store), `?project=` reading through that project's
+/// observer.
+async fn digest(
+    State(state): State<Shared>,
+    peer: Option<axum::Extension<Peer>>,
+    Path(store): Path<String>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Response {
+    let caller = Caller {
+        peer: peer.and_then(|p| p.0 .0),
+        headers: &headers,
+    };
+    if let Err(refusal) = auth::verify_key(&caller, &state.key.current(), &state.backend.policy) {
+        state.metrics.reject("auth");
+        return refusal_response(refusal);
+    }
+    // Starlette decodes the path before routing: a `/` inside the segment is
+    // two segments, which no route of the reference matches.
+    if store.contains('/') {
+        return detail(StatusCode::NOT_FOUND, "Not Found");
+    }
+    let project = query_parameter(query.as_deref().unwrap_or(""), "project");
+    if project.as_deref() == Some("") {
+        return validation_error(json!([{
+            "type": "string_too_short",
+            "loc": ["query", "project"],
+            "msg": "String should have at least 1 character",
+            "input": "",
+            "ctx": {"min_length": 1},
+        }]));
+    }
+    let backend = state.backend.clone();
+    let handle = store.clone();
+    let outcome =
+        tokio::task::spawn_blocking(move || backend.digest(&handle, project.as_deref())).await;
+    match outcome {
+        Ok(DigestOutcome::Rendered(rendered)) => json_response(StatusCode::OK, &rendered),
+        Ok(DigestOutcome::UnknownStore) => detail(
+            StatusCode::NOT_FOUND,
+            format!("Unknown store {}", particles_model::python_repr(&store)),
+        ),
+        Ok(DigestOutcome::Failed(why)) => {
+            tracing::error!(store = %store, error = %why, "the digest failed");
+            internal_error()
+        }
+        Err(_) => internal_error(),
+    }
+}
+
+/// The last value of `name` in a query string, decoded as Starlette's
+/// `parse_qsl(keep_blank_values=True)` decodes it (`+` is a space, bad UTF-8
+/// replaced).
+fn query_parameter(query: &str, name: &str) -> Option<String> {
+    let decode = |text: &str| -> String {
+        let bytes = text.as_bytes();
+        let hex = |b: u8| char::from(b).to_digit(16);
+        let mut out = Vec::with_capacity(bytes.len());
+        let mut i = 0;
+        while i < bytes.len() {
+            match bytes[i] {
+                b'+' => out.push(b' '),
+                b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                    (Some(high), Some(low)) => {
+                        out.push((high * 16 + low) as u8);
+                        i += 2;
+                    }
+                    _ => out.push(b'%'),
+                },
+                byte => out.push(byte),
+            }
+            i += 1;
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    };
+    query
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+        .filter_map(|pair| {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            (decode(key) == name).then(|| decode(value))
+        })
+        .last()
 }
 
 async fn contested(

@@ -52,6 +52,7 @@ mod proxy;
 mod pyjson;
 mod pytext;
 mod rate_limit;
+mod resources;
 mod server;
 mod service;
 

@@ -18,7 +18,8 @@ use particles_model::{QueryRequest, TimeWindow, Timestamp};
 use rmcp::{
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-        ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+        ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+        ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig, Tool,
     },
     service::RequestContext,
     ErrorData as McpError, RoleServer, ServerHandler, ServiceExt,
@@ -477,7 +478,12 @@ struct ParticlesMcp {
 
 impl ServerHandler for ParticlesMcp {
     fn get_info(&self) -> ServerConfig {
-        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        let mut info = ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .build(),
+        );
         info.server_info = Implementation::new("particles", crate::VERSION);
         info.instructions = Some(
             "particles-rs: read-only query access to a Particles belief store. Use `query` \
@@ -497,6 +503,41 @@ impl ServerHandler for ParticlesMcp {
         tool.description = Some(QUERY_DESCRIPTION.into());
         tool.input_schema = Arc::new(query_schema());
         Ok(ListToolsResult::with_all_items(vec![tool]))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> std::result::Result<ListResourcesResult, McpError> {
+        Ok(ListResourcesResult::with_all_items(
+            crate::resources::listed(&self.backend),
+        ))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> std::result::Result<ListResourceTemplatesResult, McpError> {
+        Ok(ListResourceTemplatesResult::with_all_items(
+            crate::resources::templates(),
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> std::result::Result<ReadResourceResponse, McpError> {
+        let backend = self.backend.clone();
+        let project = self.project.clone();
+        tokio::task::spawn_blocking(move || {
+            crate::resources::read(&backend, project.as_deref(), &request.uri)
+        })
+        .await
+        .map_err(|e| McpError::internal_error(e.to_string(), None))?
+        .map(Into::into)
     }
 
     async fn call_tool(

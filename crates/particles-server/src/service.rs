@@ -22,6 +22,21 @@ pub struct Backend {
     pub(crate) build_date: Option<String>,
     pub(crate) passage: PassageSettings,
     pub(crate) frozen_now: Option<particles_model::Timestamp>,
+    /// The configuration and working directory the digest resolves store
+    /// handles with (`default`, the keys of `storage.stores`).
+    pub(crate) stores: (particles_config::Config, std::path::PathBuf),
+    /// The stores the MCP server lists a digest resource for.
+    pub(crate) digest_listed: Vec<String>,
+}
+
+/// How a digest request went.
+pub(crate) enum DigestOutcome {
+    /// The digest.
+    Rendered(particles_engine::RenderedDigest),
+    /// The handle names no configured store.
+    UnknownStore,
+    /// The store could not be read (the reference's 500), with why.
+    Failed(String),
 }
 
 impl Backend {
@@ -39,6 +54,8 @@ impl Backend {
             build_date: config.build.date.clone(),
             passage: PassageSettings::from_config(loaded, store),
             frozen_now: None,
+            digest_listed: config.mcp.digest_listed_stores.clone(),
+            stores: (config.clone(), std::env::current_dir().unwrap_or_default()),
         }
     }
 
@@ -111,6 +128,37 @@ impl Backend {
         self.source_passage(id)?
             .for_display(id)
             .map_err(Error::Refused)
+    }
+
+    /// The session digest of the store `handle` names (`GET /digest/{store}`,
+    /// the MCP digest resource), through the observer `project` when given.
+    /// Only configured handles are served, as the reference serves them.
+    pub(crate) fn digest(&self, handle: &str, project: Option<&str>) -> DigestOutcome {
+        let (config, cwd) = &self.stores;
+        let location = match particles_config::resolve_store(config, handle, cwd) {
+            Ok(location) => location,
+            Err(particles_config::Error::UnknownStore { .. }) => {
+                return DigestOutcome::UnknownStore
+            }
+            Err(error) => return DigestOutcome::Failed(error.to_string()),
+        };
+        if !location.path.is_file() {
+            return DigestOutcome::Failed(format!(
+                "the store {handle:?} names {}, which does not exist",
+                location.path.display()
+            ));
+        }
+        let target = particles_engine::StoreTarget {
+            handle: Some(handle.to_owned()),
+            path: location.path,
+        };
+        let now = self
+            .frozen_now
+            .unwrap_or_else(particles_model::Timestamp::now);
+        match self.engine.digest(&target, handle, project, now) {
+            Ok(rendered) => DigestOutcome::Rendered(rendered),
+            Err(error) => DigestOutcome::Failed(error.to_string()),
+        }
     }
 
     pub(crate) fn source_passage(&self, id: &str) -> Result<Hydrated> {

@@ -117,3 +117,127 @@ fn digests_equal_the_references_on_rich_stores() {
         "too few digests compared"
     );
 }
+
+/// An MCP client reading the digest resources of the server it starts (`argv[1:]`
+/// is the server's command line): both templates' and the listed resources'
+/// shapes, a read store-wide and through a project, and the errors.
+const RESOURCES_CLIENT: &str = r#"
+import asyncio, json, os, sys
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+async def main():
+    params = StdioServerParameters(command=sys.argv[1], args=sys.argv[2:], env=dict(os.environ))
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            init = await session.initialize()
+            templates = await session.list_resource_templates()
+            listed = await session.list_resources()
+            out = {
+                "resources_capability": init.capabilities.resources is not None,
+                "templates": [t.model_dump(by_alias=True, exclude_none=True) for t in templates.resourceTemplates],
+                "listed": [r.model_dump(by_alias=True, exclude_none=True, mode="json") for r in listed.resources],
+                "reads": {},
+            }
+            for uri in ["particles://digest/default", "particles://digest/default/alpha",
+                        "particles://digest/other", "particles://digest/nope",
+                        "particles://digest/a/b/c", "particles://digest/listed-missing"]:
+                try:
+                    result = await session.read_resource(uri)
+                    out["reads"][uri] = [c.model_dump(by_alias=True, exclude_none=True, mode="json")
+                                         for c in result.contents]
+                except Exception as error:
+                    out["reads"][uri] = {"error": str(error)}
+            print(json.dumps(out))
+
+asyncio.run(main())
+"#;
+
+/// The store of digest seed `seed`, its configuration (the default store, a
+/// second handle, a listed handle whose file is missing, a belief cap) and
+/// the directory they are in.
+fn served_digest_store(python: &Path, dir: &Path, seed: u64) -> std::path::PathBuf {
+    let cases = digest_cases(python, dir, seed);
+    let store = Path::new(cases[0]["request"]["store"].as_str().unwrap()).to_owned();
+    let config = dir.join("served.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "network: {{egress: none}}\nstorage:\n  database_url: \"sqlite+aiosqlite:///{0}\"\n  \
+             stores:\n    other: \"sqlite+aiosqlite:///{0}\"\n    listed-missing: \
+             \"sqlite+aiosqlite:///{1}\"\nmcp:\n  recall:\n    digest_max_beliefs: 6\n    \
+             digest_stores: [other, listed-missing]\n",
+            store.display(),
+            dir.join("missing.db").display()
+        ),
+    )
+    .unwrap();
+    config
+}
+
+fn read_resources(python: &Path, pythonpath: &str, config: &Path, server: &[&str]) -> Value {
+    let template = particles_rs_command();
+    let mut command = Command::new(python);
+    for (name, value) in template.get_envs() {
+        match value {
+            Some(value) => command.env(name, value),
+            None => command.env_remove(name),
+        };
+    }
+    let output = command
+        .args(["-c", RESOURCES_CLIENT])
+        .args(server)
+        .env("PARTICLES_CONFIG", config)
+        .env("PYTHONPATH", pythonpath)
+        .output()
+        .expect("the MCP client runs");
+    assert!(
+        output.status.success(),
+        "{server:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("JSON")
+}
+
+#[test]
+fn the_mcp_digest_resources_read_as_the_references_do() {
+    let pythonpath = std::env::var("PARTICLES_REFERENCE_EXTRA_PATH").unwrap_or_default();
+    let Some(python) = particles_testkit::reference_python_with(&["mcp"], &pythonpath) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let config = served_digest_store(&python, dir.path(), 7);
+    let reference_cli = python.with_file_name("particles");
+    let reference = read_resources(
+        &python,
+        &pythonpath,
+        &config,
+        &[reference_cli.to_str().unwrap(), "mcp", "serve"],
+    );
+    let ours = read_resources(
+        &python,
+        &pythonpath,
+        &config,
+        &[env!("CARGO_BIN_EXE_particles-rs"), "mcp", "--no-sidecar"],
+    );
+    assert_eq!(ours["resources_capability"], true);
+    for key in ["templates", "listed"] {
+        assert_eq!(ours[key], reference[key], "{key}");
+    }
+    for (uri, expected) in reference["reads"].as_object().unwrap() {
+        let actual = &ours["reads"][uri];
+        if uri.ends_with("listed-missing") {
+            // The reference creates an empty database at a missing file and
+            // fails on its tables; we never create a store: both fail.
+            assert!(
+                expected.get("error").is_some() && actual.get("error").is_some(),
+                "{uri}"
+            );
+            continue;
+        }
+        assert_eq!(actual, expected, "{uri}");
+    }
+    assert!(reference["reads"]["particles://digest/default"][0]["text"]
+        .as_str()
+        .is_some_and(|text| text.starts_with("# Memory digest — default")));
+}

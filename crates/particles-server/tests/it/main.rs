@@ -14,6 +14,7 @@
 //!   reference's engine, the same both ways.
 
 mod clients;
+mod digest;
 mod fuzz;
 mod proxy;
 mod reads;
