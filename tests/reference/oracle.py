@@ -8,7 +8,9 @@ request. Each request:
      "now": ISO-8601 instant (the frozen clock), "use_embeddings": bool,
      "uncertainty_nature": str | null, "assertion_modality": str | null,
      "recency_window_days": int | null, "include_document_meta": bool,
-     "include_non_asserted": bool}
+     "include_non_asserted": bool,
+     and the recall callers' retrieve_ranked keywords when given: "apply_utility",
+     "apply_owner", "exclude_source_tags", "code_symbol_rank_weight"}
 
 Each result is {"hits": [{"id", "sim", "eff"}]} or {"error": "<exception type>: <message>"}.
 The clock the reference reads for decay is frozen at `now`, the query encoder is
@@ -23,6 +25,7 @@ from datetime import datetime, timezone
 import numpy as np
 
 import particles.core.scoring.decay as decay_module
+import particles.core.scoring.utility as utility_module
 import particles.operations.query.main as query_main
 
 
@@ -39,6 +42,8 @@ class _FrozenClock(datetime):
 # candidate) and the recency window. Both see the frozen instant.
 decay_module.datetime = _FrozenClock
 query_main.datetime = _FrozenClock
+# The recall options' usefulness lift ages use events at the wall clock too.
+utility_module.datetime = _FrozenClock
 
 
 def _window(during, on):
@@ -100,8 +105,13 @@ async def _run(request: dict) -> dict:
     event.listen(engine.sync_engine, "connect", _sqlite_set_pragmas)
     try:
         async with AsyncSession(engine) as session:
+            recall = {
+                key: request[key]
+                for key in ("apply_utility", "apply_owner", "exclude_source_tags", "code_symbol_rank_weight")
+                if request.get(key) is not None
+            }
             ranked = await query_main.retrieve_ranked(
-                session, query_request, use_embeddings=request.get("use_embeddings", True)
+                session, query_request, use_embeddings=request.get("use_embeddings", True), **recall
             )
             surfaces = await _surfaces(session, query_request, query_vector, {p.id for p, _, _ in ranked})
     finally:

@@ -261,6 +261,7 @@ impl CellRun<'_> {
             vector: (!self.spec.encoder).then(|| self.questions.vector(index).to_vec()),
             no_embedding: false,
             now: Some(self.now),
+            ..Envelope::default()
         };
         let started = Instant::now();
         let answered = self

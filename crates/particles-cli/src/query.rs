@@ -152,6 +152,31 @@ pub(crate) struct QueryArgs {
     #[arg(long, value_name = "RFC3339", value_parser = parse_instant)]
     now: Option<Timestamp>,
 
+    /// Rank as the memory projection does: add each belief's usefulness lift
+    /// (λ·ln(1 + R) of its use events, `utility.*`) to its effective confidence
+    /// before the cut (the reference's retrieve_ranked apply_utility)
+    #[arg(long, help_heading = "Recall ranking (the projection's options)")]
+    apply_utility: bool,
+
+    /// Add the owner lens's lift (`owner_lens.rank_lift`) to beliefs about the
+    /// owner's subjects (`owner_lens.subjects`) before the cut (apply_owner)
+    #[arg(long, help_heading = "Recall ranking (the projection's options)")]
+    apply_owner: bool,
+
+    /// Drop beliefs that only sources carrying this corpus tag state (repeat
+    /// it; the agent-memory region drops `rule-file`) (exclude_source_tags)
+    #[arg(
+        long,
+        value_name = "TAG",
+        help_heading = "Recall ranking (the projection's options)"
+    )]
+    exclude_source_tag: Vec<String>,
+
+    /// Multiply the rank score of docstring-extracted beliefs by this weight,
+    /// 0 to 1 (code_symbol_rank_weight)
+    #[arg(long, value_name = "W", value_parser = parse_unit_weight, help_heading = "Recall ranking (the projection's options)")]
+    code_symbol_rank_weight: Option<f64>,
+
     /// Print one JSON object with a `hits` array instead of a table.
     #[arg(long)]
     json: bool,
@@ -313,6 +338,13 @@ pub(crate) fn parse_on(text: &str) -> Result<TimeWindow, String> {
     })
 }
 
+fn parse_unit_weight(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(weight) if (0.0..=1.0).contains(&weight) => Ok(weight),
+        _ => Err(format!("{text:?} is not a weight from 0 to 1, e.g. 0.3")),
+    }
+}
+
 fn parse_instant(text: &str) -> Result<Timestamp, String> {
     Timestamp::parse(text)
         .map_err(|_| format!("{text:?} is not an instant; use RFC 3339, e.g. 2026-01-31T12:00:00Z"))
@@ -391,6 +423,12 @@ impl QueryArgs {
             },
             no_embedding: self.no_embedding,
             now: self.now,
+            recall: particles_model::RecallOptions {
+                apply_utility: self.apply_utility,
+                apply_owner: self.apply_owner,
+                exclude_source_tags: self.exclude_source_tag.clone(),
+                code_symbol_rank_weight: self.code_symbol_rank_weight.unwrap_or(1.0),
+            },
         })
     }
 }

@@ -65,6 +65,7 @@ struct Pending {
     request: ValidRequest,
     vector: Option<Vec<f32>>,
     now: Timestamp,
+    recall: particles_model::RecallOptions,
     queued_at: Instant,
     answer: Arc<Slot>,
 }
@@ -96,6 +97,7 @@ impl Batcher {
         request: &ValidRequest,
         vector: Option<&[f32]>,
         now: Timestamp,
+        recall: &particles_model::RecallOptions,
         settings: &RankSettings,
         truncation: &TruncationSettings,
         run: &RunBatch<'_>,
@@ -106,6 +108,7 @@ impl Batcher {
             request: request.clone(),
             vector: vector.map(<[f32]>::to_vec),
             now,
+            recall: recall.clone(),
             queued_at: Instant::now(),
             answer: Arc::clone(&slot),
         });
@@ -178,6 +181,7 @@ impl Batcher {
                     ..QueryInput::new(&pending.request, pending.vector.as_deref(), pending.now)
                 }
                 .with_truncation(truncation)
+                .with_recall(&pending.recall)
             })
             .collect();
         let lead = std::cell::RefCell::new(Lead {

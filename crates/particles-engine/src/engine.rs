@@ -442,7 +442,8 @@ impl Engine {
         }
         let vector = self.vector(request, envelope)?;
         let encoded = started.elapsed();
-        let ((outcome, mut response), batch) = self.rank(request, vector.as_deref(), now)?;
+        let ((outcome, mut response), batch) =
+            self.rank(request, vector.as_deref(), now, &envelope.recall)?;
         let ranked = started.elapsed();
         // Without question text (a vector or no_embedding stood in for it)
         // there is nothing to ask a provider: the answer step runs only where
@@ -532,15 +533,16 @@ impl Engine {
         request: &ValidRequest,
         vector: Option<&[f32]>,
         now: Timestamp,
+        recall: &particles_model::RecallOptions,
     ) -> Result<(Ranked, Option<BatchTiming>)> {
-        match self.rank_once(request, vector, now) {
+        match self.rank_once(request, vector, now, recall) {
             Err(Error::Query(particles_query::Error::Rank(
                 particles_rank::Error::DamagedVector { .. },
             ))) => {
                 for slot in &self.slots {
                     slot.cache.discard();
                 }
-                self.rank_once(request, vector, now)
+                self.rank_once(request, vector, now, recall)
             }
             other => other,
         }
@@ -553,14 +555,24 @@ impl Engine {
         request: &ValidRequest,
         vector: Option<&[f32]>,
         now: Timestamp,
+        recall: &particles_model::RecallOptions,
     ) -> Result<(Ranked, Option<BatchTiming>)> {
         let response_settings = self.settings.response();
+        if self.federated && recall.is_active() {
+            // The reference's federation (`query_federated`) takes none of them.
+            return Err(Error::Encode(
+                "apply_utility, apply_owner, exclude_source_tags and code_symbol_rank_weight \
+                 rank one store: ask one store (not a federation)"
+                    .to_owned(),
+            ));
+        }
         if !self.federated {
             let slot = &self.slots[0];
             let (ranked, timing) = slot.batcher.query(
                 request,
                 vector,
                 now,
+                recall,
                 &self.settings.rank,
                 &self.settings.truncation,
                 &|inputs, events| {

@@ -2,7 +2,6 @@
 
 use particles_config::Config;
 use particles_model::CalibrationSource;
-use particles_query::OwnerLensSettings;
 use particles_query::TruncationSettings;
 use particles_rank::{ConformanceCap, DecayRule, RankSettings, UncalibratedCap};
 use particles_respond::{DigestSettings, ResponseSettings};
@@ -83,6 +82,11 @@ impl Settings {
                 rank_lift: config.utility.rank_lift,
                 explicit_weight: config.utility.explicit_weight,
             },
+            owner_lens: particles_rank::OwnerLensSettings {
+                enabled: config.owner_lens.enabled,
+                subjects: config.owner_lens.subjects.clone(),
+                rank_lift: config.owner_lens.rank_lift,
+            },
         };
         Settings {
             rank,
@@ -108,11 +112,6 @@ impl Settings {
                 extraction_model: {
                     let selection = config.llm.for_extraction();
                     format!("{}:{}", selection.provider, selection.model)
-                },
-                owner: OwnerLensSettings {
-                    enabled: config.owner_lens.enabled,
-                    subjects: config.owner_lens.subjects.clone(),
-                    rank_lift: config.owner_lens.rank_lift,
                 },
             },
         }

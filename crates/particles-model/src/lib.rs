@@ -41,8 +41,8 @@ pub use crate::{
     pytext::{python_float, python_splitlines},
     request::{
         parse_instant, python_repr, Audience, BoundValue, Decimal, Envelope, FieldError, GroupBy,
-        Loc, Mode, QueryRequest, RequestErrors, TimeWindow, ValidRequest, DEFAULT_TOP_K,
-        MAX_QUESTION_CHARS, MAX_TOP_K,
+        Loc, Mode, QueryRequest, RecallOptions, RequestErrors, TimeWindow, ValidRequest,
+        DEFAULT_TOP_K, MAX_QUESTION_CHARS, MAX_TOP_K,
     },
     timestamp::{Timestamp, TimestampParseError},
 };

@@ -311,6 +311,7 @@ impl GroupScan {
                     query: self.queries[member].as_ref(),
                     now: Route::clock(input.request, input.now),
                     exhaustive: input.exhaustive,
+                    keep_all: input.recall.is_some(),
                     prune_margin: input.walk_margin(),
                     scores_only_beyond_cut: true,
                     harness_tags: &[],

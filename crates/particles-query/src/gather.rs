@@ -76,6 +76,9 @@ pub(crate) struct Gather<'a> {
     pub(crate) query: Option<&'a QueryVector>,
     pub(crate) now: Timestamp,
     pub(crate) exhaustive: bool,
+    /// Keep every scored candidate whole, not only the best `top_k` (the recall
+    /// options re-rank them all).
+    pub(crate) keep_all: bool,
     /// Candidates are skipped only when their bound is below the k-th score less
     /// this margin, so the truncation warning sees every score it counts.
     pub(crate) prune_margin: f64,
@@ -303,7 +306,11 @@ impl Gather<'_> {
         stats: &mut QueryStats,
     ) -> Result<(Vec<Scored>, Vec<f64>, Option<crate::ScanStop>)> {
         let set = self.selection.set.as_ref();
-        let top_k = self.request.top_k as usize;
+        let top_k = if self.keep_all {
+            scanned.survivors.len().max(1)
+        } else {
+            self.request.top_k as usize
+        };
         let mut order = BoundOrder::new(&scanned.bounds, (top_k * 4).max(256));
         let mut top = if self.scores_only_beyond_cut {
             TopK::keeping_only_scores_beyond(top_k)

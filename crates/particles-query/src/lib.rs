@@ -60,6 +60,7 @@ mod lift;
 mod memo;
 mod observer;
 mod outcome;
+mod recall;
 mod route;
 mod scan;
 mod truncation;
@@ -70,7 +71,7 @@ pub use crate::{
     batch::{run_query_batch, run_semantic_batch_streaming},
     federate::{run_federated, FederationMember},
     gather::FactLookups,
-    lift::{owner_viewer, recall_lifts, LiftItem, OwnerLensSettings, OwnerViewer},
+    lift::{owner_viewer, recall_lifts, LiftItem, OwnerViewer},
     observer::{default_harness_tags, entry_in_view, observer_filter, ObserverFilter},
     outcome::{ClaimCoverage, Hit, QueryOutcome, QueryStats, ScanStop, StageTimings, WorkCounters},
     truncation::{truncation_warning, TruncationSettings},
@@ -80,7 +81,7 @@ pub use crate::{
 use std::{collections::HashMap, time::Instant};
 
 use particles_candidates::CandidateSet;
-use particles_model::{Mode, Particle, Timestamp, ValidRequest};
+use particles_model::{Mode, Particle, RecallOptions, Timestamp, ValidRequest};
 use particles_rank::{NormKernel, Policies, QueryVector, RankSettings};
 use particles_store::{CandidateLoader, Store, UncachedLoader};
 
@@ -158,6 +159,9 @@ pub struct QueryInput<'a> {
     /// only the rows whose interval straddles the warning's floor or could be the
     /// best score. `None` reads every band row that has only an interval.
     pub near_margin: Option<f64>,
+    /// The recall callers' ranking options ([`QueryInput::with_recall`]):
+    /// `None` (or inert options) ranks as the semantic query does.
+    pub recall: Option<&'a RecallOptions>,
     /// Called once the ranking is done, before the counts the answer reports are
     /// read: a test's chance to commit a write from another connection and show
     /// that the answer still reads one snapshot.
@@ -213,7 +217,21 @@ impl<'a> QueryInput<'a> {
             exhaustive: false,
             prune_margin: 0.0,
             near_margin: None,
+            recall: None,
             after_ranking: None,
+        }
+    }
+
+    /// This input ranked as the recall callers rank (`options`, when any is
+    /// active): every candidate scored, lifted and filtered before the cut.
+    pub fn with_recall(self, options: &'a RecallOptions) -> Self {
+        if !options.is_active() {
+            return self;
+        }
+        QueryInput {
+            recall: Some(options),
+            exhaustive: true,
+            ..self
         }
     }
 
@@ -342,6 +360,7 @@ pub(crate) fn run_in_snapshot(
         query: query.as_ref(),
         now,
         exhaustive: input.exhaustive,
+        keep_all: input.recall.is_some(),
         prune_margin: input.walk_margin(),
         scores_only_beyond_cut: true,
         harness_tags,
@@ -381,6 +400,17 @@ pub(crate) fn finish(
 ) -> Result<QueryOutcome> {
     let request = input.request;
     let set = selection.set.as_ref();
+    let mut gathered = gathered;
+    if let Some(options) = input.recall {
+        recall::rerank(
+            store,
+            set,
+            policies,
+            options,
+            &mut gathered.scored,
+            input.now,
+        )?;
+    }
     let top_k = request.top_k as usize;
     let cut = gathered.scored.len().min(top_k);
     let collapse_started = Instant::now();

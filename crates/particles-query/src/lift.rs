@@ -6,31 +6,12 @@
 use std::collections::HashSet;
 
 use particles_model::Timestamp;
-use particles_rank::{owner_rank_bonus, reinforcement_score, utility_rank_bonus, UtilityPolicy};
+use particles_rank::{
+    owner_rank_bonus, reinforcement_score, utility_rank_bonus, OwnerLensSettings, UtilityPolicy,
+};
 use particles_store::{Store, SubjectMatch};
 
 use crate::Result;
-
-/// `owner_lens.*`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct OwnerLensSettings {
-    /// `owner_lens.enabled` (true).
-    pub enabled: bool,
-    /// `owner_lens.subjects`: canonical names, aliases or subject ids.
-    pub subjects: Vec<String>,
-    /// `owner_lens.rank_lift` (ω, 0: the lens is inert).
-    pub rank_lift: f64,
-}
-
-impl Default for OwnerLensSettings {
-    fn default() -> Self {
-        OwnerLensSettings {
-            enabled: true,
-            subjects: Vec::new(),
-            rank_lift: 0.0,
-        }
-    }
-}
 
 /// The owner lens resolved in one store: the viewer's subjects and the lift.
 #[derive(Debug, Clone, PartialEq)]

@@ -24,7 +24,7 @@ const UNATTRIBUTED_MARKER: &str = "scope:unattributed";
 const PROJECT_TAG_PREFIX: &str = "project:";
 /// How deep a chain of derived-from-derived beliefs is followed; past it a belief
 /// is unattributed (in view for no project), the fail-closed answer.
-const MAX_DERIVATION_DEPTH: usize = 8;
+pub(crate) const MAX_DERIVATION_DEPTH: usize = 8;
 
 /// `observer_scope.harness_tags`, the reference's default: the tag its Claude
 /// Code adapter puts on everything it harvests.
@@ -234,13 +234,34 @@ fn attests(snapshot_id: Option<&str>, currency: &EntryCurrency) -> bool {
     }
 }
 
-/// Each candidate's scope, in the order of `ids`.
-fn load_scopes(
+/// Which corpus entries state a sourced belief (through its co-evidential
+/// group): those that state it now, those that ever did, each one's tags, and
+/// whether an operator widened any of them.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Attestation {
+    pub(crate) now: BTreeSet<String>,
+    pub(crate) ever: BTreeSet<String>,
+    pub(crate) tags: HashMap<String, Vec<String>>,
+    pub(crate) widened: bool,
+}
+
+/// The attestation join over a set of beliefs (the reference's
+/// `store/observer_scope_join.py` `load_attestations`): each derived belief's
+/// premises (followed [`MAX_DERIVATION_DEPTH`] levels down), and each sourced
+/// belief's attestation.
+#[derive(Debug, Default)]
+pub(crate) struct AttestationGraph {
+    pub(crate) premises: HashMap<String, Vec<String>>,
+    pub(crate) sourced: HashMap<String, Attestation>,
+}
+
+/// Reads the attestation graph of `ids`, entry generations taken at `as_of`
+/// (`None`: now).
+pub(crate) fn attestation_graph(
     store: &Store,
     ids: &[&str],
     as_of: Option<Timestamp>,
-    harness_tags: &[String],
-) -> Result<Vec<BeliefScope>> {
+) -> Result<AttestationGraph> {
     // The candidates' own refs: a candidate is derived when it names any premise.
     let mut provenance = particles_store::stored_provenance(store, ids)?;
     let known: HashSet<&str> = ids.iter().copied().collect();
@@ -296,11 +317,41 @@ fn load_scopes(
             .filter(|id| !premises.contains_key(id) && !sourced.contains(id))
             .collect();
     }
+    let sourced = attestations(store, &sourced, &known, provenance, as_of)?;
+    Ok(AttestationGraph { premises, sourced })
+}
 
-    let mut resolved = attested_scopes(store, &sourced, &known, provenance, as_of, harness_tags)?;
+/// Each candidate's scope, in the order of `ids`.
+fn load_scopes(
+    store: &Store,
+    ids: &[&str],
+    as_of: Option<Timestamp>,
+    harness_tags: &[String],
+) -> Result<Vec<BeliefScope>> {
+    let graph = attestation_graph(store, ids, as_of)?;
+    let mut resolved: HashMap<String, BeliefScope> = graph
+        .sourced
+        .iter()
+        .map(|(id, attestation)| {
+            let scope = if attestation.widened {
+                BeliefScope::global()
+            } else if !attestation.ever.is_empty() && attestation.now.is_empty() {
+                BeliefScope::lapsed()
+            } else {
+                scope_of_entries(
+                    attestation
+                        .now
+                        .iter()
+                        .map(|entry| attestation.tags[entry].as_slice()),
+                    harness_tags,
+                )
+            };
+            (id.clone(), scope)
+        })
+        .collect();
     let mut scopes: Vec<BeliefScope> = ids
         .iter()
-        .map(|id| scope_of(id, &mut Vec::new(), &premises, &mut resolved))
+        .map(|id| scope_of(id, &mut Vec::new(), &graph.premises, &mut resolved))
         .collect();
     if particles_store::any_widening(store)? {
         let widened = particles_store::widened_ids(store, WideningTarget::Particle, ids)?;
@@ -342,17 +393,16 @@ fn scope_of(
     scope
 }
 
-/// The scopes of the sourced beliefs, from the entries their co-evidential group
-/// names. `provenance` holds the refs read so far; group partners not among them
+/// The attestations of the sourced beliefs, from the entries their
+/// co-evidential group names. `provenance` holds the refs read so far; group partners not among them
 /// are read here.
-fn attested_scopes(
+fn attestations(
     store: &Store,
     sourced: &BTreeSet<String>,
     known: &HashSet<&str>,
     mut provenance: HashMap<String, Vec<StoredRef>>,
     as_of: Option<Timestamp>,
-    harness_tags: &[String],
-) -> Result<HashMap<String, BeliefScope>> {
+) -> Result<HashMap<String, Attestation>> {
     if sourced.is_empty() {
         return Ok(HashMap::new());
     }
@@ -397,32 +447,33 @@ fn attested_scopes(
         HashSet::new()
     };
 
-    let mut scopes = HashMap::new();
+    let mut out = HashMap::new();
     for id in &sourced_ids {
         let refs: Vec<(&str, Option<&str>)> = groups[id]
             .iter()
             .flat_map(|member| member_refs[member].iter().copied())
             .filter(|(entry, _)| currency.contains_key(*entry))
             .collect();
-        let ever: BTreeSet<&str> = refs.iter().map(|(entry, _)| *entry).collect();
-        let now: BTreeSet<&str> = refs
+        let ever: BTreeSet<String> = refs.iter().map(|(entry, _)| (*entry).to_owned()).collect();
+        let now: BTreeSet<String> = refs
             .iter()
             .filter(|(entry, snapshot)| attests(*snapshot, &currency[*entry]))
-            .map(|(entry, _)| *entry)
+            .map(|(entry, _)| (*entry).to_owned())
             .collect();
-        let scope = if ever.iter().any(|entry| widened_entries.contains(*entry)) {
-            BeliefScope::global()
-        } else if !ever.is_empty() && now.is_empty() {
-            BeliefScope::lapsed()
-        } else {
-            scope_of_entries(
-                now.iter().map(|entry| currency[*entry].tags.as_slice()),
-                harness_tags,
-            )
+        let attestation = Attestation {
+            widened: ever
+                .iter()
+                .any(|entry| widened_entries.contains(entry.as_str())),
+            tags: ever
+                .iter()
+                .map(|entry| (entry.clone(), currency[entry.as_str()].tags.clone()))
+                .collect(),
+            now,
+            ever,
         };
-        scopes.insert((*id).to_owned(), scope);
+        out.insert((*id).to_owned(), attestation);
     }
-    Ok(scopes)
+    Ok(out)
 }
 
 /// The CO_EVIDENTIAL component of `id` (itself included).

@@ -44,8 +44,8 @@ pub use crate::{
     collapse::{co_evidential_closure, collapse_co_evidential, merge_co_evidential},
     error::{Error, Result},
     lift::{
-        owner_rank_bonus, reinforcement_score, utility_rank_bonus, UtilityParams, UtilityPolicy,
-        UtilitySettings,
+        owner_rank_bonus, reinforcement_score, utility_rank_bonus, OwnerLensSettings,
+        UtilityParams, UtilityPolicy, UtilitySettings,
     },
     netloc::{netloc, NetlocError},
     policy::{

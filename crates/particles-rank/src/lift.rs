@@ -40,6 +40,27 @@ impl Default for UtilitySettings {
     }
 }
 
+/// `owner_lens.*`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OwnerLensSettings {
+    /// `owner_lens.enabled` (true).
+    pub enabled: bool,
+    /// `owner_lens.subjects`: canonical names, aliases or subject ids.
+    pub subjects: Vec<String>,
+    /// `owner_lens.rank_lift` (ω, 0: the lens is inert).
+    pub rank_lift: f64,
+}
+
+impl Default for OwnerLensSettings {
+    fn default() -> Self {
+        OwnerLensSettings {
+            enabled: true,
+            subjects: Vec::new(),
+            rank_lift: 0.0,
+        }
+    }
+}
+
 /// `(half_life_uses_days, rank_lift)`.
 pub type UtilityParams = (f64, f64);
 

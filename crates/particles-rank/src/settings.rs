@@ -4,7 +4,7 @@
 
 use particles_model::CalibrationSource;
 
-use crate::UtilitySettings;
+use crate::{OwnerLensSettings, UtilitySettings};
 
 /// A content-age decay rule: `max(floor, 0.5 ** (age_days / half_life_days))`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -61,6 +61,8 @@ pub struct RankSettings {
     pub conformance_cap: Option<ConformanceCap>,
     /// `utility.*`, for the recall lifts (never the semantic query's ranking).
     pub utility: UtilitySettings,
+    /// `owner_lens.*`, for the recall lifts.
+    pub owner_lens: OwnerLensSettings,
 }
 
 impl RankSettings {
@@ -94,6 +96,7 @@ impl Default for RankSettings {
             uncalibrated_cap: None,
             conformance_cap: None,
             utility: UtilitySettings::default(),
+            owner_lens: OwnerLensSettings::default(),
         }
     }
 }

@@ -8,7 +8,7 @@ mod render;
 mod spend;
 
 use particles_model::{Particle, Timestamp};
-use particles_query::{LiftItem, OwnerLensSettings};
+use particles_query::LiftItem;
 use particles_rank::{Policies, RankSettings};
 use particles_store::Store;
 use serde::Serialize;
@@ -32,8 +32,6 @@ pub struct DigestSettings {
     /// The extraction model as `provider:model` (`llm.extraction`, else
     /// `llm.default`): a refusal counts only under the model that would retry.
     pub extraction_model: String,
-    /// `owner_lens.*`.
-    pub owner: OwnerLensSettings,
 }
 
 impl Default for DigestSettings {
@@ -45,7 +43,6 @@ impl Default for DigestSettings {
             harness_tags: particles_query::default_harness_tags(),
             refusal_retry_days: 30.0,
             extraction_model: "anthropic:claude-sonnet-5-5".to_owned(),
-            owner: OwnerLensSettings::default(),
         }
     }
 }
@@ -107,7 +104,7 @@ pub fn session_digest(
     let total = actives.len() as u64;
     let rows = crate::adopted_in_order(store, particles_store::load_policy_rows(store)?)?;
     let policies = Policies::compile(&rows, rank)?;
-    let (effective, rank_scores) = confidence_and_rank(store, &actives, &policies, settings, now)?;
+    let (effective, rank_scores) = confidence_and_rank(store, &actives, &policies, now)?;
     let backrefs = contested::inconsistency_backrefs(store)?;
     let spend = spend::store_spend(store)?;
     let refused = refused_in_view(store, project, settings, now)?;
@@ -185,7 +182,6 @@ fn confidence_and_rank(
     store: &Store,
     particles: &[Particle],
     policies: &Policies,
-    settings: &DigestSettings,
     now: Timestamp,
 ) -> Result<(Vec<f64>, Vec<f64>)> {
     if particles.is_empty() {
@@ -203,7 +199,7 @@ fn confidence_and_rank(
             subject_ids: &particle.subject_ids,
         })
         .collect();
-    let owner = particles_query::owner_viewer(store, &settings.owner)?;
+    let owner = particles_query::owner_viewer(store, &policies.settings.owner_lens)?;
     let rank = particles_query::recall_lifts(
         store,
         &items,

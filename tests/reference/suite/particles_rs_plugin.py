@@ -441,7 +441,7 @@ class Harness:
                     job["ref"] = json.loads(result.model_dump_json())
             # 2. the database as the call saw it
             snap = os.path.join(calldir, "store.db")
-            await _snapshot_session(session, snap, flush=exc is None)
+            job["snapshot"] = await _snapshot_session(session, snap, flush=exc is None)
             job["store"] = snap
             # 3. inputs
             job["request"] = json.loads(request.model_dump_json()) if request is not None else None
@@ -479,7 +479,7 @@ class Harness:
             try:
                 engine = get_engine(store)
                 async with engine.connect() as conn:
-                    await _snapshot_connection(conn, snap)
+                    job["snapshot"] = await _snapshot_connection(conn, snap)
                 job["store"] = snap
             except Exception as err:
                 if exc is None:

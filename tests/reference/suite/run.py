@@ -249,6 +249,7 @@ def summarize(records_path: Path, with_plugin: dict[str, str], baseline: dict[st
         by_file[r["file"]][r["status"]] += 1
         by_kind[r["kind"]][r["status"]] += 1
     notes = collections.Counter(n[:140] for r in calls for n in r.get("notes") or [])
+    snapshots = collections.Counter(r.get("snapshot") or "none" for r in calls)
     harness_notes = collections.Counter(n[:160] for r in calls for n in r.get("harness_errors") or [])
     differing = [
         {k: r.get(k) for k in ("seq", "test", "kind", "causes", "diffs", "argv", "dir", "ref_error", "rs_stderr", "notes")}
@@ -289,6 +290,7 @@ def summarize(records_path: Path, with_plugin: dict[str, str], baseline: dict[st
         "by_file": {f: dict(c) for f, c in sorted(by_file.items())},
         "by_kind": {k: dict(c) for k, c in sorted(by_kind.items())},
         "notes": dict(notes.most_common()),
+        "store_copies": dict(snapshots.most_common()),
         "harness_notes": dict(harness_notes.most_common()),
         "config_keys_particles_rs_ignores": dict(ignored_keys.most_common()),
         "config_values_read_differently": dict(mismatched_keys.most_common()),
@@ -325,6 +327,7 @@ def print_summary(rep: dict) -> None:
         p("-- notes (compared with a caveat):")
         for c, n in rep["notes"].items():
             p(f"   {n:5d}  {c}")
+    p("-- store copies: " + "  ".join(f"{k}={n}" for k, n in rep["store_copies"].items()))
     p("-- by kind:")
     for k, c in rep["by_kind"].items():
         p(f"   {k:18s} " + "  ".join(f"{s}={n}" for s, n in sorted(c.items())))
@@ -388,6 +391,17 @@ def main() -> int:
         print(f"{args.binary}: no particles-rs binary (build it first)", file=sys.stderr)
         return 2
 
+    chk = subprocess.run([str(venv_python), str(HERE / "selfcheck.py")], capture_output=True, text=True,
+                         cwd=str(work))
+    try:
+        selfcheck = json.loads(chk.stdout.strip().splitlines()[-1])
+    except Exception:
+        selfcheck = {"ok": False, "stdout": chk.stdout[-2000:], "stderr": chk.stderr[-2000:]}
+    log("store-copy self-check (uncommitted writes included): " + ("ok" if selfcheck.get("ok") else "FAILED"))
+    if not selfcheck.get("ok"):
+        print(json.dumps(selfcheck, indent=1), file=sys.stderr)
+        return 2
+
     log(f"pytest with the harness on {len(files)} files (work dir {work})")
     rc_with, t_with = run_pytest(root, venv_python, work / "junit-harness.xml", work / "pytest-harness.log",
                                  plugin=True, work=work, records=records, binary=args.binary,
@@ -412,6 +426,7 @@ def main() -> int:
         "considered_not_selected": CONSIDERED_NOT_SELECTED,
         "test_dependencies": TEST_DEPENDENCIES,
         "installed_now": installed,
+        "store_copy_selfcheck": selfcheck,
         "sdist": str(root),
         "binary": str(args.binary),
         "work": str(work),

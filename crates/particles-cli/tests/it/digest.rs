@@ -241,3 +241,45 @@ fn the_mcp_digest_resources_read_as_the_references_do() {
         .as_str()
         .is_some_and(|text| text.starts_with("# Memory digest — default")));
 }
+
+/// The recall callers' ranking (`query --apply-utility --apply-owner
+/// --exclude-source-tag --code-symbol-rank-weight`) against the reference's
+/// `retrieve_ranked` with the same keywords: same ids, order and bits.
+#[test]
+fn recall_rankings_equal_the_references() {
+    let Some(python) = reference_python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut failures = Vec::new();
+    let mut compared = 0;
+    for seed in 1..=4 {
+        let output = Command::new(&python)
+            .arg(workspace_root().join("tests/reference/recall_cases.py"))
+            .args(["--seed", &seed.to_string(), "--out"])
+            .arg(dir.path())
+            .output()
+            .expect("the reference's python runs");
+        assert!(
+            output.status.success(),
+            "recall_cases.py --seed {seed} failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let path = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+        let cases: Vec<Value> =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        for case in &cases {
+            compared += 1;
+            let config = Path::new(case["config"].as_str().unwrap());
+            if let Some(failure) = crate::reference::compare(dir.path(), case, Some(config)) {
+                failures.push(format!("seed {seed}: {failure}"));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {compared} recall rankings differ from the reference's:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}

@@ -104,6 +104,22 @@ pub(crate) fn compare(dir: &Path, case: &Value, config: Option<&Path>) -> Option
             args.push(format!("--{}={value}", option.replace('_', "-")));
         }
     }
+    // The recall callers' options (recall_cases.py's requests).
+    for flag in ["apply_utility", "apply_owner"] {
+        if request[flag].as_bool() == Some(true) {
+            args.push(format!("--{}", flag.replace('_', "-")));
+        }
+    }
+    for tag in request["exclude_source_tags"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        args.extend(["--exclude-source-tag".into(), tag.as_str()?.into()]);
+    }
+    if let Some(weight) = request["code_symbol_rank_weight"].as_f64() {
+        args.push(format!("--code-symbol-rank-weight={weight}"));
+    }
     let arg_refs: Vec<&str> = args.iter().map(String::as_str).collect();
     let output = particles_rs(&arg_refs);
     let mut shown = request.clone();

@@ -76,6 +76,7 @@ fn concurrent_answers_equal_lone_answers() {
                         vector: Some(vector.clone()),
                         no_embedding: false,
                         now: Some(now),
+                        ..Envelope::default()
                     };
                     let response = engine.query(&request, &envelope).unwrap();
                     let alone = run_query(

@@ -70,6 +70,7 @@ fn deterministic_modes_answer_through_the_engine() {
         vector: None,
         no_embedding: false,
         now: Some(now),
+        ..Envelope::default()
     };
     for request in requests {
         let request = request.validate(now).unwrap();

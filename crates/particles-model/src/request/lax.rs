@@ -51,6 +51,11 @@ pub(crate) struct Failure {
 }
 
 impl Failure {
+    /// pydantic's `list_type`.
+    pub(crate) fn list_type() -> Failure {
+        Failure::new("list_type", "Input should be a valid list")
+    }
+
     fn new(kind: &'static str, msg: impl Into<String>) -> Failure {
         Failure {
             kind,

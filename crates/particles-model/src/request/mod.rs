@@ -14,6 +14,7 @@
 
 mod bound;
 mod lax;
+mod recall;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -21,6 +22,7 @@ use serde_json::{Map, Value};
 pub use self::{
     bound::{parse_instant, BoundValue, Decimal},
     lax::{FieldError, Loc},
+    recall::RecallOptions,
 };
 use crate::{AssertionModality, Timestamp, UncertaintyNature};
 
@@ -675,6 +677,9 @@ pub struct Envelope {
     pub no_embedding: bool,
     /// The instant decay and the recency window are evaluated at (default: now).
     pub now: Option<Timestamp>,
+    /// The recall callers' ranking options (`apply_utility`, `apply_owner`,
+    /// `exclude_source_tags`, `code_symbol_rank_weight`, `conflict_pairs`).
+    pub recall: RecallOptions,
 }
 
 impl Envelope {
@@ -736,6 +741,7 @@ impl Envelope {
                 Err(failure) => errors.push(failure.at(vec![Loc::Field("now".to_owned())], now)),
             },
         }
+        envelope.recall = RecallOptions::read(object, &mut errors);
         if envelope.vector.is_some() && envelope.no_embedding {
             errors.push(value_error(
                 vec![Loc::Field("no_embedding".to_owned())],
