@@ -55,6 +55,7 @@
 #![deny(unsafe_code)]
 
 mod cell;
+mod digest;
 mod environment;
 mod error;
 mod generator;
@@ -71,8 +72,9 @@ mod writer_load;
 
 pub use crate::{
     cell::{mark_process_start, run_cell},
+    digest::{render_page as render_digest_page, run_digest, DigestOptions, DigestResult},
     error::{Error, Result},
     plot::{log_log_svg, PlotLine},
     report::render_report,
-    runner::{run, CellCommand, RunOptions, Variant},
+    runner::{parse_sizes, run, CellCommand, RunOptions, Variant},
 };

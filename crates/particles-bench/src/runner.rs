@@ -124,7 +124,7 @@ impl RunOptions {
 }
 
 /// Parses `10k,56k,1.5M,100_000` into sizes (each at least 10).
-pub(crate) fn parse_sizes(text: &str) -> Result<Vec<u64>, String> {
+pub fn parse_sizes(text: &str) -> Result<Vec<u64>, String> {
     text.split(',')
         .map(|part| {
             let part = part.trim().replace('_', "");
@@ -156,7 +156,7 @@ pub(crate) fn size_label(size: u64) -> String {
     }
 }
 
-fn progress_style() -> ProgressStyle {
+pub(crate) fn progress_style() -> ProgressStyle {
     ProgressStyle::with_template("{prefix:>12} [{bar:30}] {pos}/{len} {msg} ({elapsed})")
         .expect("the template is valid")
         .progress_chars("=> ")
@@ -270,7 +270,7 @@ fn copy_store(from: &Path, to: &Path) -> Result<()> {
 
 /// A store is reused only when its manifest matches and its ids hash to the
 /// manifest's fingerprint.
-fn usable_store(path: &Path, seed: u64, size: u64) -> bool {
+pub(crate) fn usable_store(path: &Path, seed: u64, size: u64) -> bool {
     let Ok(manifest) = read_json::<Value>(&generator::manifest_path(path)) else {
         return false;
     };

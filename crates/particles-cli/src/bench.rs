@@ -23,6 +23,37 @@ enum BenchmarkCommand {
     /// Open-loop load on the HTTP engine: Poisson arrivals at each rate, latency
     /// from the scheduled send, p50/p99/p99.9, errors and peak RSS per rate
     ServeLoad(crate::serve_load::LoadArgs),
+    /// The session digest (GET /digest/{store}) on the generator's stores:
+    /// ours and the reference's build_digest_located in one run, same file,
+    /// same frozen instant, texts compared byte for byte
+    Digest(DigestArgs),
+}
+
+/// `benchmark digest` flags.
+#[derive(Debug, Args)]
+struct DigestArgs {
+    /// Where the stores and `digest.json` go (stores of query-latency's
+    /// generator are reused when present).
+    #[arg(long, default_value = "bench-work")]
+    work_dir: PathBuf,
+    /// Comma-separated store sizes (ACTIVE beliefs), with k and M suffixes.
+    #[arg(long, default_value = "100k,1M")]
+    sizes: String,
+    /// The store seed.
+    #[arg(long, default_value_t = 20261017)]
+    seed: u64,
+    /// Our digests per size.
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+    /// The reference's digests per size (0: ours alone).
+    #[arg(long, default_value_t = 1)]
+    reference_runs: usize,
+    /// The reference's virtual environment.
+    #[arg(long, default_value = ".reference/venv")]
+    reference_venv: PathBuf,
+    /// Write the results table (Markdown) to this file too.
+    #[arg(long, value_name = "FILE")]
+    export: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -123,6 +154,21 @@ const CELL_VERB: [&str; 3] = ["benchmark", "query-latency", "cell"];
 pub(crate) fn run(args: BenchmarkArgs, config: Option<&std::path::Path>) -> Result<()> {
     match args.command {
         BenchmarkCommand::ServeLoad(args) => crate::serve_load::run(&args, config),
+        BenchmarkCommand::Digest(args) => {
+            let options = particles_bench::DigestOptions {
+                sizes: particles_bench::parse_sizes(&args.sizes)
+                    .map_err(|reason| crate::UsageError(format!("--sizes: {reason}")))?,
+                work_dir: args.work_dir,
+                seed: args.seed,
+                runs: args.runs,
+                reference_runs: args.reference_runs,
+                reference_venv: args.reference_venv,
+                export: args.export,
+            };
+            let results = particles_bench::run_digest(&options)?;
+            print!("{}", particles_bench::render_digest_page(&results));
+            Ok(())
+        }
         BenchmarkCommand::QueryLatency(args) => match args.command {
             QueryLatencyCommand::Run(args) => {
                 let cell_command = CellCommand {
