@@ -327,6 +327,8 @@ def requests_for(store: Path, facts: dict, rng: random.Random, count: int) -> li
             request["list_predicates"] = True
         if mode == "vocabulary":
             request["list_vocabulary"] = True
+        if rng.random() < 0.3:
+            request["observer_project"] = rng.choice(["alpha", "beta", "gamma", "-proj-a"])
         out.append(request)
     # Alone, on every store: the late case pairs. Python 3.11 (Unicode 14)
     # casefolds neither letter of U+A7CC/U+A7CD nor of U+1C89/U+1C8A, so each
@@ -352,7 +354,7 @@ async def run_one(request: dict) -> dict:
         "top_k", "subject_id", "min_confidence", "uncertainty_nature", "assertion_modality",
         "recency_window_days", "include_document_meta", "include_non_asserted", "tags", "include_ancestors",
         "predicate", "object_eq", "object_gt", "object_lt", "object_contains", "as_of", "count",
-        "min_effective_confidence", "list_predicates", "list_vocabulary",
+        "min_effective_confidence", "list_predicates", "list_vocabulary", "observer_project",
     ) if request.get(key) is not None}
     if request.get("group_by") is not None:
         fields["group_by"] = StructuralGroupBy(request["group_by"].strip().lower())
@@ -375,6 +377,27 @@ async def run_one(request: dict) -> dict:
     return {"expected": response.model_dump(mode="json")}
 
 
+def observe(store: Path, seed: int) -> None:
+    """Project tags on the corpus entries and, on odd seeds, the rescope marker:
+    a project observer then filters the structural modes too (an even seed's
+    observer is disclosed but not applied)."""
+    import sqlite3
+    import uuid
+
+    rng = random.Random(seed * 2027 + 1)
+    db = sqlite3.connect(store)
+    tags = [[], ["project:alpha"], ["project:beta"], ["claude-code"], ["scope:unattributed"],
+            ["project:alpha", "project:beta"]]
+    for (entry,) in db.execute("SELECT entry_id FROM corpus_entries ORDER BY rowid").fetchall():
+        db.execute("UPDATE corpus_entries SET tags_json = ? WHERE entry_id = ?", (json.dumps(rng.choice(tags)), entry))
+    if seed % 2 == 1:
+        db.execute("INSERT INTO operator_events (event_id, occurred_at, actor, event_type) VALUES (?,?,?,?)",
+                   (str(uuid.UUID(int=rng.getrandbits(128))), "2024-01-01 00:00:00.000000", "op",
+                    "OBSERVER_SCOPE_RESCOPED"))
+    db.commit()
+    db.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seed", type=int, required=True)
@@ -385,6 +408,7 @@ def main() -> None:
     store = args.out / f"structural-{args.seed}.db"
     make_cases.build_hand_store(store, args.seed)
     facts = augment(store, args.seed)
+    observe(store, args.seed)
     rng = random.Random(args.seed * 104729 + 3)
     requests = requests_for(store, facts, rng, args.requests)
 

@@ -30,6 +30,10 @@
 //!   sha256-verified, by the binary's `particles-rs model fetch` (built here).
 //! - `bench [run|report] [FLAGS]`: `particles-rs benchmark query-latency` from a
 //!   release build (`run` when no verb is given).
+//! - `suite`: the reference's own pytest suite (its sdist, pinned by hash) with
+//!   every `retrieve_ranked`, `query` and digest call answered again by the
+//!   debug binary and compared (`tests/reference/suite/run.py`; report in
+//!   `target/suite/report.json`). `ci` runs it after the tests.
 //! - `wheel [--test]`: the PyPI wheel of the binary (maturin) in
 //!   `target/wheel/dist`; with `--test`, a fresh virtual environment with
 //!   linkedparticles and the wheel, and the wheel's test run there.
@@ -64,6 +68,11 @@ fn main() -> Result<()> {
             cargo(&["test", "--workspace"], REQUIRE_ORACLES)
         }
         Some("ci") => ci(&root),
+        Some("suite") => {
+            reference::install(&root)?;
+            cargo(&["build", "-p", "particles-cli"], &[])?;
+            suite(&root)
+        }
         Some("equivalence") => equivalence(&root, &args),
         Some("fuzz") => fuzz::run(&root, &args[1..]),
         Some("crash") => {
@@ -242,6 +251,28 @@ fn demo(root: &Path, args: &[String]) -> Result<()> {
 /// benchmarks, which the demo does not run.
 pub(crate) const DEMO_FEATURES: [&str; 3] = ["--no-default-features", "--features", "fetch"];
 
+/// The reference's own suite with particles-rs as the second engine: a
+/// difference, or a test that fails only under the harness, fails this.
+fn suite(root: &Path) -> Result<()> {
+    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    let status = Command::new(python)
+        .arg(root.join("tests/reference/suite/run.py"))
+        .arg("--cache-dir")
+        .arg(root.join("target/reference-sdist"))
+        .arg("--venv")
+        .arg(root.join(".reference/venv"))
+        .arg("--binary")
+        .arg(root.join("target/debug/particles-rs"))
+        .arg("--work")
+        .arg(root.join("target/suite"))
+        .status()
+        .context("cannot run tests/reference/suite/run.py")?;
+    if !status.success() {
+        bail!("the reference's suite under particles-rs failed ({status}); see target/suite/report.json");
+    }
+    Ok(())
+}
+
 fn ci(root: &Path) -> Result<()> {
     reference::install(root)?;
     fetch_model::fetch(None, fetch_model::Profile::Debug)?;
@@ -265,6 +296,9 @@ fn ci(root: &Path) -> Result<()> {
         &[],
     )?;
     cargo(&["test", "--workspace"], &test_env)?;
+    // The reference's own tests, answered again by the binary the tests just
+    // built (before the build without the encoder replaces it).
+    suite(root)?;
     // The engine without the encoder feature: it builds, and its tests pass
     // (questions then come with a vector or rank by confidence).
     cargo(

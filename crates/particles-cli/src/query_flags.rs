@@ -26,7 +26,9 @@ Coming from the reference's `particles query`:
   not yet: (none)
   this engine's own: --config, --vector-file, --no-embedding, --model-dir, --now,
     --json, --response-json, --subject-id, --include-agreement, --observer-project,
-    --uncertainty-nature, --recency-window-days, --sidecar-dir, --no-sidecar";
+    --uncertainty-nature, --recency-window-days, --sidecar-dir, --no-sidecar,
+    --apply-utility, --apply-owner, --exclude-source-tag, --code-symbol-rank-weight
+    (the reference's retrieve_ranked keywords its memory projection passes)";
 
 /// `--assertion-modality` as the reference's CLI reads it: `strip()`, `upper()`,
 /// then one of the four values, else its message (a usage error here).

@@ -82,6 +82,7 @@ impl Settings {
                 rank_lift: config.utility.rank_lift,
                 explicit_weight: config.utility.explicit_weight,
             },
+            harness_tags: config.observer_harness_tags.clone(),
             owner_lens: particles_rank::OwnerLensSettings {
                 enabled: config.owner_lens.enabled,
                 subjects: config.owner_lens.subjects.clone(),

@@ -63,6 +63,9 @@ pub struct RankSettings {
     pub utility: UtilitySettings,
     /// `owner_lens.*`, for the recall lifts.
     pub owner_lens: OwnerLensSettings,
+    /// `observer_scope.harness_tags` (`[claude-code]`): keyless entries carrying
+    /// one are unattributed rather than global, for a project observer.
+    pub harness_tags: Vec<String>,
 }
 
 impl RankSettings {
@@ -97,6 +100,7 @@ impl Default for RankSettings {
             conformance_cap: None,
             utility: UtilitySettings::default(),
             owner_lens: OwnerLensSettings::default(),
+            harness_tags: vec!["claude-code".to_owned()],
         }
     }
 }

@@ -120,16 +120,17 @@ pub(crate) fn gather_claims(store: &Store, input: &QueryInput<'_>) -> Result<Gat
         }
     };
     let recency_from = request.as_of.unwrap_or(input.now);
-    default_filters(store, request, &mut gathered, Some(recency_from))?;
+    default_filters(store, input, &mut gathered, Some(recency_from))?;
     Ok(gathered)
 }
 
 /// The window listing's gather (§7.6): every dated row through the window route
 /// (as-of composed inside), then the default filters **without** the recency
 /// window, as the reference's listing does.
-pub(crate) fn gather_window_listing(store: &Store, request: &ValidRequest) -> Result<Gathered> {
+pub(crate) fn gather_window_listing(store: &Store, input: &QueryInput<'_>) -> Result<Gathered> {
+    let request = input.request;
     let mut gathered = gather_through_window(store, request, WindowScope::Any)?;
-    default_filters(store, request, &mut gathered, None)?;
+    default_filters(store, input, &mut gathered, None)?;
     Ok(gathered)
 }
 
@@ -184,10 +185,11 @@ fn gather_through_window(
 /// then the observer.
 fn default_filters(
     store: &Store,
-    request: &ValidRequest,
+    input: &QueryInput<'_>,
     gathered: &mut Gathered,
     recency_from: Option<Timestamp>,
 ) -> Result<()> {
+    let request = input.request;
     let set = &gathered.pool.set;
     let mut kept = Vec::with_capacity(gathered.rows.len());
     for &row in &gathered.rows {
@@ -204,24 +206,35 @@ fn default_filters(
     if let Some(now) = recency_from {
         kept.retain(|&row| particles_candidates::within_recency_window(set, row, request, now));
     }
-    gathered.observer_scope = observer_scope_hook(store, request, &gathered.pool, &mut kept)?;
+    gathered.observer_scope = observer_scope(store, input, &gathered.pool, &mut kept)?;
     gathered.rows = kept;
     Ok(())
 }
 
-/// OBSERVER HOOK. The project observer (`observer_project`, spec §5.10) filters
-/// here in the reference: after every other candidate filter, before anything is
-/// matched, scored, counted or listed, and its note becomes the response's
-/// `observer_scope` (copied into a vocabulary report). The observer filter is
-/// being built separately; until it lands this keeps every row and reports no
-/// note, and the CLI lists `observer_project` as accepted but not applied.
-fn observer_scope_hook(
-    _store: &Store,
-    _request: &ValidRequest,
-    _pool: &Pool,
-    _rows: &mut Vec<usize>,
+/// The project observer (`observer_project`): after every other candidate
+/// filter, before anything is matched, scored, counted or listed, as the
+/// reference filters; its note becomes the response's `observer_scope` (copied
+/// into a vocabulary report), the note of a store never rescoped included.
+fn observer_scope(
+    store: &Store,
+    input: &QueryInput<'_>,
+    pool: &Pool,
+    rows: &mut Vec<usize>,
 ) -> Result<Option<ObserverScopeNote>> {
-    Ok(None)
+    let request = input.request;
+    let Some(project) = request.observer_project.as_deref() else {
+        return Ok(None);
+    };
+    let ids: Vec<&str> = rows.iter().map(|&row| pool.set.id(row)).collect();
+    let filter = particles_query::observer_filter(
+        store,
+        project,
+        request.as_of,
+        &ids,
+        &input.settings.harness_tags,
+    )?;
+    rows.retain(|&row| filter.visible.contains(pool.set.id(row)));
+    Ok(Some(filter.note))
 }
 
 /// Effective confidence of each of `rows` (the reference's

@@ -315,7 +315,7 @@ fn median(values: &[f64]) -> Option<f64> {
 /// `top_k`.
 pub(crate) fn window_listing(store: &Store, input: &QueryInput<'_>) -> Result<QueryResponse> {
     let request = input.request;
-    let gathered = gather_window_listing(store, request)?;
+    let gathered = gather_window_listing(store, input)?;
     let scored = effective_confidences(store, &gathered.pool, &gathered.rows, input)?;
     let Some(window) = gathered.window.as_ref() else {
         return Err(Error::NotStructural);

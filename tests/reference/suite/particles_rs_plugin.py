@@ -837,12 +837,9 @@ def build_query_argv(job: dict[str, Any], calldir: str) -> list[str]:
         w = job.get("code_symbol_rank_weight", 1.0)
         if w is not None and float(w) != 1.0:
             flags.append(f"--code-symbol-rank-weight={repr(float(w))}")
-        pairs = job.get("conflict_pairs")
-        if pairs:
-            pf = os.path.join(calldir, "conflict_pairs.json")
-            with open(pf, "w") as fh:
-                json.dump(pairs, fh)
-            flags.append(f"--conflict-pairs={pf}")
+        if job.get("conflict_pairs"):
+            # No caller of the reference 1.214.1 passes it; particles-rs does not take it.
+            raise NotTranslatable("conflict_pairs (passed by no caller of the reference)")
         if job.get("apply_utility"):
             flags.append("--apply-utility")
         if job.get("apply_owner"):

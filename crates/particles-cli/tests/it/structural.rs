@@ -123,6 +123,7 @@ fn arguments(request: &Value) -> Vec<String> {
         "on",
         "group_by",
         "min_effective_confidence",
+        "observer_project",
     ] {
         match &request[option] {
             Value::Null => {}
