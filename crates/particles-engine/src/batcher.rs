@@ -92,6 +92,9 @@ pub(crate) struct Batcher {
 impl Batcher {
     /// Answers `request`, together with whatever else is queued. `run` answers a
     /// batch of inputs (the store's transaction and loader are the caller's).
+    // What one question brings (request, vector, instant, recall options) and
+    // what the batch shares (settings, the run) travel apart on purpose.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn query(
         &self,
         request: &ValidRequest,
@@ -317,6 +320,7 @@ mod tests {
                             &request,
                             None,
                             now,
+                            &particles_model::RecallOptions::default(),
                             &settings,
                             &TruncationSettings {
                                 min_gap: 0.0,
@@ -393,8 +397,15 @@ mod tests {
                 scope.spawn(move || {
                     std::thread::sleep(Duration::from_millis(delay));
                     let started = Instant::now();
-                    let (answer, timing) =
-                        batcher.query(request, None, now, settings, &truncation(), run);
+                    let (answer, timing) = batcher.query(
+                        request,
+                        None,
+                        now,
+                        &particles_model::RecallOptions::default(),
+                        settings,
+                        &truncation(),
+                        run,
+                    );
                     assert!(answer.is_err());
                     assert_eq!(timing.batch_size, 1, "{timing:?}");
                     assert!(timing.pass <= timing.batch, "{timing:?}");
@@ -455,8 +466,15 @@ mod tests {
                     let request = QueryRequest::question(question)
                         .validate(now)
                         .expect("valid");
-                    let (answer, _) =
-                        batcher.query(&request, None, now, settings, &truncation(), run);
+                    let (answer, _) = batcher.query(
+                        &request,
+                        None,
+                        now,
+                        &particles_model::RecallOptions::default(),
+                        settings,
+                        &truncation(),
+                        run,
+                    );
                     assert!(answer.is_err());
                 });
             }
@@ -515,7 +533,15 @@ mod tests {
                 scope.spawn(move || {
                     std::thread::sleep(Duration::from_millis(delay));
                     let answered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        batcher.query(request, None, now, settings, &truncation(), run)
+                        batcher.query(
+                            request,
+                            None,
+                            now,
+                            &particles_model::RecallOptions::default(),
+                            settings,
+                            &truncation(),
+                            run,
+                        )
                     }));
                     let text = match answered {
                         Ok((answer, _)) => answer.err().map(|e| e.to_string()).unwrap_or_default(),
@@ -537,7 +563,15 @@ mod tests {
             "the panicking batch's other caller was answered: {texts:?}"
         );
         // The lead came back: a later query is answered.
-        let (answer, timing) = batcher.query(&request, None, now, &settings, &truncation(), &run);
+        let (answer, timing) = batcher.query(
+            &request,
+            None,
+            now,
+            &particles_model::RecallOptions::default(),
+            &settings,
+            &truncation(),
+            &run,
+        );
         assert!(answer.is_err_and(|e| e.to_string().contains("answered")));
         assert_eq!(timing.batch_size, 1);
     }

@@ -855,12 +855,12 @@ fn query_parameter(query: &str, name: &str) -> Option<String> {
     };
     query
         .split('&')
+        .rev()
         .filter(|pair| !pair.is_empty())
-        .filter_map(|pair| {
+        .find_map(|pair| {
             let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
             (decode(key) == name).then(|| decode(value))
         })
-        .last()
 }
 
 async fn contested(

@@ -368,6 +368,12 @@ def main() -> int:
     ap.add_argument("--no-baseline", action="store_true", help="skip the run without the harness")
     ap.add_argument("--files", nargs="*", default=None, help="run these test files instead of the selection")
     args = ap.parse_args()
+    # Absolute: pytest runs from the unpacked sdist, not from here.
+    args.venv = args.venv.absolute()
+    args.cache_dir = args.cache_dir.absolute()
+    args.binary = args.binary.absolute()
+    if args.work is not None:
+        args.work = args.work.absolute()
 
     venv_python = args.venv / "bin" / "python"
     if not venv_python.exists():
