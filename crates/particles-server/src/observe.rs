@@ -232,6 +232,7 @@ fn route_label(path: &str) -> &'static str {
         ["particles", _] => "/particles/{id}",
         ["particles", _, "source"] => "/particles/{id}/source",
         ["particles-rs", "explain"] => crate::http::EXPLAIN_PATH,
+        ["digest", _] => "/digest/{store}",
         _ => "other",
     }
 }
@@ -469,6 +470,7 @@ mod tests {
             "/particles/{id}/source"
         );
         assert_eq!(route_label("/particles/contested"), "/particles/contested");
-        assert_eq!(route_label("/digest/main"), "other");
+        assert_eq!(route_label("/digest/main"), "/digest/{store}");
+        assert_eq!(route_label("/events"), "other");
     }
 }

@@ -149,11 +149,19 @@ fn vector_file(dir: &Path, text: &str) -> String {
 fn vector_files_of_the_wrong_shape() {
     let dir = tempfile::tempdir().unwrap();
     let store = fixture("coins-a.db");
+    // Any dimension ranks, but a stored row of another length fails the query
+    // where the ranking meets it, naming both (numpy's product fails there).
     let short = vector_file(dir.path(), "[0.1, 0.2, 0.3]");
     assert_error(
         &query(&store, &["q", "--vector-file", &short]),
         1,
-        &["vector.json", "3 numbers", "384"],
+        &["384 dimensions", "the query vector has 3"],
+    );
+    let empty = vector_file(dir.path(), "[]");
+    assert_error(
+        &query(&store, &["q", "--vector-file", &empty]),
+        1,
+        &["vector.json", "the query vector is empty"],
     );
     let values: Vec<String> = (0..384)
         .map(|i| if i == 7 { "NaN".into() } else { "0.05".into() })

@@ -131,7 +131,7 @@ fn logged_each_request(lines: &[String], store: &Path, seq: &str) {
     assert!(access.iter().any(|e| e["request_id"] == "caller-chosen-42"));
     assert!(access
         .iter()
-        .any(|e| e["path"] == "/digest/main" && e["status"] == 501));
+        .any(|e| e["path"] == "/events" && e["status"] == 501));
     let said = |message: &str| events.iter().find(|e| e["message"] == message);
     let opened = said("store opened read-only").expect("the store is named at start");
     assert_eq!(opened["store"], store.display().to_string());
@@ -237,7 +237,7 @@ fn requests_are_logged_counted_and_never_leak_a_secret() {
     let (status, _, _) = http_exchange(
         &api,
         "GET",
-        "/digest/main?token=query-string-secret",
+        "/events?token=query-string-secret",
         &[("authorization", &bearer)],
         None,
     );
@@ -291,7 +291,7 @@ fn readiness_names_what_is_missing_and_text_logs_are_the_default() {
     assert!(ready["encoder"].as_str().unwrap().starts_with("missing"));
     assert!(ready["upstream"]["error"].is_string(), "{ready}");
     // A forwarded request the upstream cannot answer: a 502, counted.
-    let (status, _, _) = http_exchange(&api, "GET", "/digest/main", &[], None);
+    let (status, _, _) = http_exchange(&api, "GET", "/events", &[], None);
     assert_eq!(status, 502);
     // Past the rate limit: a 429, counted as a refusal.
     let body = r#"{"no_embedding": true, "top_k": 1}"#;
@@ -324,7 +324,7 @@ fn readiness_names_what_is_missing_and_text_logs_are_the_default() {
     for field in [
         "request_id=",
         "method=GET",
-        "path=/digest/main",
+        "path=/events",
         "status=502",
         "upstream_unreachable=true",
     ] {

@@ -60,7 +60,7 @@ fn answers_line_by_line_and_survives_bad_requests() {
     for (at, needle) in [
         (1, "not valid JSON"),
         (2, "top_k"),
-        (3, "2 numbers"),
+        (3, "the query vector has 2"),
         (4, "a query needs a question"),
     ] {
         let error = responses[at]["error"].as_str().unwrap_or_default();
