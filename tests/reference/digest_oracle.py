@@ -17,22 +17,14 @@ import os
 import sys
 from datetime import datetime, timezone
 
-import particles.core.scoring.decay as decay_module
-import particles.core.scoring.utility as utility_module
 import particles.corpus.refusals as refusals_module
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import oracle  # noqa: E402  (freezes decay's, the query's and the use events' clocks)
 
-class _FrozenClock(datetime):
-    frozen: datetime = datetime.now(timezone.utc)
-
-    @classmethod
-    def now(cls, tz=None):  # noqa: D102 - mirrors datetime.now
-        value = cls.frozen
-        return value if tz is None else value.astimezone(tz)
-
-
-for module in (decay_module, utility_module, refusals_module):
-    module.datetime = _FrozenClock
+_FrozenClock = oracle._FrozenClock
+# The digest's third clock: the refusal hold's cutoff.
+refusals_module.datetime = _FrozenClock
 
 
 async def _run(request: dict) -> dict:

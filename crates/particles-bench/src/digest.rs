@@ -15,15 +15,13 @@ use std::{
     time::Instant,
 };
 
-use indicatif::ProgressBar;
 use particles_model::Timestamp;
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::{
     error::io_error,
-    generator,
-    runner::{progress_style, size_label, usable_store},
+    runner::{generated_store, size_label},
     Error, Result,
 };
 
@@ -116,18 +114,7 @@ pub fn run_digest(options: &DigestOptions) -> Result<Vec<DigestResult>> {
     let now = Timestamp::parse(NOW).map_err(|e| Error::Engine(e.to_string()))?;
     let mut results = Vec::new();
     for &size in &options.sizes {
-        let path = stores.join(generator::store_file_name(options.seed, size));
-        if !usable_store(&path, options.seed, size) {
-            let bar = ProgressBar::new(0)
-                .with_style(progress_style())
-                .with_prefix(format!("n={}", size_label(size)));
-            bar.set_message("rows written");
-            generator::build_store(&path, options.seed, size, |done, total| {
-                bar.set_length(total);
-                bar.set_position(done);
-            })?;
-            bar.finish_with_message("store built");
-        }
+        let path = generated_store(&stores, options.seed, size)?;
         let (ours_seconds, markdown) = ours(&path, options.runs.max(1), now)?;
         let ours_peak_rss = crate::probe::peak_rss(crate::probe::Process::Current).unwrap_or(0);
         eprintln!(

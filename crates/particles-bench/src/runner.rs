@@ -156,7 +156,7 @@ pub(crate) fn size_label(size: u64) -> String {
     }
 }
 
-pub(crate) fn progress_style() -> ProgressStyle {
+fn progress_style() -> ProgressStyle {
     ProgressStyle::with_template("{prefix:>12} [{bar:30}] {pos}/{len} {msg} ({elapsed})")
         .expect("the template is valid")
         .progress_chars("=> ")
@@ -270,7 +270,7 @@ fn copy_store(from: &Path, to: &Path) -> Result<()> {
 
 /// A store is reused only when its manifest matches and its ids hash to the
 /// manifest's fingerprint.
-pub(crate) fn usable_store(path: &Path, seed: u64, size: u64) -> bool {
+fn usable_store(path: &Path, seed: u64, size: u64) -> bool {
     let Ok(manifest) = read_json::<Value>(&generator::manifest_path(path)) else {
         return false;
     };
@@ -302,13 +302,19 @@ fn ensure_store(options: &RunOptions, work: &Path, size: u64) -> Result<PathBuf>
         }
         return Ok(path);
     }
-    let path = stores.join(generator::store_file_name(options.seed, size));
-    if !usable_store(&path, options.seed, size) {
+    generated_store(&stores, options.seed, size)
+}
+
+/// Our generator's `(seed, size)` store in `stores`, built (with a progress
+/// bar) unless a usable one is there.
+pub(crate) fn generated_store(stores: &Path, seed: u64, size: u64) -> Result<PathBuf> {
+    let path = stores.join(generator::store_file_name(seed, size));
+    if !usable_store(&path, seed, size) {
         let bar = ProgressBar::new(0)
             .with_style(progress_style())
             .with_prefix(format!("n={}", size_label(size)));
         bar.set_message("rows written");
-        generator::build_store(&path, options.seed, size, |done, total| {
+        generator::build_store(&path, seed, size, |done, total| {
             bar.set_length(total);
             bar.set_position(done);
         })?;

@@ -394,6 +394,31 @@ struct ParsedLens {
     utility_rules: Vec<(String, Option<String>, UtilityParams)>,
 }
 
+/// A lens's utility rule (`entry_kind`, pattern, parameters), `None` for a row
+/// of the legacy multiplier vocabulary (no `rank_lift`), which the reference
+/// skips; an error names what the lens model refuses.
+fn utility_rule(
+    kind: &str,
+    entry: &LensEntry,
+) -> std::result::Result<Option<(String, Option<String>, UtilityParams)>, String> {
+    let (Some(half_life), Some(lift)) = (entry.half_life_uses_days, entry.rank_lift) else {
+        return Ok(None);
+    };
+    if half_life.is_nan() || half_life <= 0.0 {
+        return Err(format!("half_life_uses_days {half_life} is not above 0"));
+    }
+    if lift.is_nan() || lift < 0.0 {
+        return Err(format!("rank_lift {lift} is below 0"));
+    }
+    let pattern = match (kind, entry.pattern.as_deref()) {
+        ("utility_default", None) => None,
+        ("utility_default", Some(_)) => return Err("a default rule takes no pattern".into()),
+        (_, Some(pattern)) if !pattern.is_empty() => Some(pattern.to_owned()),
+        _ => return Err("the rule needs a pattern".into()),
+    };
+    Ok(Some((kind.to_owned(), pattern, (half_life, lift))))
+}
+
 fn non_empty(value: &Option<String>) -> Option<&str> {
     value.as_deref().filter(|s| !s.is_empty())
 }
@@ -510,31 +535,9 @@ impl ParsedLens {
                     ));
                 }
                 "utility_default" | "utility_source_type" | "utility_url_pattern" => {
-                    let (Some(half_life), Some(lift)) =
-                        (entry.half_life_uses_days, entry.rank_lift)
-                    else {
-                        continue;
-                    };
-                    if half_life.is_nan() || half_life <= 0.0 {
-                        return Err(invalid(
-                            kind,
-                            format!("half_life_uses_days {half_life} is not above 0"),
-                        ));
+                    if let Some(rule) = utility_rule(kind, entry).map_err(|r| invalid(kind, r))? {
+                        parsed.utility_rules.push(rule);
                     }
-                    if lift.is_nan() || lift < 0.0 {
-                        return Err(invalid(kind, format!("rank_lift {lift} is below 0")));
-                    }
-                    let pattern = match (kind, entry.pattern.as_deref()) {
-                        ("utility_default", None) => None,
-                        ("utility_default", Some(_)) => {
-                            return Err(invalid(kind, "a default rule takes no pattern".into()))
-                        }
-                        (_, Some(pattern)) if !pattern.is_empty() => Some(pattern.to_owned()),
-                        _ => return Err(invalid(kind, "the rule needs a pattern".into())),
-                    };
-                    parsed
-                        .utility_rules
-                        .push((kind.to_owned(), pattern, (half_life, lift)));
                 }
                 _ if kind.starts_with("modality_") => {
                     let (Some(_), Some(modality)) =

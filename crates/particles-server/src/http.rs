@@ -687,6 +687,12 @@ async fn engine_failure(
         particles_engine::Error::Encode(message) => {
             detail(StatusCode::UNPROCESSABLE_ENTITY, message)
         }
+        // A vector of another length than the store's rows: the reference's
+        // numpy fails there (a 500); ours says which lengths, as the caller's
+        // to fix.
+        error @ particles_engine::Error::Query(particles_query::Error::Rank(
+            particles_rank::Error::DimensionMismatch { .. },
+        )) => detail(StatusCode::UNPROCESSABLE_ENTITY, error.to_string()),
         _ => internal_error(),
     }
 }

@@ -35,6 +35,30 @@ fn make_cases(python: &Path, dir: &Path, seed: u64, generator_size: Option<u64>)
     serde_json::from_str(&text).expect("cases are JSON")
 }
 
+/// The flags of the recall callers' options in a request (recall_cases.py's).
+fn recall_flags(request: &Value) -> Vec<String> {
+    let mut args = Vec::new();
+    for flag in ["apply_utility", "apply_owner"] {
+        if request[flag].as_bool() == Some(true) {
+            args.push(format!("--{}", flag.replace('_', "-")));
+        }
+    }
+    for tag in request["exclude_source_tags"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        args.push(format!(
+            "--exclude-source-tag={}",
+            tag.as_str().unwrap_or_default()
+        ));
+    }
+    if let Some(weight) = request["code_symbol_rank_weight"].as_f64() {
+        args.push(format!("--code-symbol-rank-weight={weight}"));
+    }
+    args
+}
+
 /// The message the reference's `particles query` prints for a `--subject` that
 /// matches nothing (it then exits 1).
 const NO_SUBJECT: &str = "No subject matches 'no-such-subject' by ID, ID prefix, or name.";
@@ -104,22 +128,7 @@ pub(crate) fn compare(dir: &Path, case: &Value, config: Option<&Path>) -> Option
             args.push(format!("--{}={value}", option.replace('_', "-")));
         }
     }
-    // The recall callers' options (recall_cases.py's requests).
-    for flag in ["apply_utility", "apply_owner"] {
-        if request[flag].as_bool() == Some(true) {
-            args.push(format!("--{}", flag.replace('_', "-")));
-        }
-    }
-    for tag in request["exclude_source_tags"]
-        .as_array()
-        .into_iter()
-        .flatten()
-    {
-        args.extend(["--exclude-source-tag".into(), tag.as_str()?.into()]);
-    }
-    if let Some(weight) = request["code_symbol_rank_weight"].as_f64() {
-        args.push(format!("--code-symbol-rank-weight={weight}"));
-    }
+    args.extend(recall_flags(request));
     let arg_refs: Vec<&str> = args.iter().map(String::as_str).collect();
     let output = particles_rs(&arg_refs);
     let mut shown = request.clone();

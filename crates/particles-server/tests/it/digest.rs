@@ -7,7 +7,9 @@
 
 use std::process::Command;
 
-use crate::support::{reference, request, workspace_root, ServerSetup, TestServer, Upstream};
+use crate::support::{
+    reference, request, stamped_copy, workspace_root, ServerSetup, TestServer, Upstream,
+};
 
 #[test]
 fn the_digest_route_answers_as_the_references_engine() {
@@ -26,17 +28,10 @@ fn the_digest_route_answers_as_the_references_engine() {
         "{}",
         String::from_utf8_lossy(&made.stderr)
     );
-    let served = dir.path().join("served.db");
-    std::fs::copy(dir.path().join("digest-store-7.db"), &served).expect("a copy");
-    let stamped = Command::new(&reference.python)
-        .arg(workspace_root().join("tests/reference/server/stamp_store.py"))
-        .arg(&served)
-        .output()
-        .expect("stamp_store.py runs");
-    assert!(
-        stamped.status.success(),
-        "{}",
-        String::from_utf8_lossy(&stamped.stderr)
+    let served = stamped_copy(
+        &reference,
+        &dir.path().join("digest-store-7.db"),
+        &dir.path().join("served.db"),
     );
     let yaml = format!(
         "network: {{egress: none}}\nstorage:\n  database_url: \"sqlite+aiosqlite:///{0}\"\n  \

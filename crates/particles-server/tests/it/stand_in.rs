@@ -68,7 +68,8 @@ fn a_vector_or_no_embedding_stands_in_for_the_question() {
         both.json()["detail"][0]["loc"],
         json!(["body", "no_embedding"])
     );
-    // A vector of another length: the engine's message, not a 500.
+    // A vector of another length than the store's: a 422 naming both lengths
+    // (the reference's numpy fails with a 500 there).
     let short = post_query(server.addr, &[], r#"{"vector": [0.5, 0.5]}"#);
     assert_eq!(
         short.status,
@@ -76,7 +77,11 @@ fn a_vector_or_no_embedding_stands_in_for_the_question() {
         "{}",
         String::from_utf8_lossy(&short.body)
     );
-    assert!(short.detail().contains("2 numbers"), "{}", short.detail());
+    assert!(
+        short.detail().contains("the query vector has 2"),
+        "{}",
+        short.detail()
+    );
     // Neither: the reference's own refusal.
     let neither = post_query(server.addr, &[], r#"{"top_k": 3}"#);
     assert_eq!(neither.status, 422);

@@ -534,11 +534,16 @@ pub fn reference_store_to_serve(
         Some(size) => format!("generator-{seed}-{size}.db"),
         None => format!("store-{seed}.db"),
     };
-    let served = dir.join("served.db");
-    std::fs::copy(dir.join(made), &served).expect("a copy");
+    stamped_copy(reference, &dir.join(made), &dir.join("served.db"))
+}
+
+/// A copy of `store` at `to`, stamped with the reference's migration head (its
+/// engine migrates what it opens and refuses an unstamped file).
+pub fn stamped_copy(reference: &Reference, store: &Path, to: &Path) -> PathBuf {
+    std::fs::copy(store, to).expect("a copy");
     let stamped = Command::new(&reference.python)
         .arg(workspace_root().join("tests/reference/server/stamp_store.py"))
-        .arg(&served)
+        .arg(to)
         .output()
         .expect("stamp_store.py runs");
     assert!(
@@ -546,7 +551,7 @@ pub fn reference_store_to_serve(
         "{}",
         String::from_utf8_lossy(&stamped.stderr)
     );
-    served
+    to.to_owned()
 }
 
 /// The reference's own engine (`particles engine serve`) on loopback, killed
