@@ -72,7 +72,7 @@ pub(crate) fn more_skeptical(a: UtilityParams, b: UtilityParams) -> UtilityParam
 
 /// One store's usefulness policy: the local default (made stricter by any
 /// adopted lens's default) and the lenses' source-type and URL rules, each
-/// composed across lenses by [`more_skeptical`]. A lens's source-type or URL
+/// composed across lenses by `more_skeptical` (each parameter's minimum). A lens's source-type or URL
 /// rule is not bounded by the local default: the reference composes only the
 /// default scope with it.
 #[derive(Debug, Clone)]

@@ -14,7 +14,9 @@ use std::{path::Path, process::Command};
 
 use serde_json::Value;
 
-use crate::support::{file_digest, particles_rs_command, reference_python, workspace_root};
+use crate::support::{
+    file_digest, particles_rs, particles_rs_command, reference_python, workspace_root,
+};
 
 fn digest_cases(python: &Path, dir: &Path, seed: u64) -> Vec<Value> {
     let output = Command::new(python)
@@ -281,5 +283,55 @@ fn recall_rankings_equal_the_references() {
         "{} of {compared} recall rankings differ from the reference's:\n{}",
         failures.len(),
         failures.join("\n")
+    );
+}
+
+/// The synopsis's other forms: `--store PATH` names the store by its path in
+/// the header, prints the Markdown the JSON carries, never writes the store;
+/// `--project` with nothing in it is a usage error.
+#[test]
+fn the_digest_verb_takes_a_store_file_and_prints_markdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("coins.db");
+    std::fs::copy(
+        workspace_root().join("tests/fixtures/stores/coins-a.db"),
+        &store,
+    )
+    .unwrap();
+    let before = file_digest(&store);
+    let path = store.display().to_string();
+    let now = "--now=2026-06-01T00:00:00Z";
+    let markdown = particles_rs(&["digest", "--store", &path, now]);
+    assert!(
+        markdown.status.success(),
+        "{}",
+        String::from_utf8_lossy(&markdown.stderr)
+    );
+    let text = String::from_utf8(markdown.stdout).unwrap();
+    assert!(
+        text.starts_with(&format!("# Memory digest — {path}\n")),
+        "{text}"
+    );
+    let json = particles_rs(&["digest", "--store", &path, now, "--json"]);
+    let body: Value = serde_json::from_slice(&json.stdout).expect("--json prints JSON");
+    assert_eq!(body["markdown"], text);
+    let offsets: Vec<u64> = body["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|line| line["offset"].as_u64().unwrap())
+        .collect();
+    assert!(!offsets.is_empty());
+    let chars: Vec<char> = text.chars().collect();
+    for offset in offsets {
+        assert_eq!(chars[offset as usize], '-', "a line starts at each offset");
+    }
+    let empty = particles_rs(&["digest", "--store", &path, "--project="]);
+    assert_eq!(empty.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&empty.stderr).contains("--project"));
+    assert_eq!(
+        before,
+        file_digest(&store),
+        "the digest never writes the store"
     );
 }
