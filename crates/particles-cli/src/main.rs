@@ -13,6 +13,7 @@ mod encode;
 mod engine;
 mod import;
 mod logging;
+mod memory_cmd;
 mod model_cmd;
 mod output;
 mod query;
@@ -64,6 +65,10 @@ enum Command {
     /// effective confidence, contested beliefs flagged (the reference's
     /// `GET /digest/{store}`, which `serve --http` answers the same way).
     Digest(digest_cmd::DigestArgs),
+    /// The memory projection's region body of a manifest over a store (the
+    /// `MEMORY.md` region `POST /memory/projection/{store}` renders, which
+    /// `serve --http` answers the same way), with its hash and fold verdicts.
+    MemoryRegion(memory_cmd::MemoryRegionArgs),
     /// Store maintenance (the only verbs that write a store).
     Store(store_cmd::StoreArgs),
     /// The sidecar: a derived file of decoded vectors beside the store (or in
@@ -112,6 +117,8 @@ fn main() -> ExitCode {
                 .and_then(|c| server_cmd::run_mcp(&args, &c)),
             Command::Digest(args) => config_cmd::Configured::load(cli.config.as_deref())
                 .and_then(|c| digest_cmd::run(&args, &c)),
+            Command::MemoryRegion(args) => config_cmd::Configured::load(cli.config.as_deref())
+                .and_then(|c| memory_cmd::run(&args, &c)),
             Command::Store(args) => store_cmd::run(args),
             Command::Sidecar(args) => sidecar_cmd::run(args),
             #[cfg(feature = "bench")]

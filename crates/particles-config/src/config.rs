@@ -43,6 +43,9 @@ pub struct Config {
     pub trust_source_type_domains: BTreeMap<String, String>,
     /// `consolidation.abstraction.stale_support_discount`.
     pub stale_support_discount: f64,
+    /// `consolidation.abstraction.source_demotion`: `suppress_in_projection`
+    /// leaves an ACTIVE abstraction's premises out of a projection.
+    pub source_demotion: String,
     /// `confidence.uncalibrated_cap.*`.
     pub uncalibrated_cap: UncalibratedCap,
     /// `conformance.trust_cap.*`.
@@ -515,6 +518,7 @@ impl Default for Config {
                 "agent-memory".to_owned(),
             )]),
             stale_support_discount: 0.5,
+            source_demotion: "suppress_in_projection".to_owned(),
             uncalibrated_cap: UncalibratedCap {
                 enabled: false,
                 cap_value: 0.7,
@@ -718,6 +722,7 @@ impl Config {
                 .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
                 .collect(),
             stale_support_discount: r.f64("consolidation.abstraction.stale_support_discount"),
+            source_demotion: r.string("consolidation.abstraction.source_demotion"),
             uncalibrated_cap: UncalibratedCap {
                 enabled: r.bool("confidence.uncalibrated_cap.enabled"),
                 cap_value: r.f64("confidence.uncalibrated_cap.cap_value"),

@@ -66,6 +66,7 @@ pub use crate::{
     error::{Error, Invalid, InvalidList, Place, Result},
     show::{Entry, IgnoredKey, Origin, ShowJson},
     store::{resolve_store, store_url, StoreLocation, DEFAULT_STORE},
+    yaml::yaml_to_json,
 };
 use crate::{
     value::Value,

@@ -1414,3 +1414,56 @@ fn flatten_mapping(node: &Composed) -> Result<Vec<(&Composed, &Composed)>, YamlE
 
 #[cfg(test)]
 mod tests;
+
+/// A YAML document (PyYAML's `safe_load`) as JSON, for a file the engine reads
+/// as data (a projection manifest): `None` for an empty document. A non-string
+/// key is written as its text; a timestamp as its text; bytes refused.
+///
+/// # Errors
+///
+/// The parse error, or a value JSON cannot hold.
+pub fn yaml_to_json(text: &str) -> Result<Option<serde_json::Value>, String> {
+    fn convert(node: &Node) -> Result<serde_json::Value, String> {
+        use serde_json::Value as J;
+        Ok(match &node.value {
+            NodeValue::Null => J::Null,
+            NodeValue::Bool(flag) => J::Bool(*flag),
+            NodeValue::Int(Int::Small(int)) => i64::try_from(*int)
+                .map(J::from)
+                .or_else(|_| u64::try_from(*int).map(J::from))
+                .map_err(|_| format!("the integer {int} is too large"))?,
+            NodeValue::Int(Int::Big(text)) => {
+                return Err(format!("the integer {text} is too large"))
+            }
+            NodeValue::Float(float) => {
+                serde_json::Number::from_f64(*float).map_or(J::Null, J::Number)
+            }
+            NodeValue::Str(text) | NodeValue::Timestamp(text) => J::String(text.clone()),
+            NodeValue::Bytes(_) => return Err("binary values are not data here".to_owned()),
+            NodeValue::Seq(items) => J::Array(items.iter().map(convert).collect::<Result<_, _>>()?),
+            NodeValue::Map(entries) => {
+                let mut object = serde_json::Map::new();
+                for entry in entries {
+                    let key = match &entry.key.value {
+                        NodeValue::Str(text) => text.clone(),
+                        _ => match convert(&entry.key)? {
+                            J::String(text) => text,
+                            value => value.to_string(),
+                        },
+                    };
+                    object.insert(key, convert(&entry.value)?);
+                }
+                J::Object(object)
+            }
+        })
+    }
+    match safe_load(text).map_err(|error| {
+        format!(
+            "line {}, column {}: {}",
+            error.line, error.column, error.message
+        )
+    })? {
+        None => Ok(None),
+        Some(node) => convert(&node).map(Some),
+    }
+}

@@ -756,6 +756,58 @@ impl Engine {
         project: Option<&str>,
         now: Timestamp,
     ) -> Result<particles_respond::RenderedDigest> {
+        self.read_target(target, |snapshot| {
+            particles_respond::session_digest(
+                snapshot,
+                name,
+                project,
+                &self.settings.rank,
+                &self.settings.digest,
+                now,
+            )
+        })
+    }
+
+    /// The memory projection's region body of `manifest` over `target` at
+    /// `now`: every section's ranking (without a query vector, with the recall
+    /// lifts) and every other read in one snapshot. Never cached, like the digest.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] when the store cannot be opened or read,
+    /// [`Error::Respond`] for a manifest the reference refuses too (a file
+    /// section, a stale pin) or data it fails on.
+    pub fn memory_region(
+        &self,
+        target: &crate::StoreTarget,
+        manifest: &particles_model::projection::DocManifest,
+        request: particles_respond::RegionRequest<'_>,
+        now: Timestamp,
+    ) -> Result<particles_respond::MemoryRegion> {
+        let settings = particles_respond::RegionSettings {
+            digest: self.settings.digest.clone(),
+            suppress_premises: self.settings.suppress_premises,
+        };
+        self.read_target(target, |snapshot| {
+            particles_respond::memory_region(
+                snapshot,
+                manifest,
+                request,
+                &self.settings.rank,
+                &settings,
+                now,
+            )
+        })
+    }
+
+    /// `read` over one snapshot of `target`: through the engine's own
+    /// connection when it serves that store, else a read-only connection opened
+    /// for the call.
+    fn read_target<T>(
+        &self,
+        target: &crate::StoreTarget,
+        read: impl FnOnce(&Store) -> particles_respond::Result<T>,
+    ) -> Result<T> {
         let slot = self
             .slots
             .iter()
@@ -764,27 +816,18 @@ impl Engine {
             Some(slot) => slot.connection()?,
             None => Store::open_read_only(&target.path)?,
         };
-        let mut rendered = None;
-        let read = store.read_snapshot(|snapshot| {
-            rendered = Some(particles_respond::session_digest(
-                snapshot,
-                name,
-                project,
-                &self.settings.rank,
-                &self.settings.digest,
-                now,
-            ));
+        let mut output = None;
+        let outcome = store.read_snapshot(|snapshot| {
+            output = Some(read(snapshot));
             Ok(())
         });
         if let Some(slot) = slot {
             slot.give_back(store);
         }
-        read?;
-        match rendered {
-            Some(rendered) => Ok(rendered?),
-            None => Err(Error::Batch(
-                "the digest's read transaction did not run".to_owned(),
-            )),
+        outcome?;
+        match output {
+            Some(output) => Ok(output?),
+            None => Err(Error::Batch("the read transaction did not run".to_owned())),
         }
     }
 }

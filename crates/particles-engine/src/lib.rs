@@ -43,7 +43,7 @@ pub use crate::{
 /// hydrated ([`CacheOptions::keep_particles`]).
 pub use particles_cache::KEEP_PARTICLES_MAX_ROWS;
 /// The session digest [`Engine::digest`] renders, and its lines.
-pub use particles_respond::{DigestLine, RenderedDigest};
+pub use particles_respond::{DigestLine, FoldVerdict, MemoryRegion, RegionRequest, RenderedDigest};
 
 /// Errors from applying the configuration or naming stores.
 #[derive(Debug, thiserror::Error)]

@@ -28,6 +28,9 @@ pub struct Settings {
     pub structural: StructuralSettings,
     /// What the session digest reads beyond the ranking's keys.
     pub digest: DigestSettings,
+    /// Whether the memory projection leaves an ACTIVE abstraction's premises out
+    /// (`consolidation.abstraction.source_demotion`).
+    pub suppress_premises: bool,
 }
 
 impl Settings {
@@ -104,6 +107,7 @@ impl Settings {
             structural: StructuralSettings {
                 link_suppress_threshold: config.wikidata_link_suppress_threshold,
             },
+            suppress_premises: config.source_demotion == "suppress_in_projection",
             digest: DigestSettings {
                 max_beliefs: u64::try_from(config.mcp.digest_max_beliefs).unwrap_or(0),
                 badge_enabled: config.contestedness.badge_enabled,

@@ -28,6 +28,8 @@ mod request;
 pub mod response;
 mod timestamp;
 
+/// The memory projection's request: its manifest, read with pydantic's verdicts.
+pub use crate::request::manifest as projection;
 pub use crate::{
     enums::{
         AssertionModality, CalibrationSource, CanonicalForm, ParticleType, ProvenanceRefType,

@@ -297,6 +297,24 @@ pub fn run_query_with(
     store.read_snapshot(|store| Ok(run_in_snapshot(store, loader, input, &harness_tags)))?
 }
 
+/// Runs a semantic query with the given candidate loader inside a read
+/// transaction the caller already holds (`store` is its snapshot), so a caller
+/// composing several rankings with other reads (the memory projection) reads
+/// one store state throughout.
+///
+/// # Errors
+///
+/// As [`run_query_with`].
+pub fn run_query_in_snapshot(
+    store: &Store,
+    loader: &mut dyn CandidateLoader,
+    input: &QueryInput<'_>,
+    harness_tags: &[String],
+) -> Result<QueryOutcome> {
+    check_semantic(input.request)?;
+    run_in_snapshot(store, loader, input, harness_tags)
+}
+
 /// Refuses a request whose mode is not the semantic path.
 pub(crate) fn check_semantic(request: &ValidRequest) -> Result<()> {
     let mode = request.mode();

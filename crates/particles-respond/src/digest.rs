@@ -4,7 +4,7 @@
 //! embedding and no model: every ACTIVE belief is scored with the ranking's
 //! effective-confidence formula, read in one snapshot.
 
-mod render;
+pub(crate) mod render;
 mod spend;
 
 use particles_model::{Particle, Timestamp};
@@ -122,11 +122,7 @@ pub fn session_digest(
     }
     let shown: Vec<Particle> = order.iter().map(|&i| actives[i].clone()).collect();
     let badges = if settings.badge_enabled {
-        let members = particles_rank::member_policies(&rows, rank)?;
-        let readings =
-            contestedness::contestedness_readings(store, &shown, &members, &policies, now)?;
-        let lens = ModalityLens::from_lenses(&rows.lenses);
-        contested::contested_badges(store, &shown, &readings, &lens, settings.callout_threshold)?
+        badges(store, &shown, &rows, rank, &policies, settings, now)?
     } else {
         vec![None; shown.len()]
     };
@@ -175,10 +171,27 @@ pub fn session_digest(
     Ok(RenderedDigest { markdown, lines })
 }
 
+/// The contested badge of each of `shown` (the reference's
+/// `compute_contested_badges`), parallel to it.
+pub(crate) fn badges(
+    store: &Store,
+    shown: &[Particle],
+    rows: &particles_model::policy::PolicyRows,
+    rank: &RankSettings,
+    policies: &Policies,
+    settings: &DigestSettings,
+    now: Timestamp,
+) -> Result<Vec<Option<particles_model::response::ContestedBadge>>> {
+    let members = particles_rank::member_policies(rows, rank)?;
+    let readings = contestedness::contestedness_readings(store, shown, &members, policies, now)?;
+    let lens = ModalityLens::from_lenses(&rows.lenses);
+    contested::contested_badges(store, shown, &readings, &lens, settings.callout_threshold)
+}
+
 /// Each particle's effective confidence (what a line shows) and its rank score
 /// (what orders the lines: the effective confidence plus the usefulness and
 /// owner lifts), parallel to `particles`.
-fn confidence_and_rank(
+pub(crate) fn confidence_and_rank(
     store: &Store,
     particles: &[Particle],
     policies: &Policies,

@@ -59,6 +59,7 @@ mod error;
 mod gaps;
 mod modality;
 mod narrative;
+mod projection;
 mod stance;
 
 use particles_model::{
@@ -77,6 +78,7 @@ pub use crate::{
         render_digest, session_digest, DigestEntry, DigestLine, DigestSettings, RenderedDigest,
     },
     error::{Error, Result},
+    projection::{memory_region, FoldVerdict, MemoryRegion, RegionRequest, RegionSettings},
 };
 
 /// The reference's disclosure when ranking ran without a query vector (its

@@ -38,7 +38,7 @@ use crate::{
     proxy::Upstream,
     pyjson,
     rate_limit::{self, Buckets},
-    service::{Backend, DigestOutcome, VERSION},
+    service::{Backend, DigestOutcome, StoreRead, VERSION},
 };
 
 /// Limits of our own, beyond the reference's.
@@ -209,6 +209,10 @@ pub(crate) fn router(state: Shared) -> Router {
         .route("/particles/{id}/source", get(source).fallback(forward))
         .route(EXPLAIN_PATH, post(explain).fallback(forward))
         .route("/digest/{store}", get(digest).fallback(forward))
+        .route(
+            "/memory/projection/{store}",
+            post(memory_projection).fallback(forward),
+        )
         .fallback(forward)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
@@ -480,12 +484,9 @@ fn rate_limited(state: &AppState, caller: &Caller<'_>) -> Option<Response> {
     None
 }
 
-/// The validation step: the body must be a JSON object, then our envelope and
-/// the request must validate (each failure a 422 with pydantic's errors).
-fn query_request(
-    backend: &Backend,
-    parsed: Parsed,
-) -> Result<(particles_model::ValidRequest, particles_model::Envelope), Box<Response>> {
+/// A body FastAPI validates as a model: a JSON object, else its 422 (a
+/// missing body, bytes without a JSON content type, JSON of another kind).
+fn body_object(parsed: Parsed) -> Result<Value, Box<Response>> {
     let value = match parsed {
         Parsed::Missing => {
             return Err(Box::new(validation_error(json!([{
@@ -517,6 +518,16 @@ fn query_request(
             "input": value,
         }]))));
     }
+    Ok(value)
+}
+
+/// The validation step: the body must be a JSON object, then our envelope and
+/// the request must validate (each failure a 422 with pydantic's errors).
+fn query_request(
+    backend: &Backend,
+    parsed: Parsed,
+) -> Result<(particles_model::ValidRequest, particles_model::Envelope), Box<Response>> {
+    let value = body_object(parsed)?;
     // Ours beside the reference's body: `vector`, `no_embedding` and `now`
     // (the reference's model ignores unknown fields); a vector or
     // no_embedding stands in for the question.
@@ -826,8 +837,76 @@ async fn digest(
             StatusCode::NOT_FOUND,
             format!("Unknown store {}", particles_model::python_repr(&store)),
         ),
-        Ok(DigestOutcome::Failed(why)) => {
+        Ok(DigestOutcome::Failed(why) | DigestOutcome::Refused(why)) => {
             tracing::error!(store = %store, error = %why, "the digest failed");
+            internal_error()
+        }
+        Err(_) => internal_error(),
+    }
+}
+
+/// `POST /memory/projection/{store}`: the `MEMORY.md` region body of the
+/// client's manifest, with its hash and the fold verdicts asked. Bearer-gated
+/// whatever `api.require_auth_for_reads` says, like the digest; writes nothing.
+/// A manifest with a file section is the reference's 422.
+async fn memory_projection(
+    State(state): State<Shared>,
+    peer: Option<axum::Extension<Peer>>,
+    Path(store): Path<String>,
+    request: Request,
+) -> Response {
+    // Starlette decodes the path before routing: a `/` inside the segment is
+    // two segments, which no route of the reference matches.
+    if store.contains('/') {
+        return detail(StatusCode::NOT_FOUND, "Not Found");
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = match read_body(
+        body,
+        state.backend.max_request_body_bytes,
+        state.limits.body_timeout,
+    )
+    .await
+    {
+        Ok(bytes) => bytes,
+        Err(failure) => return body_failure_response(failure),
+    };
+    let parsed = match parse_body(&parts.headers, bytes) {
+        Ok(parsed) => parsed,
+        Err(response) => return *response,
+    };
+    let caller = Caller {
+        peer: peer.and_then(|p| p.0 .0),
+        headers: &parts.headers,
+    };
+    if let Err(refusal) = auth::verify_key(&caller, &state.key.current(), &state.backend.policy) {
+        state.metrics.reject("auth");
+        return refusal_response(refusal);
+    }
+    let value = match body_object(parsed) {
+        Ok(value) => value,
+        Err(response) => return *response,
+    };
+    let body = match particles_model::projection::MemoryProjectionRequest::from_json(&value) {
+        Ok(body) => body,
+        Err(errors) => {
+            return validation_error(
+                serde_json::to_value(errors.located_under("body")).unwrap_or_default(),
+            )
+        }
+    };
+    let backend = state.backend.clone();
+    let handle = store.clone();
+    let outcome = tokio::task::spawn_blocking(move || backend.memory_region(&handle, &body)).await;
+    match outcome {
+        Ok(StoreRead::Rendered(region)) => json_response(StatusCode::OK, &region),
+        Ok(StoreRead::UnknownStore) => detail(
+            StatusCode::NOT_FOUND,
+            format!("Unknown store {}", particles_model::python_repr(&store)),
+        ),
+        Ok(StoreRead::Refused(why)) => detail(StatusCode::UNPROCESSABLE_ENTITY, why),
+        Ok(StoreRead::Failed(why)) => {
+            tracing::error!(store = %store, error = %why, "the memory projection failed");
             internal_error()
         }
         Err(_) => internal_error(),

@@ -107,6 +107,8 @@ pub(crate) fn read(
                 )
             }))
         }
-        DigestOutcome::Failed(why) => Err(failure(format!("Error reading resource {uri}: {why}"))),
+        DigestOutcome::Failed(why) | DigestOutcome::Refused(why) => {
+            Err(failure(format!("Error reading resource {uri}: {why}")))
+        }
     }
 }

@@ -29,15 +29,21 @@ pub struct Backend {
     pub(crate) digest_listed: Vec<String>,
 }
 
-/// How a digest request went.
-pub(crate) enum DigestOutcome {
-    /// The digest.
-    Rendered(particles_engine::RenderedDigest),
+/// How a read of a store named by handle went (the digest, the memory
+/// projection).
+pub(crate) enum StoreRead<T> {
+    /// What was read.
+    Rendered(T),
     /// The handle names no configured store.
     UnknownStore,
+    /// The request is one the reference refuses with a 422, with its sentence.
+    Refused(String),
     /// The store could not be read (the reference's 500), with why.
     Failed(String),
 }
+
+/// How a digest request went.
+pub(crate) type DigestOutcome = StoreRead<particles_engine::RenderedDigest>;
 
 impl Backend {
     /// The front ends' view of `engine`, configured by `loaded`; `store` is the
@@ -134,16 +140,53 @@ impl Backend {
     /// the MCP digest resource), through the observer `project` when given.
     /// Only configured handles are served, as the reference serves them.
     pub(crate) fn digest(&self, handle: &str, project: Option<&str>) -> DigestOutcome {
+        let now = self.now();
+        self.read_store(handle, |target| {
+            self.engine.digest(target, handle, project, now)
+        })
+    }
+
+    /// The memory projection's region body over the store `handle` names
+    /// (`POST /memory/projection/{store}`): a remote render, so a manifest
+    /// with a file section is refused.
+    pub(crate) fn memory_region(
+        &self,
+        handle: &str,
+        body: &particles_model::projection::MemoryProjectionRequest,
+    ) -> StoreRead<particles_engine::MemoryRegion> {
+        let now = self.now();
+        let request = particles_engine::RegionRequest {
+            base_dir: None,
+            observer_project: body.observer_project.as_deref(),
+            exclude_source_tags: &body.exclude_source_tags,
+            fold_targets: &body.fold_targets,
+        };
+        self.read_store(handle, |target| {
+            self.engine
+                .memory_region(target, &body.manifest, request, now)
+        })
+    }
+
+    fn now(&self) -> particles_model::Timestamp {
+        self.frozen_now
+            .unwrap_or_else(particles_model::Timestamp::now)
+    }
+
+    /// `read` over the store `handle` names, its failures sorted as the
+    /// reference's routes sort them.
+    fn read_store<T>(
+        &self,
+        handle: &str,
+        read: impl FnOnce(&particles_engine::StoreTarget) -> particles_engine::Result<T>,
+    ) -> StoreRead<T> {
         let (config, cwd) = &self.stores;
         let location = match particles_config::resolve_store(config, handle, cwd) {
             Ok(location) => location,
-            Err(particles_config::Error::UnknownStore { .. }) => {
-                return DigestOutcome::UnknownStore
-            }
-            Err(error) => return DigestOutcome::Failed(error.to_string()),
+            Err(particles_config::Error::UnknownStore { .. }) => return StoreRead::UnknownStore,
+            Err(error) => return StoreRead::Failed(error.to_string()),
         };
         if !location.path.is_file() {
-            return DigestOutcome::Failed(format!(
+            return StoreRead::Failed(format!(
                 "the store {handle:?} names {}, which does not exist",
                 location.path.display()
             ));
@@ -152,12 +195,14 @@ impl Backend {
             handle: Some(handle.to_owned()),
             path: location.path,
         };
-        let now = self
-            .frozen_now
-            .unwrap_or_else(particles_model::Timestamp::now);
-        match self.engine.digest(&target, handle, project, now) {
-            Ok(rendered) => DigestOutcome::Rendered(rendered),
-            Err(error) => DigestOutcome::Failed(error.to_string()),
+        match read(&target) {
+            Ok(output) => StoreRead::Rendered(output),
+            Err(
+                error @ particles_engine::Error::Respond(
+                    particles_respond::Error::ClientFileSection,
+                ),
+            ) => StoreRead::Refused(error.to_string()),
+            Err(error) => StoreRead::Failed(error.to_string()),
         }
     }
 

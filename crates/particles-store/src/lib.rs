@@ -78,7 +78,8 @@ pub use crate::{
     profile::LoadCounters,
     pyjson::{dumps as python_json_dumps, dumps_vector as python_json_vector},
     recall::{
-        held_snapshot_tags, particles_with_status, run_events, subject_by_name, subject_names,
+        active_derived_particles, active_particle_by_id_or_prefix, held_snapshot_tags,
+        newest_snapshot_beliefs, particles_with_status, run_events, subject_by_name, subject_names,
         use_events, RunEvent, UseEvent,
     },
     scans::{

@@ -24,23 +24,7 @@ use crate::{
 /// [`Error::Query`] when SQLite fails, [`Error::InvalidRow`] on a row that does
 /// not hydrate (the reference fails on it too).
 pub fn particles_with_status(store: &Store, status: &str) -> Result<Vec<Particle>> {
-    // Everything but the embedding, which is most of a row's bytes (about 12 KB
-    // of JSON at 384 dimensions) and which nothing here reads: SQLite reads a
-    // selected column's overflow pages whether or not it is used.
-    let columns = PARTICLE_COLUMNS.replace("particles.embedding_json", "NULL");
-    let sql = format!("SELECT {columns} FROM particles WHERE status = ?1 ORDER BY rowid");
-    let mut statement = store
-        .connection()
-        .prepare_cached(&sql)
-        .map_err(query_error("particles by status"))?;
-    let mut rows = statement
-        .query([status])
-        .map_err(query_error("particles by status"))?;
-    let mut out = Vec::new();
-    while let Some(row) = rows.next().map_err(query_error("particles by status"))? {
-        out.push(ParticleRow::new(row)?.to_particle()?);
-    }
-    Ok(out)
+    particles_where(store, "status = ?1", &[status])
 }
 
 /// One use event of a belief: when it was observed and its channel (`mined`,
@@ -220,4 +204,126 @@ pub fn held_snapshot_tags(
         .filter(|(snapshot, _)| seen.insert(snapshot.clone()))
         .map(|(_, tags)| tags)
         .collect())
+}
+
+/// The particles `clause` selects, hydrated but for their embedding, in rowid
+/// order.
+fn particles_where(store: &Store, clause: &str, params: &[&str]) -> Result<Vec<Particle>> {
+    // Everything but the embedding, which is most of a row's bytes (about 12 KB
+    // of JSON at 384 dimensions) and which nothing here reads: SQLite reads a
+    // selected column's overflow pages whether or not it is used.
+    let columns = PARTICLE_COLUMNS.replace("particles.embedding_json", "NULL");
+    let sql = format!("SELECT {columns} FROM particles WHERE {clause} ORDER BY rowid");
+    let mut statement = store
+        .connection()
+        .prepare_cached(&sql)
+        .map_err(query_error("particles"))?;
+    let mut rows = statement
+        .query(rusqlite::params_from_iter(params))
+        .map_err(query_error("particles"))?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().map_err(query_error("particles"))? {
+        out.push(ParticleRow::new(row)?.to_particle()?);
+    }
+    Ok(out)
+}
+
+/// The ACTIVE derived particles (calibrated from premises): the projection
+/// leaves their premises out (the reference's `get_active_derived_particles`).
+///
+/// # Errors
+///
+/// [`Error::Query`] when SQLite fails, [`Error::InvalidRow`] on a row that does
+/// not hydrate.
+pub fn active_derived_particles(store: &Store) -> Result<Vec<Particle>> {
+    particles_where(
+        store,
+        "status = 'ACTIVE' AND confidence_calibration_source = 'DERIVED'",
+        &[],
+    )
+}
+
+/// The ACTIVE particle `pin` names, as a projection pin resolves it: the exact
+/// id, else the one ACTIVE id starting with it (by SQLite's `LIKE`, as the
+/// reference's `startswith` compiles: ASCII case-insensitive, `_` and `%` wild),
+/// else none (no match, or more than one).
+///
+/// # Errors
+///
+/// As [`active_derived_particles`].
+pub fn active_particle_by_id_or_prefix(store: &Store, pin: &str) -> Result<Option<Particle>> {
+    let exact = particles_where(store, "id = ?1 AND status = 'ACTIVE'", &[pin])?;
+    if let Some(particle) = exact.into_iter().next() {
+        return Ok(Some(particle));
+    }
+    let mut prefixed = particles_where(store, "status = 'ACTIVE' AND id LIKE ?1 || '%'", &[pin])?;
+    Ok(if prefixed.len() == 1 {
+        prefixed.pop()
+    } else {
+        None
+    })
+}
+
+/// What a fold target's verdict reads: the corpus entry with URI `uri`, its
+/// newest live `RESPONSE` snapshot with that snapshot's extraction status, and
+/// the ACTIVE particles whose provenance edge to the entry names the snapshot.
+/// `None` when the entry or such a snapshot does not exist.
+///
+/// # Errors
+///
+/// [`Error::Query`] when SQLite fails, [`Error::InvalidValue`] when several
+/// entries have the URI.
+pub fn newest_snapshot_beliefs(store: &Store, uri: &str) -> Result<Option<(String, Vec<String>)>> {
+    if !store.has_table("corpus_entries")? || !store.has_table("snapshots")? {
+        return Ok(None);
+    }
+    let entries: Vec<String> = collect_with(
+        store,
+        "entry by uri",
+        "SELECT entry_id FROM corpus_entries WHERE uri_r = ?1",
+        [uri],
+        |row| row.get(0),
+    )?;
+    // The reference's lookup takes exactly one row and raises on several (its
+    // route's 500): so does this, naming them.
+    if entries.len() > 1 {
+        return Err(Error::InvalidValue {
+            table: "corpus_entries",
+            key: entries.join(", "),
+            column: "uri_r",
+            reason: format!(
+                "{} entries share the URI {uri:?}, where one is expected",
+                entries.len()
+            ),
+        });
+    }
+    let Some(entry) = entries.into_iter().next() else {
+        return Ok(None);
+    };
+    let newest: Vec<(String, String)> = collect_with(
+        store,
+        "newest response snapshot",
+        "SELECT snapshot_id, extraction_status FROM snapshots WHERE entry_id = ?1 \
+         AND warc_record_type = 'RESPONSE' AND superseded_by_snapshot_id IS NULL \
+         ORDER BY captured_at DESC LIMIT 1",
+        [&entry],
+        |row| Ok((row.get(0)?, row.get(1)?)),
+    )?;
+    let Some((snapshot, status)) = newest.into_iter().next() else {
+        return Ok(None);
+    };
+    if !store.has_table("particle_provenance_edges")? {
+        return Ok(Some((status, Vec::new())));
+    }
+    let ids = collect_with(
+        store,
+        "particles of a snapshot",
+        "SELECT DISTINCT particles.id FROM particles JOIN particle_provenance_edges \
+         ON particle_provenance_edges.particle_id = particles.id \
+         WHERE particle_provenance_edges.corpus_entry_id = ?1 \
+         AND particle_provenance_edges.snapshot_id = ?2 AND particles.status = 'ACTIVE'",
+        [&entry, &snapshot],
+        |row| row.get(0),
+    )?;
+    Ok(Some((status, ids)))
 }

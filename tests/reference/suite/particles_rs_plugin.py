@@ -9,8 +9,8 @@ module that binds them by name:
 * ``particles.operations.digest.build_digest_located`` / ``build_digest``
                                                        -> ``particles-rs digest --json``
 * ``particles.operations.projection.memory_region.render_memory_region``
-  (what ``POST /memory/projection/{store}`` calls)     -> no particles-rs verb yet:
-  recorded as not translatable (the ``retrieve_ranked`` calls inside it are compared).
+  (what ``POST /memory/projection/{store}`` calls)     -> ``particles-rs memory-region --json``
+  (the ``retrieve_ranked`` calls inside it are compared on their own as well).
 
 Per call the original runs first and its result (or exception) is what the test
 gets, untouched. Then, never raising into the test:
@@ -346,9 +346,8 @@ class Harness:
                     ctx.gen_hooked = (
                         main is not None and main.__dict__.get("_generate_response") is harness.gen_recorder
                     )
-                if kind != "projection":
-                    ctx.now, ctx.clock_how = harness.clock.enter()
-                    ctx.clock_entered = True
+                ctx.now, ctx.clock_how = harness.clock.enter()
+                ctx.clock_entered = True
                 token = _CURRENT.set(ctx)
             except BaseException as exc:  # never into the test
                 if ctx is not None:
@@ -420,13 +419,31 @@ class Harness:
         job["dir"] = calldir
 
         if ctx.kind == "projection":
-            job["status"] = "not_translatable"
-            job["causes"] = ["not translatable: particles-rs has no memory-projection verb (render_memory_region)"]
-            shutil.rmtree(calldir, ignore_errors=True)
-            job.pop("dir")
-            return job
-
-        if ctx.kind in ("retrieve_ranked", "query"):
+            bound = _bind(self.originals[ctx.kind], args, kwargs)
+            session = bound.get("session")
+            job["args"] = _describe_args(bound)
+            if exc is None:
+                job["ref"] = {
+                    "body": result.body,
+                    "content_hash": result.content_hash,
+                    "fold_verdicts": dict(result.fold_verdicts),
+                    "fold_order": list(result.fold_verdicts),
+                }
+            snap = os.path.join(calldir, "store.db")
+            job["snapshot"] = await _snapshot_session(session, snap, flush=exc is None)
+            job["store"] = snap
+            manifest = bound.get("manifest")
+            manifest_path = os.path.join(calldir, "manifest.json")
+            with open(manifest_path, "w", encoding="utf-8") as fh:
+                json.dump(manifest.model_dump(mode="json"), fh, ensure_ascii=False)
+            job["manifest"] = manifest_path
+            base_dir = bound.get("base_dir")
+            job["base_dir"] = None if base_dir is None else os.path.abspath(str(base_dir))
+            job["observer_project"] = bound.get("observer_project")
+            job["exclude_source_tags"] = list(bound.get("exclude_source_tags") or [])
+            job["fold_targets"] = list(bound.get("fold_targets") or [])
+            cfg_mod = sys.modules.get("particles.operations.projection.project")
+        elif ctx.kind in ("retrieve_ranked", "query"):
             bound = _bind(self.originals[ctx.kind], args, kwargs)
             session = bound.get("session")
             request = bound.get("request")
@@ -870,6 +887,23 @@ def build_query_argv(job: dict[str, Any], calldir: str) -> list[str]:
     return argv
 
 
+def build_projection_argv(job: dict[str, Any]) -> list[str]:
+    argv = ["memory-region", "--config", job["config"], "--store", job["store"], "--manifest", job["manifest"], "--json"]
+    if job.get("base_dir") is None:
+        argv.append("--remote")
+    else:
+        argv += ["--base-dir", job["base_dir"]]
+    if job.get("observer_project") is not None:
+        argv.append("--observer-project=" + str(job["observer_project"]))
+    for tag in job.get("exclude_source_tags") or []:
+        argv.append("--exclude-source-tag=" + str(tag))
+    for uri in job.get("fold_targets") or []:
+        argv.append("--fold-target=" + str(uri))
+    if job.get("now"):
+        argv += ["--now", job["now"]]
+    return argv
+
+
 def digest_config(job: dict[str, Any], calldir: str) -> str:
     import yaml
 
@@ -928,6 +962,8 @@ def run_and_compare(h: Harness, job: dict[str, Any]) -> None:
     try:
         if kind in ("retrieve_ranked", "query"):
             argv = build_query_argv(job, calldir)
+        elif kind == "projection":
+            argv = build_projection_argv(job)
         else:
             # The digest names its store handle in its first line: answer under the
             # same handle, pointed at the copy, in a per-call configuration.
@@ -1008,6 +1044,10 @@ def run_and_compare(h: Harness, job: dict[str, Any]) -> None:
         ref_c = {k: v for k, v in ref.items() if k not in excluded}
         ours_c = {k: v for k, v in ours.items() if k not in excluded}
         diffs = compare_json(ref_c, ours_c, "")
+    elif kind == "projection":
+        ours = dict(ours)
+        ours["fold_order"] = list((ours.get("fold_verdicts") or {}).keys())
+        diffs = compare_json(job["ref"], ours, "")
     else:
         if kind == "digest":
             diffs = compare_json(job["ref"], {"markdown": ours.get("markdown")}, "")

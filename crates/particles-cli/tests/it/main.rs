@@ -15,6 +15,7 @@ mod mcp;
 mod model;
 mod one_engine;
 mod operate;
+mod projection;
 mod reference;
 mod response;
 mod serve;

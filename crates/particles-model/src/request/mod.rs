@@ -14,6 +14,7 @@
 
 mod bound;
 mod lax;
+pub mod manifest;
 mod recall;
 
 use serde::{Deserialize, Serialize};

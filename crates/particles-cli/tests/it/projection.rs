@@ -1,0 +1,151 @@
+//! The memory projection against the reference's: `particles-rs memory-region
+//! --json` and `render_memory_region` on the same store, configuration,
+//! manifest and frozen instant, byte for byte (the body, its hash and the fold
+//! verdicts in order); where the reference fails (a stale pin, a file section
+//! without a base directory, a URI several entries share), particles-rs fails
+//! too.
+//!
+//! `tests/reference/projection_cases.py` builds each seed's rich store (the
+//! digest's, with hostile belief text and the provenance index the fold reads)
+//! and asks the reference for the region of several manifests: the memory
+//! manifest `init claude-code` writes, several sections (bullets and the prose
+//! listing), tags, subjects, floors, pins, a tight budget, a mechanical block,
+//! observers, excluded source tags and fold targets.
+
+use std::{path::Path, process::Command};
+
+use serde_json::Value;
+
+use crate::support::{file_digest, particles_rs_command, reference_python, workspace_root};
+
+fn projection_cases(python: &Path, dir: &Path, seed: u64) -> Vec<Value> {
+    let output = Command::new(python)
+        .arg(workspace_root().join("tests/reference/projection_cases.py"))
+        .args(["--seed", &seed.to_string(), "--out"])
+        .arg(dir)
+        .output()
+        .expect("the reference's python runs");
+    assert!(
+        output.status.success(),
+        "projection_cases.py --seed {seed} failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let path = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    serde_json::from_str(&std::fs::read_to_string(path).expect("the cases file")).expect("JSON")
+}
+
+/// Our region of one case, with the verdicts' order beside them as the oracle
+/// writes it.
+fn ours(case: &Value, manifest: &Path) -> Result<Value, String> {
+    let request = &case["request"];
+    std::fs::write(manifest, request["manifest"].to_string()).expect("the manifest is written");
+    let mut command = particles_rs_command();
+    command
+        .args(["--config", request["config"].as_str().expect("a config")])
+        .args(["memory-region", "--json", "--now", "2026-06-01T00:00:00Z"])
+        .args(["--store", request["store"].as_str().expect("a store")])
+        .arg("--manifest")
+        .arg(manifest);
+    match request["base_dir"].as_str() {
+        Some(dir) => command.args(["--base-dir", dir]),
+        None => command.arg("--remote"),
+    };
+    if let Some(project) = request["observer_project"].as_str() {
+        command.args(["--observer-project", project]);
+    }
+    for tag in request["exclude_source_tags"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        command.arg(format!("--exclude-source-tag={}", tag.as_str().unwrap()));
+    }
+    for uri in request["fold_targets"].as_array().into_iter().flatten() {
+        command.arg(format!("--fold-target={}", uri.as_str().unwrap()));
+    }
+    let output = command.output().expect("particles-rs runs");
+    if !output.status.success() {
+        return Err(String::from_utf8_lossy(&output.stderr).into_owned());
+    }
+    let mut region: Value = serde_json::from_slice(&output.stdout).expect("--json prints JSON");
+    let order: Vec<Value> = region["fold_verdicts"]
+        .as_object()
+        .map(|verdicts| verdicts.keys().map(|k| Value::from(k.as_str())).collect())
+        .unwrap_or_default();
+    region["fold_order"] = Value::Array(order);
+    Ok(region)
+}
+
+fn first_difference(expected: &str, actual: &str) -> String {
+    expected
+        .lines()
+        .zip(actual.lines())
+        .enumerate()
+        .find(|(_, (a, b))| a != b)
+        .map_or_else(
+            || "the bodies differ in length, or the hash or verdicts differ".to_owned(),
+            |(n, (a, b))| format!("line {n}:\n  reference {a:?}\n  ours      {b:?}"),
+        )
+}
+
+#[test]
+fn regions_equal_the_references_on_rich_stores() {
+    let Some(python) = reference_python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("manifest.json");
+    let mut failures = Vec::new();
+    let (mut compared, mut failed_both, mut verdicts) = (0, 0, 0);
+    for seed in 1..=4 {
+        let cases = projection_cases(&python, dir.path(), seed);
+        let store = cases[0]["request"]["store"].as_str().unwrap().to_owned();
+        let before = file_digest(Path::new(&store));
+        for case in &cases {
+            compared += 1;
+            let expected = &case["expected"];
+            let what = format!(
+                "seed {seed}, manifest {}, observer {}",
+                case["request"]["manifest"]["name"], case["request"]["observer_project"]
+            );
+            match (ours(case, &manifest), expected.get("error")) {
+                (Err(_), Some(_)) => failed_both += 1,
+                (Ok(actual), None) if &actual == expected => {
+                    verdicts += expected["fold_order"].as_array().map_or(0, Vec::len);
+                }
+                (Ok(actual), None) => failures.push(format!(
+                    "{what}: {}",
+                    first_difference(
+                        expected["body"].as_str().unwrap_or(""),
+                        actual["body"].as_str().unwrap_or("")
+                    )
+                )),
+                (Ok(_), Some(error)) => failures.push(format!(
+                    "{what}: the reference failed ({error}), particles-rs answered"
+                )),
+                (Err(error), None) => {
+                    failures.push(format!("{what}: particles-rs failed: {error}"))
+                }
+            }
+        }
+        assert_eq!(
+            before,
+            file_digest(Path::new(&store)),
+            "the store of seed {seed} was written"
+        );
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {compared} regions differ from the reference's:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(
+        compared - failed_both >= compared * 2 / 3,
+        "too few regions compared"
+    );
+    assert!(
+        verdicts >= 20,
+        "too few fold verdicts compared ({verdicts})"
+    );
+}
