@@ -149,3 +149,101 @@ fn regions_equal_the_references_on_rich_stores() {
         "too few fold verdicts compared ({verdicts})"
     );
 }
+
+/// The README's synopsis as written, without the reference: a YAML manifest
+/// with a block beside it (read from the manifest's directory), the store by
+/// handle, the body printed as is and equal to the `--json` body, whose hash
+/// is its SHA-256; `--remote` refuses the block with the reference's sentence;
+/// a stale pin and a manifest pydantic refuses fail with a clear message and
+/// exit code 2 or 1, writing nothing.
+#[test]
+fn the_synopsis_runs_as_written() {
+    use sha2::Digest;
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store.db");
+    std::fs::copy(
+        workspace_root().join("tests/fixtures/stores/coins-a.db"),
+        &store,
+    )
+    .expect("the fixture store");
+    let before = file_digest(&store);
+    let config = dir.path().join("config.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "network: {{egress: none}}\nstorage:\n  database_url: \"sqlite+aiosqlite:///{}\"\n",
+            store.display()
+        ),
+    )
+    .unwrap();
+    let manifests = dir.path().join("memory");
+    std::fs::create_dir_all(&manifests).unwrap();
+    std::fs::write(manifests.join("intro.md"), "\n# Remember\n\n").unwrap();
+    let manifest = manifests.join("memory.yaml");
+    std::fs::write(
+        &manifest,
+        "name: memory-index\nsections:\n  - block: intro.md\n  - title: \"Memory index\"\n    \
+         top_k: 5\n    render: bullets   # ranked bullets\nmax_lines: 40\n",
+    )
+    .unwrap();
+    let run = |extra: &[&str]| {
+        let mut command = particles_rs_command();
+        command
+            .arg("--config")
+            .arg(&config)
+            .args(["memory-region", "--store", "default", "--manifest"])
+            .arg(&manifest)
+            .args(["--now", "2026-06-01T00:00:00Z"])
+            .args(extra);
+        command.output().expect("particles-rs runs")
+    };
+    let plain = run(&[]);
+    assert!(
+        plain.status.success(),
+        "{}",
+        String::from_utf8_lossy(&plain.stderr)
+    );
+    let body = String::from_utf8(plain.stdout).unwrap();
+    assert!(
+        body.starts_with("# Remember\n## Memory index\n\n- "),
+        "{body}"
+    );
+    assert!(body.contains("<!-- sources: p-"), "{body}");
+    let json = run(&["--json", "--fold-target", "file:///nowhere.md"]);
+    assert!(json.status.success());
+    let region: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(region["body"], body.as_str());
+    assert_eq!(
+        region["content_hash"],
+        format!("{:x}", sha2::Sha256::digest(body.as_bytes())).as_str()
+    );
+    assert_eq!(
+        region["fold_verdicts"],
+        serde_json::json!({"file:///nowhere.md": "not-extracted"})
+    );
+    let remote = run(&["--remote"]);
+    assert_eq!(remote.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&remote.stderr).contains(
+        "the memory manifest includes a file section, which a remote engine cannot read"
+    ));
+
+    std::fs::write(
+        &manifest,
+        "name: m\nsections:\n  - title: S\n    render: bullets\n    select: {allow: [p-zzzz]}\n",
+    )
+    .unwrap();
+    let stale = run(&[]);
+    assert_eq!(stale.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&stale.stderr)
+        .contains("section 'S' select.allow id 'p-zzzz' resolves to no ACTIVE particle"));
+    std::fs::write(&manifest, "name: m\nsections:\n  - title: t\n").unwrap();
+    let invalid = run(&[]);
+    assert_eq!(invalid.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&invalid.stderr);
+    assert!(
+        stderr.contains("needs at least one of tags / subjects / query"),
+        "{stderr}"
+    );
+    assert_eq!(before, file_digest(&store), "the store was written");
+}
