@@ -286,6 +286,157 @@ fn recall_rankings_equal_the_references() {
     );
 }
 
+/// The recall options as fields, on the two other front ends: the same cases
+/// as `recall_rankings_equal_the_references` (the reference's
+/// `retrieve_ranked` with the keywords), sent as `serve --stdio` lines and as
+/// `POST /query` bodies (`apply_utility`, `apply_owner`, `exclude_source_tags`,
+/// `code_symbol_rank_weight` beside the request's fields), to one process of
+/// each per store: the stdio hits carry the reference's ids and bits, and the
+/// HTTP response's particles the same ids in the same order.
+#[test]
+fn recall_options_are_fields_on_stdio_and_http() {
+    use std::io::Write;
+
+    let Some(python) = reference_python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(&python)
+        .arg(workspace_root().join("tests/reference/recall_cases.py"))
+        .args(["--seed", "2", "--out"])
+        .arg(dir.path())
+        .output()
+        .expect("the reference's python runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let path = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    let cases: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    // The requests a body can carry as they are (a window is the CLI's
+    // --during / --on; a raised reference is the CLI test's).
+    let cases: Vec<&Value> = cases
+        .iter()
+        .filter(|case| {
+            let request = &case["request"];
+            request["during"].is_null()
+                && request["on"].is_null()
+                && case["expected"].get("error").is_none()
+        })
+        .collect();
+    assert!(cases.len() >= 8, "too few cases ({})", cases.len());
+    let store = cases[0]["request"]["store"].as_str().unwrap().to_owned();
+    let config = cases[0]["config"].as_str().unwrap().to_owned();
+    assert!(cases
+        .iter()
+        .all(|c| c["request"]["store"] == store.as_str() && c["config"] == config.as_str()));
+    let bodies: Vec<Value> = cases
+        .iter()
+        .map(|case| {
+            let request = &case["request"];
+            let mut body = serde_json::json!({"question": "the question", "now": request["now"]});
+            for (key, value) in request.as_object().unwrap() {
+                if key != "store" && !value.is_null() {
+                    body[key] = value.clone();
+                }
+            }
+            if request["vector"].is_null() {
+                body["no_embedding"] = Value::Bool(true);
+                body.as_object_mut().unwrap().remove("vector");
+            }
+            body
+        })
+        .collect();
+    let bits = |hits: &Value, sim: &str, eff: &str| -> Vec<(String, u64, u64)> {
+        hits.as_array()
+            .into_iter()
+            .flatten()
+            .map(|hit| {
+                (
+                    hit["id"].as_str().unwrap_or_default().to_owned(),
+                    hit[sim].as_f64().unwrap_or(f64::NAN).to_bits(),
+                    hit[eff].as_f64().unwrap_or(f64::NAN).to_bits(),
+                )
+            })
+            .collect()
+    };
+
+    let mut child = particles_rs_command()
+        .args([
+            "--config",
+            &config,
+            "serve",
+            "--stdio",
+            "--no-sidecar",
+            "--store",
+            &store,
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for body in &bodies {
+        writeln!(stdin, "{body}").unwrap();
+    }
+    drop(stdin);
+    let done = child.wait_with_output().unwrap();
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let answers: Vec<Value> = String::from_utf8(done.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(answers.len(), bodies.len());
+    for ((case, body), answer) in cases.iter().zip(&bodies).zip(&answers) {
+        assert_eq!(
+            bits(&answer["hits"], "similarity", "effective_confidence"),
+            bits(&case["expected"]["hits"], "sim", "eff"),
+            "serve --stdio {body}: {answer}"
+        );
+    }
+
+    let mut server = crate::support::Running::start(
+        particles_rs_command()
+            .args([
+                "--config",
+                &config,
+                "serve",
+                "--http",
+                "--listen",
+                "127.0.0.1:0",
+            ])
+            .args(["--no-sidecar", "--store", &store]),
+    );
+    let api = server.api_addr();
+    for (case, body) in cases.iter().zip(&bodies) {
+        let (status, _, text) =
+            crate::support::http_exchange(&api, "POST", "/query", &[], Some(&body.to_string()));
+        assert_eq!(status, 200, "POST /query {body}: {text}");
+        let response: Value = serde_json::from_str(&text).unwrap();
+        let ids: Vec<&str> = response["particles"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p["id"].as_str())
+            .collect();
+        let expected: Vec<&str> = case["expected"]["hits"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|h| h["id"].as_str())
+            .collect();
+        assert_eq!(ids, expected, "POST /query {body}");
+    }
+    server.terminate();
+}
+
 /// The synopsis's other forms: `--store PATH` names the store by its path in
 /// the header, prints the Markdown the JSON carries, never writes the store;
 /// `--project` with nothing in it is a usage error.
