@@ -756,7 +756,7 @@ impl Engine {
         project: Option<&str>,
         now: Timestamp,
     ) -> Result<particles_respond::RenderedDigest> {
-        self.read_target(target, |snapshot| {
+        self.read_target(target, |snapshot, _| {
             particles_respond::session_digest(
                 snapshot,
                 name,
@@ -788,9 +788,10 @@ impl Engine {
             digest: self.settings.digest.clone(),
             suppress_premises: self.settings.suppress_premises,
         };
-        self.read_target(target, |snapshot| {
+        self.read_target(target, |snapshot, loader| {
             particles_respond::memory_region(
                 snapshot,
+                loader,
                 manifest,
                 request,
                 &self.settings.rank,
@@ -801,12 +802,15 @@ impl Engine {
     }
 
     /// `read` over one snapshot of `target`: through the engine's own
-    /// connection when it serves that store, else a read-only connection opened
-    /// for the call.
+    /// connection and candidate cache when it serves that store, else a
+    /// read-only connection opened for the call and the uncached loader.
     fn read_target<T>(
         &self,
         target: &crate::StoreTarget,
-        read: impl FnOnce(&Store) -> particles_respond::Result<T>,
+        read: impl FnOnce(
+            &Store,
+            &mut dyn particles_store::CandidateLoader,
+        ) -> particles_respond::Result<T>,
     ) -> Result<T> {
         let slot = self
             .slots
@@ -818,7 +822,10 @@ impl Engine {
         };
         let mut output = None;
         let outcome = store.read_snapshot(|snapshot| {
-            output = Some(read(snapshot));
+            output = Some(match slot {
+                Some(slot) => read(snapshot, &mut slot.cache.loader()),
+                None => read(snapshot, &mut particles_store::UncachedLoader),
+            });
             Ok(())
         });
         if let Some(slot) = slot {

@@ -92,5 +92,17 @@ pub enum Error {
     Encode(String),
 }
 
+impl Error {
+    /// Whether the request itself is what the reference refuses with a 422
+    /// (a memory manifest with a file section), rather than the store or the
+    /// engine failing.
+    pub fn is_refused_request(&self) -> bool {
+        matches!(
+            self,
+            Error::Respond(particles_respond::Error::ClientFileSection)
+        )
+    }
+}
+
 /// The result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

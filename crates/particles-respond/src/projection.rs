@@ -21,7 +21,7 @@ use particles_model::{
     Particle, QueryRequest, RecallOptions, Timestamp,
 };
 use particles_rank::{Policies, RankSettings};
-use particles_store::{Store, UncachedLoader};
+use particles_store::{CandidateLoader, Store};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
@@ -79,7 +79,8 @@ pub struct MemoryRegion {
 type Selected = (Particle, f64);
 
 /// The region body of `manifest` over `store` (call it inside one read
-/// transaction), at `now`.
+/// transaction), at `now`; the sections' candidates come from `loader` (the
+/// engine's cache of that store, or the uncached loader).
 ///
 /// # Errors
 ///
@@ -90,6 +91,7 @@ type Selected = (Particle, f64);
 /// the store's and ranking's errors.
 pub fn memory_region(
     store: &Store,
+    loader: &mut dyn CandidateLoader,
     manifest: &DocManifest,
     request: RegionRequest<'_>,
     rank: &RankSettings,
@@ -123,7 +125,9 @@ pub fn memory_region(
         } else {
             format!("## {}\n\n", section.title)
         };
-        let selected = select_section(store, section, &request, rank, &policies, settings, now)?;
+        let selected = select_section(
+            store, loader, section, &request, rank, &policies, settings, now,
+        )?;
         if section.render == RenderMode::Bullets {
             if backrefs.is_none() {
                 backrefs = Some(contested::inconsistency_backrefs(store)?);
@@ -201,8 +205,10 @@ pub fn memory_region(
 const NO_MATCH: &str = "_No current particles match this section's binding._";
 
 /// One derived section's ranked selection.
+#[allow(clippy::too_many_arguments)] // the render's own context, passed down once
 fn select_section(
     store: &Store,
+    loader: &mut dyn CandidateLoader,
     section: &DerivedSection,
     request: &RegionRequest<'_>,
     rank: &RankSettings,
@@ -255,12 +261,8 @@ fn select_section(
             ..particles_query::QueryInput::new(&valid, None, now)
         }
         .with_recall(&options);
-        let outcome = particles_query::run_query_in_snapshot(
-            store,
-            &mut UncachedLoader,
-            &input,
-            &rank.harness_tags,
-        )?;
+        let outcome =
+            particles_query::run_query_in_snapshot(store, loader, &input, &rank.harness_tags)?;
         for hit in outcome.hits {
             if seen.insert(hit.id.clone()) {
                 merged.push(((*hit.particle).clone(), hit.effective_confidence));

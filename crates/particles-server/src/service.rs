@@ -197,11 +197,7 @@ impl Backend {
         };
         match read(&target) {
             Ok(output) => StoreRead::Rendered(output),
-            Err(
-                error @ particles_engine::Error::Respond(
-                    particles_respond::Error::ClientFileSection,
-                ),
-            ) => StoreRead::Refused(error.to_string()),
+            Err(error) if error.is_refused_request() => StoreRead::Refused(error.to_string()),
             Err(error) => StoreRead::Failed(error.to_string()),
         }
     }
