@@ -18,8 +18,11 @@ fn build_engine(
     sidecar: &crate::query::SidecarArgs,
     scan: &crate::query::ScanArgs,
     model_dir: Option<&std::path::Path>,
-) -> Result<(Engine, PathBuf)> {
+) -> Result<(Engine, PathBuf, bool)> {
     let selection = configured.stores(stores)?;
+    // One store given as a file stands where the reference's `DATABASE_URL`
+    // would: the `default` handle of the digest and the memory projection.
+    let file_as_default = selection.targets.len() == 1 && selection.targets[0].handle.is_none();
     let first = selection
         .targets
         .first()
@@ -33,7 +36,23 @@ fn build_engine(
         model_dir,
         crate::engine::Lifetime::Server(scan),
     )?;
-    Ok((engine, first))
+    Ok((engine, first, file_as_default))
+}
+
+/// The front ends' backend over `engine`, with `default` naming the served
+/// file when it was given as one.
+fn backend(
+    engine: Engine,
+    configured: &Configured,
+    store: &std::path::Path,
+    file_as_default: bool,
+) -> particles_server::Backend {
+    let backend = particles_server::Backend::new(Arc::new(engine), &configured.loaded, store);
+    if file_as_default {
+        backend.with_default_store(store)
+    } else {
+        backend
+    }
 }
 
 #[derive(Debug, Args)]
@@ -68,12 +87,9 @@ pub(crate) fn run_http(
     model_dir: Option<&std::path::Path>,
     configured: &Configured,
 ) -> Result<()> {
-    let (engine, store) = build_engine(configured, stores, sidecar, scan, model_dir)?;
-    let backend = Arc::new(particles_server::Backend::new(
-        Arc::new(engine),
-        &configured.loaded,
-        &store,
-    ));
+    let (engine, store, file_as_default) =
+        build_engine(configured, stores, sidecar, scan, model_dir)?;
+    let backend = Arc::new(backend(engine, configured, &store, file_as_default));
     let options = particles_server::HttpOptions {
         listen: args.listen,
         upstream: args.upstream.clone(),
@@ -143,18 +159,14 @@ pub(crate) struct McpArgs {
 
 pub(crate) fn run_mcp(args: &McpArgs, configured: &Configured) -> Result<()> {
     crate::logging::init(&args.log, "warn")?;
-    let (engine, store) = build_engine(
+    let (engine, store, file_as_default) = build_engine(
         configured,
         &args.stores,
         &args.sidecar,
         &args.scan,
         args.model.model_dir.as_deref(),
     )?;
-    let backend = Arc::new(particles_server::Backend::new(
-        Arc::new(engine),
-        &configured.loaded,
-        &store,
-    ));
+    let backend = Arc::new(backend(engine, configured, &store, file_as_default));
     let options = particles_server::McpOptions {
         project_observer: args
             .project_observer

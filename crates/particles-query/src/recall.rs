@@ -42,11 +42,10 @@ pub(crate) fn rerank(
     };
     if utility.is_some() || owner.is_some() {
         let ids: Vec<&str> = scored.iter().map(|s| set.id(s.ranked.row)).collect();
+        // Only the subject ids: hydrating every candidate would read and decode
+        // its embedding too.
         let subjects: HashMap<String, Vec<String>> = if owner.is_some() {
-            particles_store::particles_by_ids(store, &ids)?
-                .into_iter()
-                .map(|p| (p.id, p.subject_ids))
-                .collect()
+            particles_store::subject_ids_of(store, &ids)?
         } else {
             HashMap::new()
         };

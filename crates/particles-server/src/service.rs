@@ -65,6 +65,15 @@ impl Backend {
         }
     }
 
+    /// Names `store` as the `default` handle of the digest and the memory
+    /// projection, as the reference's `DATABASE_URL` names its default store
+    /// (for a server given its store as a file rather than a handle).
+    #[must_use]
+    pub fn with_default_store(mut self, store: &Path) -> Backend {
+        self.stores.0.storage.database_url = format!("sqlite+aiosqlite:///{}", store.display());
+        self
+    }
+
     /// Evaluates decay and the recency window at `now` instead of the wall
     /// clock (for comparisons with a reference whose clock is frozen too).
     #[must_use]

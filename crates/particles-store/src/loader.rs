@@ -1,5 +1,7 @@
 //! The uncached ACTIVE loader and the id lookups.
 
+use std::collections::HashMap;
+
 use particles_candidates::{CandidateSet, Selection};
 use particles_model::Particle;
 use rusqlite::params;
@@ -556,6 +558,41 @@ pub fn particles_by_ids(store: &Store, ids: &[&str]) -> Result<Vec<Particle>> {
         SqlClock::Untimed,
         |row| {
             out.push(ParticleRow::new(row)?.to_particle()?);
+            Ok(())
+        },
+    )?;
+    Ok(out)
+}
+
+/// Each of `ids`' subject ids (`subject_ids_json`), without hydrating the
+/// particle: the owner lens reads only these, for every scored candidate.
+///
+/// # Errors
+///
+/// [`Error::Query`] when SQLite fails, [`Error::InvalidRow`] for a list that is
+/// not a JSON list of strings (hydration refuses it too).
+pub fn subject_ids_of(store: &Store, ids: &[&str]) -> Result<HashMap<String, Vec<String>>> {
+    let mut seen = std::collections::HashSet::new();
+    let unique: Vec<&str> = ids.iter().copied().filter(|id| seen.insert(*id)).collect();
+    let mut out = HashMap::with_capacity(unique.len());
+    for_each_in_chunks(
+        store,
+        "subject ids by particle",
+        &unique,
+        |list| format!("SELECT id, rowid, subject_ids_json FROM particles WHERE id IN ({list})"),
+        SqlClock::Untimed,
+        |row| {
+            let id: String = row.get(0).map_err(query_error("subject ids by particle"))?;
+            let rowid: i64 = row.get(1).map_err(query_error("subject ids by particle"))?;
+            let text: String = row.get(2).map_err(query_error("subject ids by particle"))?;
+            let subjects: Vec<String> =
+                serde_json::from_str(&text).map_err(|e| Error::InvalidRow {
+                    id: id.clone(),
+                    rowid,
+                    field: "subject_ids_json".to_owned(),
+                    reason: e.to_string(),
+                })?;
+            out.insert(id, subjects);
             Ok(())
         },
     )?;

@@ -247,3 +247,65 @@ fn the_synopsis_runs_as_written() {
     );
     assert_eq!(before, file_digest(&store), "the store was written");
 }
+
+/// `serve --http --store FILE` serves the file as the `default` handle of the
+/// digest and the memory projection (where the reference's `DATABASE_URL`
+/// would name it), whatever the configuration's default store is: the route's
+/// region equals `memory-region --json` over the same file.
+#[test]
+fn a_store_served_as_a_file_is_the_default_handle() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("served.db");
+    std::fs::copy(
+        workspace_root().join("tests/fixtures/stores/coins-a.db"),
+        &store,
+    )
+    .unwrap();
+    let config = dir.path().join("config.yaml");
+    std::fs::write(&config, "network: {egress: none}\n").unwrap();
+    let manifest = dir.path().join("m.json");
+    let manifest_json = r#"{"name": "memory-index", "sections": [{"title": "M", "render": "bullets", "top_k": 4}]}"#;
+    std::fs::write(&manifest, manifest_json).unwrap();
+    let cli = particles_rs_command()
+        .arg("--config")
+        .arg(&config)
+        .args(["memory-region", "--json", "--remote", "--manifest"])
+        .arg(&manifest)
+        .arg("--store")
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(
+        cli.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cli.stderr)
+    );
+    let expected: Value = serde_json::from_slice(&cli.stdout).unwrap();
+    let mut server = crate::support::Running::start(
+        particles_rs_command()
+            .arg("--config")
+            .arg(&config)
+            .args([
+                "serve",
+                "--http",
+                "--listen",
+                "127.0.0.1:0",
+                "--no-sidecar",
+                "--store",
+            ])
+            .arg(&store)
+            .current_dir(dir.path()),
+    );
+    let api = server.api_addr();
+    let body = format!(r#"{{"manifest": {manifest_json}}}"#);
+    let (status, _, text) =
+        crate::support::http_exchange(&api, "POST", "/memory/projection/default", &[], Some(&body));
+    assert_eq!(status, 200, "{text}");
+    let region: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(region["body"], expected["body"]);
+    let (status, _, text) =
+        crate::support::http_exchange(&api, "GET", "/digest/default", &[], None);
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains("Memory digest"), "{text}");
+    server.terminate();
+}
