@@ -102,6 +102,18 @@ def enrich_for_digest(path: Path, seed: int) -> dict:
     return {"subject": subject[0] if subject else "none"}
 
 
+def ask_in_own_process(oracle_script: str, requests: list) -> list:
+    """[{"request", "expected"}] of each request, `oracle_script` answering in a
+    process of its own: building the store ran the reference's code here, and
+    its process-wide caches (the extractor trust weights) would leak in."""
+    import subprocess
+
+    done = subprocess.run([sys.executable, str(Path(__file__).parent / oracle_script)],
+                          input=json.dumps(requests), capture_output=True, text=True, check=True)
+    expected = json.loads(done.stdout)
+    return [{"request": r, "expected": e} for r, e in zip(requests, expected)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seed", type=int, required=True)
@@ -125,15 +137,7 @@ def main() -> None:
         for project in (None, rng.choice(["alpha", "beta", "gamma"])):
             requests.append({"store": str(store), "project": project, "now": NOW, "config": str(config)})
 
-    # The oracle runs in a process of its own: building the store above ran the
-    # reference's code here, and its process-wide caches (the extractor trust
-    # weights) would leak into the digest.
-    import subprocess
-
-    done = subprocess.run([sys.executable, str(Path(__file__).parent / "digest_oracle.py")],
-                          input=json.dumps(requests), capture_output=True, text=True, check=True)
-    expected = json.loads(done.stdout)
-    cases = [{"request": r, "expected": e} for r, e in zip(requests, expected)]
+    cases = ask_in_own_process("digest_oracle.py", requests)
     out = args.out / f"digest-cases-{args.seed}.json"
     out.write_text(json.dumps(cases))
     print(out)

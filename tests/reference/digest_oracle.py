@@ -61,13 +61,19 @@ async def _dispose() -> None:
         await engine.dispose()
 
 
-def main() -> None:
+def serve_requests(run) -> None:
+    """Reads the JSON list of requests on stdin, answers each with `run` in
+    order, prints the JSON list of results."""
     requests = json.load(sys.stdin)
 
     async def run_all():
-        return [await _run(r) for r in requests]
+        return [await run(r) for r in requests]
 
     json.dump(asyncio.run(run_all()), sys.stdout)
+
+
+def main() -> None:
+    serve_requests(_run)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ import argparse
 import json
 import random
 import sqlite3
-import subprocess
 import sys
 from pathlib import Path
 
@@ -154,12 +153,7 @@ def main() -> None:
                 "fold_targets": fold_targets(store, rng) if rng.random() < 0.6 else [],
             })
 
-    # A process of its own: building the store ran the reference's code here, and
-    # its process-wide caches (the extractor trust weights) would leak in.
-    done = subprocess.run([sys.executable, str(Path(__file__).parent / "projection_oracle.py")],
-                          input=json.dumps(requests), capture_output=True, text=True, check=True)
-    expected = json.loads(done.stdout)
-    cases = [{"request": r, "expected": e} for r, e in zip(requests, expected)]
+    cases = digest_cases.ask_in_own_process("projection_oracle.py", requests)
     out = args.out / f"projection-cases-{args.seed}.json"
     out.write_text(json.dumps(cases))
     print(out)

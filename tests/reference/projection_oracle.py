@@ -12,17 +12,14 @@ keys in order) or {"error": "<exception type>: <message>"}. Every clock the
 render reads is frozen at `now`; the store is opened as the `default` handle.
 """
 
-import asyncio
-import json
 import os
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import oracle  # noqa: E402  (freezes decay's, the query's and the use events' clocks)
-
-_FrozenClock = oracle._FrozenClock
+# Freezes decay's, the query's, the use events' and the refusal hold's clocks.
+from digest_oracle import _dispose, _FrozenClock, serve_requests  # noqa: E402
 
 
 async def _run(request: dict) -> dict:
@@ -63,21 +60,8 @@ async def _run(request: dict) -> dict:
     }
 
 
-async def _dispose() -> None:
-    from particles import db
-
-    engine = getattr(db, "_engine", None)
-    if engine is not None:
-        await engine.dispose()
-
-
 def main() -> None:
-    requests = json.load(sys.stdin)
-
-    async def run_all():
-        return [await _run(r) for r in requests]
-
-    json.dump(asyncio.run(run_all()), sys.stdout)
+    serve_requests(_run)
 
 
 if __name__ == "__main__":

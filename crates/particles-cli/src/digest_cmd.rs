@@ -33,7 +33,8 @@ pub(crate) struct DigestArgs {
     now: Option<Timestamp>,
 }
 
-fn parse_instant(text: &str) -> Result<Timestamp, String> {
+/// `--now`'s parser (the recall verbs' frozen clock).
+pub(crate) fn parse_instant(text: &str) -> Result<Timestamp, String> {
     Timestamp::parse(text)
         .map_err(|_| format!("{text:?} is not an instant; use RFC 3339, e.g. 2026-01-31T12:00:00Z"))
 }
@@ -46,13 +47,29 @@ pub(crate) fn run(args: &DigestArgs, configured: &Configured) -> Result<()> {
         )
         .into());
     }
-    let named: Vec<String> = args.store.iter().cloned().collect();
-    let selection = configured.stores(&named)?;
-    let target = &selection.targets[0];
+    let (engine, target) = one_store_engine(configured, args.store.as_deref())?;
+    let target = &target;
     let name = args
         .store
         .clone()
         .unwrap_or_else(|| particles_config::DEFAULT_STORE.to_owned());
+    let now = args.now.unwrap_or_else(Timestamp::now);
+    let rendered = engine
+        .digest(target, &name, args.project.as_deref(), now)
+        .with_context(|| format!("the digest of {name} failed"))?;
+    print(args.json, &rendered, &rendered.markdown)
+}
+
+/// A one-shot engine over the store `--store` names (a handle or a file; the
+/// configured default without it), no sidecar: the recall verbs read the store
+/// once.
+pub(crate) fn one_store_engine(
+    configured: &Configured,
+    store: Option<&str>,
+) -> Result<(particles_engine::Engine, particles_engine::StoreTarget)> {
+    let named: Vec<String> = store.into_iter().map(str::to_owned).collect();
+    let selection = configured.stores(&named)?;
+    let target = selection.targets[0].clone();
     let sidecar = SidecarArgs {
         sidecar_dir: None,
         no_sidecar: true,
@@ -64,16 +81,17 @@ pub(crate) fn run(args: &DigestArgs, configured: &Configured) -> Result<()> {
         None,
         engine::Lifetime::OneShot,
     )?;
-    let now = args.now.unwrap_or_else(Timestamp::now);
-    let rendered = engine
-        .digest(target, &name, args.project.as_deref(), now)
-        .with_context(|| format!("the digest of {name} failed"))?;
+    Ok((engine, target))
+}
+
+/// Prints `value` as one JSON line with `json`, else `text` as it is.
+pub(crate) fn print(json: bool, value: &impl serde::Serialize, text: &str) -> Result<()> {
     let mut out = std::io::stdout().lock();
-    if args.json {
-        serde_json::to_writer(&mut out, &rendered)?;
+    if json {
+        serde_json::to_writer(&mut out, value)?;
         out.write_all(b"\n")?;
     } else {
-        out.write_all(rendered.markdown.as_bytes())?;
+        out.write_all(text.as_bytes())?;
     }
     out.flush()?;
     Ok(())

@@ -4,13 +4,13 @@
 //! through the one engine). Mechanical blocks are read beside the manifest,
 //! as the reference's local cycle reads them.
 
-use std::{io::Write, path::PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args;
 use particles_model::{projection::DocManifest, Timestamp};
 
-use crate::{config_cmd::Configured, engine, query::SidecarArgs};
+use crate::{config_cmd::Configured, digest_cmd::one_store_engine};
 
 /// `memory-region` arguments.
 #[derive(Debug, Args)]
@@ -52,13 +52,8 @@ pub(crate) struct MemoryRegionArgs {
     json: bool,
 
     /// The instant decay and use events are aged at (RFC 3339; default: now).
-    #[arg(long, value_name = "RFC3339", value_parser = parse_instant)]
+    #[arg(long, value_name = "RFC3339", value_parser = crate::digest_cmd::parse_instant)]
     now: Option<Timestamp>,
-}
-
-fn parse_instant(text: &str) -> Result<Timestamp, String> {
-    Timestamp::parse(text)
-        .map_err(|_| format!("{text:?} is not an instant; use RFC 3339, e.g. 2026-01-31T12:00:00Z"))
 }
 
 /// Prints the region.
@@ -77,20 +72,7 @@ pub(crate) fn run(args: &MemoryRegionArgs, configured: &Configured) -> Result<()
             _ => PathBuf::from("."),
         },
     };
-    let named: Vec<String> = args.store.iter().cloned().collect();
-    let selection = configured.stores(&named)?;
-    let target = &selection.targets[0];
-    let sidecar = SidecarArgs {
-        sidecar_dir: None,
-        no_sidecar: true,
-    };
-    let engine = engine::build(
-        configured,
-        &selection,
-        &sidecar,
-        None,
-        engine::Lifetime::OneShot,
-    )?;
+    let (engine, target) = one_store_engine(configured, args.store.as_deref())?;
     let now = args.now.unwrap_or_else(Timestamp::now);
     let request = particles_engine::RegionRequest {
         base_dir: (!args.remote).then_some(base_dir.as_path()),
@@ -99,17 +81,9 @@ pub(crate) fn run(args: &MemoryRegionArgs, configured: &Configured) -> Result<()
         fold_targets: &args.fold_target,
     };
     let region = engine
-        .memory_region(target, &manifest, request, now)
+        .memory_region(&target, &manifest, request, now)
         .with_context(|| format!("the memory region of {} failed", args.manifest.display()))?;
-    let mut out = std::io::stdout().lock();
-    if args.json {
-        serde_json::to_writer(&mut out, &region)?;
-        out.write_all(b"\n")?;
-    } else {
-        out.write_all(region.body.as_bytes())?;
-    }
-    out.flush()?;
-    Ok(())
+    crate::digest_cmd::print(args.json, &region, &region.body)
 }
 
 /// The manifest file, parsed and validated (pydantic's errors, one per line).

@@ -15,7 +15,8 @@ use std::{path::Path, process::Command};
 use serde_json::Value;
 
 use crate::support::{
-    file_digest, particles_rs, particles_rs_command, reference_python, workspace_root,
+    file_digest, first_difference, particles_rs, particles_rs_command, reference_python,
+    workspace_root,
 };
 
 fn digest_cases(python: &Path, dir: &Path, seed: u64) -> Vec<Value> {
@@ -51,18 +52,6 @@ fn ours(case: &Value) -> Result<Value, String> {
         return Err(String::from_utf8_lossy(&output.stderr).into_owned());
     }
     Ok(serde_json::from_slice(&output.stdout).expect("--json prints JSON"))
-}
-
-fn first_difference(expected: &str, actual: &str) -> String {
-    expected
-        .lines()
-        .zip(actual.lines())
-        .enumerate()
-        .find(|(_, (a, b))| a != b)
-        .map_or_else(
-            || "the texts differ in length or in their lines' data".to_owned(),
-            |(n, (a, b))| format!("line {n}:\n  reference {a:?}\n  ours      {b:?}"),
-        )
 }
 
 #[test]

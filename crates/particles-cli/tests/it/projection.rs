@@ -16,7 +16,9 @@ use std::{path::Path, process::Command};
 
 use serde_json::Value;
 
-use crate::support::{file_digest, particles_rs_command, reference_python, workspace_root};
+use crate::support::{
+    file_digest, first_difference, particles_rs_command, reference_python, workspace_root,
+};
 
 fn projection_cases(python: &Path, dir: &Path, seed: u64) -> Vec<Value> {
     let output = Command::new(python)
@@ -74,18 +76,6 @@ fn ours(case: &Value, manifest: &Path) -> Result<Value, String> {
         .unwrap_or_default();
     region["fold_order"] = Value::Array(order);
     Ok(region)
-}
-
-fn first_difference(expected: &str, actual: &str) -> String {
-    expected
-        .lines()
-        .zip(actual.lines())
-        .enumerate()
-        .find(|(_, (a, b))| a != b)
-        .map_or_else(
-            || "the bodies differ in length, or the hash or verdicts differ".to_owned(),
-            |(n, (a, b))| format!("line {n}:\n  reference {a:?}\n  ours      {b:?}"),
-        )
 }
 
 #[test]

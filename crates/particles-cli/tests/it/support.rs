@@ -332,3 +332,17 @@ pub fn demo_store(dir: &Path) -> PathBuf {
     );
     store
 }
+
+/// The first line where two texts differ, both sides quoted; for texts equal
+/// line by line, a note that they differ in length or beside their text.
+pub fn first_difference(expected: &str, actual: &str) -> String {
+    expected
+        .lines()
+        .zip(actual.lines())
+        .enumerate()
+        .find(|(_, (a, b))| a != b)
+        .map_or_else(
+            || "equal line by line: they differ in length or beside the text".to_owned(),
+            |(n, (a, b))| format!("line {n}:\n  reference {a:?}\n  ours      {b:?}"),
+        )
+}

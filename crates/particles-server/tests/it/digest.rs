@@ -5,11 +5,47 @@
 //! store (its Python repr), the 422 of an empty project, and the bearer gate
 //! (which the digest keeps whatever `api.require_auth_for_reads` says).
 
-use std::process::Command;
+use std::{path::Path, process::Command};
 
 use crate::support::{
-    reference, request, stamped_copy, workspace_root, ServerSetup, TestServer, Upstream,
+    reference, request, stamped_copy, workspace_root, Reference, ServerSetup, TestServer, Upstream,
 };
+
+/// The bearer key both engines are started with.
+const KEY: &str = "a-real-key";
+
+/// The reference's engine and ours over `served` (as `default` and as
+/// `other`), behind [`KEY`], the configuration's rate limit off and `extra`
+/// appended to it.
+fn both_engines(
+    reference: &Reference,
+    dir: &Path,
+    served: &Path,
+    extra: &str,
+) -> (Upstream, TestServer) {
+    let yaml = format!(
+        "network: {{egress: none}}\nstorage:\n  database_url: \"sqlite+aiosqlite:///{0}\"\n  \
+         stores:\n    other: \"sqlite+aiosqlite:///{0}\"\napi: {{rate_limit_per_minute: 0}}\n{extra}",
+        served.display()
+    );
+    let config = dir.join("test.yaml");
+    std::fs::write(&config, &yaml).expect("config");
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    let upstream = Upstream::start(
+        reference,
+        &[
+            ("PARTICLES_CONFIG".into(), config.display().to_string()),
+            ("HOME".into(), home.display().to_string()),
+            ("PARTICLES_API_KEY".into(), KEY.to_owned()),
+        ],
+    );
+    let yaml: &'static str = Box::leak(yaml.into_boxed_str());
+    let mut setup = ServerSetup::new(served);
+    setup.config_yaml = yaml;
+    setup.key = Some(KEY);
+    (upstream, TestServer::start(setup))
+}
 
 #[test]
 fn the_digest_route_answers_as_the_references_engine() {
@@ -33,31 +69,13 @@ fn the_digest_route_answers_as_the_references_engine() {
         &dir.path().join("digest-store-7.db"),
         &dir.path().join("served.db"),
     );
-    let yaml = format!(
-        "network: {{egress: none}}\nstorage:\n  database_url: \"sqlite+aiosqlite:///{0}\"\n  \
-         stores:\n    other: \"sqlite+aiosqlite:///{0}\"\napi: {{rate_limit_per_minute: 0}}\n\
-         mcp:\n  recall:\n    digest_max_beliefs: 9\n",
-        served.display()
-    );
-    let config = dir.path().join("test.yaml");
-    std::fs::write(&config, &yaml).expect("config");
-    let home = dir.path().join("home");
-    std::fs::create_dir_all(&home).expect("home");
-    let key = "a-real-key";
-    let upstream = Upstream::start(
+    let (upstream, ours) = both_engines(
         &reference,
-        &[
-            ("PARTICLES_CONFIG".into(), config.display().to_string()),
-            ("HOME".into(), home.display().to_string()),
-            ("PARTICLES_API_KEY".into(), key.to_owned()),
-        ],
+        dir.path(),
+        &served,
+        "mcp:\n  recall:\n    digest_max_beliefs: 9\n",
     );
-    let yaml: &'static str = Box::leak(yaml.into_boxed_str());
-    let mut setup = ServerSetup::new(&served);
-    setup.config_yaml = yaml;
-    setup.key = Some(key);
-    let ours = TestServer::start(setup);
-
+    let key = KEY;
     let bearer = format!("Bearer {key}");
     let authorised: &[(&str, &str)] = &[("authorization", bearer.as_str())];
     let cases: &[(&str, &[(&str, &str)])] = &[
@@ -126,30 +144,8 @@ fn the_memory_projection_route_answers_as_the_references_engine() {
         &dir.path().join("projection-store-6.db"),
         &dir.path().join("served.db"),
     );
-    let yaml = format!(
-        "network: {{egress: none}}\nstorage:\n  database_url: \"sqlite+aiosqlite:///{0}\"\n  \
-         stores:\n    other: \"sqlite+aiosqlite:///{0}\"\napi: {{rate_limit_per_minute: 0}}\n",
-        served.display()
-    );
-    let config = dir.path().join("test.yaml");
-    std::fs::write(&config, &yaml).expect("config");
-    let home = dir.path().join("home");
-    std::fs::create_dir_all(&home).expect("home");
-    let key = "a-real-key";
-    let upstream = Upstream::start(
-        &reference,
-        &[
-            ("PARTICLES_CONFIG".into(), config.display().to_string()),
-            ("HOME".into(), home.display().to_string()),
-            ("PARTICLES_API_KEY".into(), key.to_owned()),
-        ],
-    );
-    let yaml: &'static str = Box::leak(yaml.into_boxed_str());
-    let mut setup = ServerSetup::new(&served);
-    setup.config_yaml = yaml;
-    setup.key = Some(key);
-    let ours = TestServer::start(setup);
-
+    let (upstream, ours) = both_engines(&reference, dir.path(), &served, "");
+    let key = KEY;
     let bearer = format!("Bearer {key}");
     let json = ("content-type", "application/json");
     let authorised: &[(&str, &str)] = &[("authorization", bearer.as_str()), json];
