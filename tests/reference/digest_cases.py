@@ -114,21 +114,32 @@ def ask_in_own_process(oracle_script: str, requests: list) -> list:
     return [{"request": r, "expected": e} for r, e in zip(requests, expected)]
 
 
-def main() -> None:
+def seed_and_out() -> argparse.Namespace:
+    """`--seed N --out DIR` (DIR made)."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    return args
 
+
+def rich_store(out: Path, seed: int, name: str) -> tuple[Path, dict]:
+    """The digest's rich store `OUT/<name>-store-<seed>.db`, the reference's
+    configuration pointed at a file of ours; returns it and its facts."""
     import make_cases
     import response_oracle
 
-    response_oracle._isolate(args.out)
-    store = args.out / f"digest-store-{args.seed}.db"
-    make_cases.build_hand_store(store, args.seed)
-    response_oracle.enrich(store, args.seed)
-    facts = enrich_for_digest(store, args.seed)
+    response_oracle._isolate(out)
+    store = out / f"{name}-store-{seed}.db"
+    make_cases.build_hand_store(store, seed)
+    response_oracle.enrich(store, seed)
+    return store, enrich_for_digest(store, seed)
+
+
+def main() -> None:
+    args = seed_and_out()
+    store, facts = rich_store(args.out, args.seed, "digest")
     rng = random.Random(args.seed * 7 + 5)
     requests = []
     for i, text in enumerate(CONFIGS):

@@ -17,7 +17,6 @@ Each case is {"request": {...}, "expected": {"body", "content_hash",
 "fold_verdicts", "fold_order"} | {"error": "<type>: <message>"}}.
 """
 
-import argparse
 import json
 import random
 import sqlite3
@@ -118,21 +117,10 @@ def fold_targets(path: Path, rng: random.Random) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--seed", type=int, required=True)
-    parser.add_argument("--out", type=Path, required=True)
-    args = parser.parse_args()
-    args.out.mkdir(parents=True, exist_ok=True)
-
     import digest_cases
-    import make_cases
-    import response_oracle
 
-    response_oracle._isolate(args.out)
-    store = args.out / f"projection-store-{args.seed}.db"
-    make_cases.build_hand_store(store, args.seed)
-    response_oracle.enrich(store, args.seed)
-    digest_cases.enrich_for_digest(store, args.seed)
+    args = digest_cases.seed_and_out()
+    store, _ = digest_cases.rich_store(args.out, args.seed, "projection")
     ids = shape_contents(store, args.seed)
     block_dir = args.out / f"blocks-{args.seed}"
     block_dir.mkdir(exist_ok=True)

@@ -109,6 +109,8 @@ pub fn memory_region(
     let rows = crate::adopted_in_order(store, particles_store::load_policy_rows(store)?)?;
     let policies = Policies::compile(&rows, rank)?;
     let single = manifest.sections.len() == 1;
+    // The premises of ACTIVE abstractions, read at most once per render.
+    let mut suppressed: Option<HashSet<String>> = None;
     let mut backrefs: Option<HashMap<String, String>> = None;
     let mut parts = Vec::with_capacity(manifest.sections.len());
     for section in &manifest.sections {
@@ -126,7 +128,15 @@ pub fn memory_region(
             format!("## {}\n\n", section.title)
         };
         let selected = select_section(
-            store, loader, section, &request, rank, &policies, settings, now,
+            store,
+            loader,
+            section,
+            &request,
+            rank,
+            &policies,
+            settings,
+            &mut suppressed,
+            now,
         )?;
         if section.render == RenderMode::Bullets {
             if backrefs.is_none() {
@@ -214,6 +224,7 @@ fn select_section(
     rank: &RankSettings,
     policies: &Policies,
     settings: &RegionSettings,
+    suppressed: &mut Option<HashSet<String>>,
     now: Timestamp,
 ) -> Result<Vec<Selected>> {
     let subject_ids: Vec<Option<String>> = if section.subjects.is_empty() {
@@ -270,11 +281,17 @@ fn select_section(
         }
     }
     if settings.suppress_premises {
-        let suppressed: HashSet<String> = particles_store::active_derived_particles(store)?
-            .iter()
-            .flat_map(|derived| derived.premise_ids().map(str::to_owned).collect::<Vec<_>>())
-            .collect();
-        if !suppressed.is_empty() {
+        // Read once per render, at the first section that gets this far (as
+        // the reference reads it per section, of the same snapshot).
+        if suppressed.is_none() {
+            *suppressed = Some(
+                particles_store::active_derived_particles(store)?
+                    .iter()
+                    .flat_map(|derived| derived.premise_ids().map(str::to_owned))
+                    .collect(),
+            );
+        }
+        if let Some(suppressed) = suppressed.as_ref().filter(|s| !s.is_empty()) {
             merged.retain(|(particle, _)| !suppressed.contains(&particle.id));
         }
     }

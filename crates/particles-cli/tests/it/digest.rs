@@ -15,24 +15,13 @@ use std::{path::Path, process::Command};
 use serde_json::Value;
 
 use crate::support::{
-    file_digest, first_difference, particles_rs, particles_rs_command, reference_python,
-    workspace_root,
+    file_digest, first_difference, particles_rs, particles_rs_command, reference_cases,
+    reference_python, workspace_root,
 };
 
-fn digest_cases(python: &Path, dir: &Path, seed: u64) -> Vec<Value> {
-    let output = Command::new(python)
-        .arg(workspace_root().join("tests/reference/digest_cases.py"))
-        .args(["--seed", &seed.to_string(), "--out"])
-        .arg(dir)
-        .output()
-        .expect("the reference's python runs");
-    assert!(
-        output.status.success(),
-        "digest_cases.py --seed {seed} failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let path = String::from_utf8_lossy(&output.stdout).trim().to_owned();
-    serde_json::from_str(&std::fs::read_to_string(path).expect("the cases file")).expect("JSON")
+/// `--seed N`, a generator's arguments.
+pub(crate) fn seed_args(seed: u64) -> Vec<String> {
+    vec!["--seed".to_owned(), seed.to_string()]
 }
 
 /// Our digest of one case, as the reference's store handle `default`.
@@ -63,7 +52,7 @@ fn digests_equal_the_references_on_rich_stores() {
     let mut failures = Vec::new();
     let (mut compared, mut refused_both) = (0, 0);
     for seed in 1..=4 {
-        let cases = digest_cases(&python, dir.path(), seed);
+        let cases = reference_cases(&python, "digest_cases.py", &seed_args(seed), dir.path());
         let store = cases[0]["request"]["store"].as_str().unwrap().to_owned();
         let before = file_digest(Path::new(&store));
         for case in &cases {
@@ -148,7 +137,7 @@ asyncio.run(main())
 /// second handle, a listed handle whose file is missing, a belief cap) and
 /// the directory they are in.
 fn served_digest_store(python: &Path, dir: &Path, seed: u64) -> std::path::PathBuf {
-    let cases = digest_cases(python, dir, seed);
+    let cases = reference_cases(python, "digest_cases.py", &seed_args(seed), dir);
     let store = Path::new(cases[0]["request"]["store"].as_str().unwrap()).to_owned();
     let config = dir.join("served.yaml");
     std::fs::write(
@@ -245,20 +234,7 @@ fn recall_rankings_equal_the_references() {
     let mut failures = Vec::new();
     let mut compared = 0;
     for seed in 1..=4 {
-        let output = Command::new(&python)
-            .arg(workspace_root().join("tests/reference/recall_cases.py"))
-            .args(["--seed", &seed.to_string(), "--out"])
-            .arg(dir.path())
-            .output()
-            .expect("the reference's python runs");
-        assert!(
-            output.status.success(),
-            "recall_cases.py --seed {seed} failed:\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let path = String::from_utf8_lossy(&output.stdout).trim().to_owned();
-        let cases: Vec<Value> =
-            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let cases = reference_cases(&python, "recall_cases.py", &seed_args(seed), dir.path());
         for case in &cases {
             compared += 1;
             let config = Path::new(case["config"].as_str().unwrap());
@@ -290,19 +266,7 @@ fn recall_options_are_fields_on_stdio_and_http() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let output = Command::new(&python)
-        .arg(workspace_root().join("tests/reference/recall_cases.py"))
-        .args(["--seed", "2", "--out"])
-        .arg(dir.path())
-        .output()
-        .expect("the reference's python runs");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let path = String::from_utf8_lossy(&output.stdout).trim().to_owned();
-    let cases: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let cases = reference_cases(&python, "recall_cases.py", &seed_args(2), dir.path());
     // The requests a body can carry as they are (a window is the CLI's
     // --during / --on; a raised reference is the CLI test's).
     let cases: Vec<&Value> = cases

@@ -12,29 +12,14 @@
 //! listing), tags, subjects, floors, pins, a tight budget, a mechanical block,
 //! observers, excluded source tags and fold targets.
 
-use std::{path::Path, process::Command};
+use std::path::Path;
 
 use serde_json::Value;
 
 use crate::support::{
-    file_digest, first_difference, particles_rs_command, reference_python, workspace_root,
+    file_digest, first_difference, particles_rs_command, reference_cases, reference_python,
+    workspace_root,
 };
-
-fn projection_cases(python: &Path, dir: &Path, seed: u64) -> Vec<Value> {
-    let output = Command::new(python)
-        .arg(workspace_root().join("tests/reference/projection_cases.py"))
-        .args(["--seed", &seed.to_string(), "--out"])
-        .arg(dir)
-        .output()
-        .expect("the reference's python runs");
-    assert!(
-        output.status.success(),
-        "projection_cases.py --seed {seed} failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let path = String::from_utf8_lossy(&output.stdout).trim().to_owned();
-    serde_json::from_str(&std::fs::read_to_string(path).expect("the cases file")).expect("JSON")
-}
 
 /// Our region of one case, with the verdicts' order beside them as the oracle
 /// writes it.
@@ -88,7 +73,12 @@ fn regions_equal_the_references_on_rich_stores() {
     let mut failures = Vec::new();
     let (mut compared, mut failed_both, mut verdicts) = (0, 0, 0);
     for seed in 1..=4 {
-        let cases = projection_cases(&python, dir.path(), seed);
+        let cases = reference_cases(
+            &python,
+            "projection_cases.py",
+            &crate::digest::seed_args(seed),
+            dir.path(),
+        );
         let store = cases[0]["request"]["store"].as_str().unwrap().to_owned();
         let before = file_digest(Path::new(&store));
         for case in &cases {
