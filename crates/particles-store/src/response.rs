@@ -135,6 +135,16 @@ pub fn find_subject(store: &Store, reference: &str) -> Result<SubjectMatch> {
     })
 }
 
+/// `CROSS JOIN` walks the subject's links first and looks each particle up by
+/// id. Without statistics SQLite otherwise drives from `ix_particles_status`
+/// and probes every ACTIVE row's links: 300 ms a question at 100k against
+/// 3 ms, the whole of a subject-filtered query's time (each pair is unique, so
+/// the count is the same either way).
+const ACTIVE_CLAIM_COUNT: &str = "SELECT count(particles.id) FROM particle_subjects \
+     CROSS JOIN particles ON particle_subjects.particle_id = particles.id \
+     WHERE particle_subjects.subject_id = ?1 AND particles.status = 'ACTIVE' \
+     AND particles.particle_type = 'CLAIM'";
+
 /// The ACTIVE CLAIM particles linked to a subject.
 ///
 /// # Errors
@@ -144,10 +154,7 @@ pub fn active_claim_count(store: &Store, subject_id: &str) -> Result<u64> {
     let counts: Vec<i64> = collect_with(
         store,
         "subject claim count",
-        "SELECT count(particles.id) FROM particles JOIN particle_subjects \
-         ON particle_subjects.particle_id = particles.id \
-         WHERE particle_subjects.subject_id = ?1 AND particles.status = 'ACTIVE' \
-         AND particles.particle_type = 'CLAIM'",
+        ACTIVE_CLAIM_COUNT,
         [subject_id],
         |row| row.get(0),
     )?;
@@ -338,6 +345,36 @@ pub(crate) mod tests {
         writer.connection_mut().execute_batch(sql).unwrap();
         drop(writer);
         Store::open_read_only(&path).unwrap()
+    }
+
+    /// SQLite's plan for `sql` (`EXPLAIN QUERY PLAN`), one step a line.
+    pub(crate) fn plan(store: &Store, sql: &str) -> Vec<String> {
+        let mut statement = store
+            .connection()
+            .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+            .unwrap();
+        let nulls = vec![rusqlite::types::Null; statement.parameter_count()];
+        statement
+            .query_map(rusqlite::params_from_iter(nulls), |row| {
+                row.get::<_, String>(3)
+            })
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_subjects_claims_are_counted_from_its_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_with(dir.path(), "");
+        let plan = plan(&store, ACTIVE_CLAIM_COUNT);
+        assert_eq!(
+            plan,
+            [
+                "SEARCH particle_subjects USING INDEX ix_particle_subjects_subject_id (subject_id=?)",
+                "SEARCH particles USING INDEX sqlite_autoindex_particles_1 (id=?)"
+            ]
+        );
     }
 
     fn snapshot(id: &str, entry: &str, status: &str) -> String {
