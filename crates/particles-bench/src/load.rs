@@ -89,6 +89,11 @@ pub struct StepResult {
     pub max: Option<f64>,
     /// The server's peak resident set during the step, bytes.
     pub peak_rss_bytes: Option<u64>,
+    /// The server's anonymous resident memory at the step's end (`RssAnon`:
+    /// its resident set less file-backed pages such as a mapped sidecar),
+    /// bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub anon_rss_bytes: Option<u64>,
     /// Wall time of the step, seconds.
     pub seconds: f64,
     /// Where the server says the 200s' time went (its `Server-Timing`
@@ -445,6 +450,9 @@ async fn run_step(
         peak_rss_bytes: options
             .server_pid
             .and_then(|pid| probe::peak_rss(Process::Id(pid))),
+        anon_rss_bytes: options
+            .server_pid
+            .and_then(|pid| probe::anon_rss(Process::Id(pid))),
         seconds,
         server_timing: Vec::new(),
         mean_batch_size: None,
@@ -785,6 +793,13 @@ pub fn soak_markdown(report: &SoakReport) -> String {
     )
 }
 
+fn mebibytes(bytes: Option<u64>) -> String {
+    bytes.map_or_else(
+        || "—".to_owned(),
+        |b| format!("{:.0}", b as f64 / 1_048_576.0),
+    )
+}
+
 fn seconds(value: Option<f64>) -> String {
     value.map_or_else(|| "—".to_owned(), |v| format!("{:.3}", v))
 }
@@ -793,8 +808,8 @@ fn seconds(value: Option<f64>) -> String {
 pub fn markdown(report: &LoadReport) -> String {
     let mut out = format!(
         "Target {} on {}; {} s per step (at most {} requests, {} s drain), seed {}, {} questions.\n\n\
-         | rate/s | sent | ok | errors | timed out | throughput/s | sustained | p50 s | p99 s | p99.9 s | max s | peak RSS MiB |\n\
-         |---:|---:|---:|---|---:|---:|---|---:|---:|---:|---:|---:|\n",
+         | rate/s | sent | ok | errors | timed out | throughput/s | sustained | p50 s | p99 s | p99.9 s | max s | peak RSS MiB | anon MiB |\n\
+         |---:|---:|---:|---|---:|---:|---|---:|---:|---:|---:|---:|---:|\n",
         report.url,
         report.cpu,
         report.step_seconds,
@@ -813,7 +828,7 @@ pub fn markdown(report: &LoadReport) -> String {
             errors.push(format!("{}×no answer", step.transport_errors));
         }
         out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {:.2} | {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {:.2} | {} | {} | {} | {} | {} | {} | {} |\n",
             step.rate,
             step.sent,
             step.ok,
@@ -833,10 +848,8 @@ pub fn markdown(report: &LoadReport) -> String {
             seconds(step.p99),
             seconds(step.p999),
             seconds(step.max),
-            step.peak_rss_bytes.map_or_else(
-                || "—".to_owned(),
-                |b| format!("{:.0}", b as f64 / 1_048_576.0)
-            ),
+            mebibytes(step.peak_rss_bytes),
+            mebibytes(step.anon_rss_bytes),
         ));
     }
     out.push_str(&stage_markdown(report));
@@ -990,6 +1003,7 @@ mod tests {
             p999: None,
             max: None,
             peak_rss_bytes: None,
+            anon_rss_bytes: None,
             seconds: 60.0,
             server_timing: Vec::new(),
             mean_batch_size: None,

@@ -45,6 +45,12 @@ pub(crate) fn current_rss(process: Process) -> Option<u64> {
     status_bytes(process, "VmRSS:")
 }
 
+/// A process's anonymous resident memory now (`RssAnon` of its `status`):
+/// its resident set less file-backed and shared pages, bytes.
+pub(crate) fn anon_rss(process: Process) -> Option<u64> {
+    status_bytes(process, "RssAnon:")
+}
+
 /// Resets a process's peak resident set to its current one (writes 5 to its
 /// `clear_refs`), so the next [`peak_rss`] is the peak since now. Best effort:
 /// a process of another user, or a kernel without it, keeps its old peak.
@@ -104,6 +110,7 @@ mod tests {
         // the peak lazily while the test's other threads allocate.
         assert!(peak_rss(Process::Current).is_some_and(|b| b > 0));
         assert!(current_rss(Process::Current).is_some_and(|b| b > 0));
+        assert!(anon_rss(Process::Current).is_some_and(|b| b > 0));
         assert!(meminfo_bytes("MemTotal:").is_some_and(|b| b > 0));
         assert!(load_average().is_some());
     }
