@@ -267,17 +267,7 @@ pub(crate) fn scan_lanes(
     rows: &[usize],
     lanes: &[Lane<'_>],
 ) -> Vec<Result<Scanned>> {
-    // A lone question reads the half copy: half the bytes of a pass whose cost
-    // is the memory read (at 1M, 65 against 120 ms on AMD EPYC). Several read
-    // the `f32` rows: their pass is shared, while what an interval costs after
-    // it (the band's and the walk's exact reads) is each question's own: at
-    // 100k under load (AMD EPYC, 80/s) the p99 was 0.292 s with the half copy
-    // and 0.131 s without. Both paths give every bit of the answer alike.
-    let lone = lanes.iter().filter(|lane| lane.query.is_some()).count() <= 1;
-    let halves: Vec<Option<HalfView<'_>>> = lanes
-        .iter()
-        .map(|lane| if lone { half_for(set, lane) } else { None })
-        .collect();
+    let halves: Vec<Option<HalfView<'_>>> = lanes.iter().map(|lane| half_for(set, lane)).collect();
     let half = halves.iter().flatten().next().copied();
     let (tiles, reads) = plan_tiles(lanes, &halves);
     let (leaders, group_of) = filter_groups(lanes);

@@ -130,19 +130,8 @@ proptest! {
         // hits, and the same truncation count and best score.
         let mut cache = CandidateCache::new();
         cache.set_half_precision(Some(0));
-        let batched_over_half = run_query_batch(&store, &mut cache, &inputs).unwrap();
-        // Each alone over it too: a lone question is the one that reads the copy.
-        let lone_over_half = inputs
-            .iter()
-            .map(|input| run_query_batch(&store, &mut cache, std::slice::from_ref(input)))
-            .collect::<Result<Vec<_>, _>>()
-            .unwrap()
-            .into_iter()
-            .flatten();
-        let over_half = batched_over_half.into_iter().zip(inputs.iter().zip(&specs)).chain(
-            lone_over_half.zip(inputs.iter().zip(&specs)),
-        );
-        for (half, (input, spec)) in over_half {
+        let half = run_query_batch(&store, &mut cache, &inputs).unwrap();
+        for ((input, half), spec) in inputs.iter().zip(half).zip(&specs) {
             let alone = run_query(&store, input).unwrap();
             let half = half.unwrap();
             prop_assert_eq!(&half.hits, &alone.hits);
