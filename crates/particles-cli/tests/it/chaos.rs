@@ -36,14 +36,14 @@ use serde_json::{json, Value};
 
 use crate::support::{particles_rs_command, reference_python, workspace_root};
 
-const NOW: &str = "2026-06-01T00:00:00Z";
-const TOP_K: u64 = 8;
+pub(crate) const NOW: &str = "2026-06-01T00:00:00Z";
+pub(crate) const TOP_K: u64 = 8;
 
 /// No answer provider (the answer is the deterministic listing) and no rate
 /// limit: the clients here send as fast as they are answered.
-const CONFIG: &str = "network: {egress: none}\napi: {rate_limit_per_minute: 0}\n";
+pub(crate) const CONFIG: &str = "network: {egress: none}\napi: {rate_limit_per_minute: 0}\n";
 
-const QUESTIONS: &[&str] = &[
+pub(crate) const QUESTIONS: &[&str] = &[
     "how are old coins graded?",
     "what makes a coin rare?",
     "which metals were used for Roman coins?",
@@ -52,7 +52,7 @@ const QUESTIONS: &[&str] = &[
 ];
 
 /// A deterministic unit vector for a text (what every engine here ranks by).
-fn vector_for(text: &str) -> Vec<f32> {
+pub(crate) fn vector_for(text: &str) -> Vec<f32> {
     use sha2::Digest;
     let mut out = Vec::with_capacity(particles_model::EMBEDDING_DIM);
     let mut counter = 0u32;
@@ -77,16 +77,16 @@ fn normalised(v: &[f32]) -> Vec<f32> {
 }
 
 /// A small seeded generator (xorshift64*): a run repeats under its seed.
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
-    fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
     }
     fn unit(&mut self) -> f64 {
@@ -102,18 +102,18 @@ fn near(rng: &mut Rng, q: usize) -> Vec<f32> {
     normalised(&mix)
 }
 
-fn request_body(q: usize) -> Value {
+pub(crate) fn request_body(q: usize) -> Value {
     json!({ "question": QUESTIONS[q], "top_k": TOP_K })
 }
 
-fn now() -> Timestamp {
+pub(crate) fn now() -> Timestamp {
     Timestamp::parse(NOW).expect("an instant")
 }
 
 /// The uncached answers at one store state, per question: the HTTP engine's
 /// whole response body and the stdio line's hits.
-struct Expected {
-    http: Vec<String>,
+pub(crate) struct Expected {
+    pub(crate) http: Vec<String>,
     hits: Vec<Value>,
 }
 
@@ -127,7 +127,10 @@ struct Observed {
     http_body: Option<String>,
 }
 
-fn engine(store: &Path, uncached: bool) -> (particles_engine::Engine, particles_config::Loaded) {
+pub(crate) fn engine(
+    store: &Path,
+    uncached: bool,
+) -> (particles_engine::Engine, particles_config::Loaded) {
     let dir = store.parent().expect("the store's directory");
     let env = particles_config::Environment::new(Vec::new(), dir);
     let loaded = particles_config::load_from_str(CONFIG, dir.join("chaos.yaml"), &env)
@@ -296,14 +299,14 @@ impl Drop for StdioClient {
 }
 
 /// The reference's writer: `write_ops.py --lines`, one transaction per line.
-struct ReferenceWriter {
+pub(crate) struct ReferenceWriter {
     child: Child,
     input: ChildStdin,
     output: BufReader<ChildStdout>,
 }
 
 impl ReferenceWriter {
-    fn start(python: &Path, store: &Path) -> ReferenceWriter {
+    pub(crate) fn start(python: &Path, store: &Path) -> ReferenceWriter {
         let mut child = Command::new(python)
             .arg(workspace_root().join("tests/reference/write_ops.py"))
             .arg(store)
@@ -324,7 +327,7 @@ impl ReferenceWriter {
     /// One transaction: how long it took to be acknowledged, and how long the
     /// writer's session took inside Python (first statement to commit: where a
     /// lock held by a reader would show).
-    fn transact(&mut self, ops: &Value, rollback: bool) -> (Duration, Duration) {
+    pub(crate) fn transact(&mut self, ops: &Value, rollback: bool) -> (Duration, Duration) {
         let started = Instant::now();
         writeln!(
             self.input,
@@ -352,7 +355,7 @@ impl Drop for ReferenceWriter {
 }
 
 /// Ids of ACTIVE particles with embeddings, read now.
-fn active_ids(store: &Path) -> Vec<String> {
+pub(crate) fn active_ids(store: &Path) -> Vec<String> {
     let connection =
         rusqlite::Connection::open_with_flags(store, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
             .expect("opens");
@@ -368,7 +371,7 @@ fn active_ids(store: &Path) -> Vec<String> {
 }
 
 /// A reference transaction: one to three operations, seeded.
-fn reference_ops(rng: &mut Rng, ids: &[String], serial: &mut usize) -> Value {
+pub(crate) fn reference_ops(rng: &mut Rng, ids: &[String], serial: &mut usize) -> Value {
     let mut ops = Vec::new();
     let mut retracted = std::collections::HashSet::new();
     for _ in 0..=rng.below(3) {
@@ -463,7 +466,7 @@ fn rust_write(
 
 /// The uncached answers at the store's current state, keyed by its journal
 /// position (the harness is the only writer, so nothing moves meanwhile).
-fn record(
+pub(crate) fn record(
     oracle: &particles_engine::Engine,
     store: &Path,
     expected: &Mutex<HashMap<i64, Expected>>,

@@ -17,6 +17,7 @@ mod one_engine;
 mod operate;
 mod projection;
 mod reference;
+mod replica;
 mod response;
 mod serve;
 mod serve_load;

@@ -2,5 +2,7 @@
 //!
 //! - `fuzz`: the differential fuzz of `decode_embedding` against the reference's
 //!   own decoder, in batches.
+//! - `replica`: a Litestream follow-mode copy read by a long-lived store.
 
 mod fuzz;
+mod replica;

@@ -1,0 +1,202 @@
+//! Reading a store that Litestream keeps current (`litestream restore -f`,
+//! follow mode), on a reader machine.
+//!
+//! Litestream's follower applies each transaction range it downloads by
+//! writing the pages straight into the file, holding the same file locks a
+//! rollback-journal writer holds (the PENDING byte and the whole SHARED range),
+//! so a reader never sees half an apply. Two things it does not do, which a
+//! long-lived reader needs, are done here:
+//!
+//! - **The journal mode in the header.** The first restore writes the primary's
+//!   header, which says WAL; the follower rewrites it to rollback only when an
+//!   apply carries page 1. A connection that opens the file while it says WAL
+//!   holds a shared lock for as long as it is open, and the follower, which
+//!   waits for the exclusive lock, never applies again (measured with
+//!   Litestream 0.5.17: no apply for as long as one WAL-mode reader stayed
+//!   open). [`prepare`] rewrites those two bytes, under the follower's own
+//!   locks, before the first connection opens.
+//! - **Invalidating other connections' page caches.** The follower changes the
+//!   file change counter only when page 1 is in the apply, and page 1 is not
+//!   in most of them (a WAL-mode primary does not bump it per commit). A
+//!   rollback-mode connection that kept pages from an earlier transaction
+//!   keeps them whenever the counter is unchanged: measured with 0.5.17, a
+//!   connection kept answering from before five applies that fresh connections
+//!   saw, and `PRAGMA data_version` never moved. So a replica's connection
+//!   drops its page cache before each read transaction
+//!   ([`crate::Store::read_snapshot`]) and remembers nothing across
+//!   transactions (no source memo, which is keyed by `data_version`).
+//!
+//! A replica is recognised by the file Litestream's follower keeps beside it,
+//! `<store>-txid` (the last transaction id it applied), so `serve --http
+//! --store replica.db` needs no flag of its own.
+
+use std::path::{Path, PathBuf};
+
+/// The file Litestream's follow mode writes beside the database it keeps
+/// current, holding the last transaction id it applied.
+pub fn txid_file(store: &Path) -> PathBuf {
+    let mut name = store.as_os_str().to_owned();
+    name.push("-txid");
+    PathBuf::from(name)
+}
+
+/// Whether `store` is a copy Litestream's follow mode keeps current.
+pub fn is_replica(store: &Path) -> bool {
+    txid_file(store).is_file()
+}
+
+/// The transaction id Litestream last applied to `store`, as it wrote it (16
+/// hex digits), or `None` when there is no such file or it is unreadable.
+pub fn applied_txid(store: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(txid_file(store)).ok()?;
+    let txid = text.trim();
+    (!txid.is_empty() && txid.bytes().all(|b| b.is_ascii_hexdigit())).then(|| txid.to_owned())
+}
+
+/// Offsets in the SQLite header: the write and read format versions (1:
+/// rollback journal, 2: WAL) and the file change counter.
+const WRITE_VERSION: usize = 18;
+const READ_VERSION: usize = 19;
+const CHANGE_COUNTER: std::ops::Range<usize> = 24..28;
+
+/// SQLite's lock bytes (os_unix.c): a rollback-mode writer holds the PENDING
+/// byte and the whole SHARED range for writing while it writes the file.
+const PENDING_BYTE: i64 = 0x4000_0000;
+const SHARED_FIRST: i64 = PENDING_BYTE + 2;
+const SHARED_SIZE: i64 = 510;
+
+/// How long [`prepare`] waits for readers to let go before it gives up.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Readies a Litestream replica for long-lived readers: when its header says
+/// WAL, rewrites it to say rollback journal (and moves the change counter so
+/// any cached page is dropped), under the locks Litestream's follower takes for
+/// its own applies. Returns whether it rewrote the header. Does nothing for a
+/// file that is not a replica.
+///
+/// This is a write to the replica (two header bytes and the counter), never to
+/// a primary: a file without the follower's `-txid` file is left alone.
+///
+/// # Errors
+///
+/// [`crate::Error::Replica`] when the file cannot be read or locked in time
+/// (another process has it open in WAL mode, which also stops the follower).
+pub fn prepare(store: &Path) -> crate::Result<bool> {
+    if !is_replica(store) {
+        return Ok(false);
+    }
+    // One rewrite at a time in this process (the locks below are per open
+    // file, so two threads would not exclude each other otherwise).
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = ONE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let error = |what: &str, source: std::io::Error| crate::Error::Replica {
+        path: store.to_owned(),
+        reason: format!("{what}: {source}"),
+    };
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(store)
+        .map_err(|e| error("cannot open it for its header", e))?;
+    if !says_wal(&file).map_err(|e| error("cannot read its header", e))? {
+        return Ok(false);
+    }
+    let _locked = locks::Exclusive::take(&file, LOCK_WAIT).map_err(|e| {
+        error(
+            "cannot take the write lock (is it open in WAL mode by another process? \
+             close that process: it also stops Litestream's follower)",
+            e,
+        )
+    })?;
+    // Read again under the lock: the follower may have rewritten it meanwhile.
+    let mut header = [0u8; 28];
+    read_at(&file, &mut header, 0).map_err(|e| error("cannot read its header", e))?;
+    if header[WRITE_VERSION] != 2 && header[READ_VERSION] != 2 {
+        return Ok(false);
+    }
+    header[WRITE_VERSION] = 1;
+    header[READ_VERSION] = 1;
+    let counter = u32::from_be_bytes([header[24], header[25], header[26], header[27]]);
+    header[CHANGE_COUNTER].copy_from_slice(&counter.wrapping_add(1).to_be_bytes());
+    write_at(&file, &header[WRITE_VERSION..], WRITE_VERSION as u64)
+        .and_then(|()| file.sync_data())
+        .map_err(|e| error("cannot rewrite its header", e))?;
+    Ok(true)
+}
+
+fn says_wal(file: &std::fs::File) -> std::io::Result<bool> {
+    let mut header = [0u8; 20];
+    read_at(file, &mut header, 0)?;
+    Ok(header[WRITE_VERSION] == 2 || header[READ_VERSION] == 2)
+}
+
+fn read_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
+}
+
+fn write_at(file: &std::fs::File, buf: &[u8], offset: u64) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::write_all_at(file, buf, offset)
+}
+
+/// Open-file-description locks (Linux): they conflict with SQLite's and
+/// Litestream's POSIX record locks, in other processes and in this one alike,
+/// and closing this file releases only these (a POSIX lock's close would drop
+/// every lock this process holds on the file, SQLite's included).
+mod locks {
+    use std::time::Duration;
+
+    use nix::{errno::Errno, fcntl::FcntlArg, libc};
+
+    pub(super) struct Exclusive<'f> {
+        file: &'f std::fs::File,
+    }
+
+    impl<'f> Exclusive<'f> {
+        /// PENDING then the SHARED range, for writing, as Litestream's
+        /// follower takes them; retried until `wait` has passed.
+        pub(super) fn take(file: &'f std::fs::File, wait: Duration) -> std::io::Result<Self> {
+            let started = std::time::Instant::now();
+            loop {
+                let taken = set(file, libc::F_WRLCK, super::PENDING_BYTE, 1).and_then(|()| {
+                    set(file, libc::F_WRLCK, super::SHARED_FIRST, super::SHARED_SIZE).inspect_err(
+                        |_| {
+                            let _ = set(file, libc::F_UNLCK, super::PENDING_BYTE, 1);
+                        },
+                    )
+                });
+                match taken {
+                    Ok(()) => return Ok(Exclusive { file }),
+                    Err(Errno::EAGAIN | Errno::EACCES) if started.elapsed() < wait => {
+                        std::thread::sleep(Duration::from_millis(10));
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        }
+    }
+
+    impl Drop for Exclusive<'_> {
+        fn drop(&mut self) {
+            let _ = set(
+                self.file,
+                libc::F_UNLCK,
+                super::SHARED_FIRST,
+                super::SHARED_SIZE,
+            );
+            let _ = set(self.file, libc::F_UNLCK, super::PENDING_BYTE, 1);
+        }
+    }
+
+    fn set(file: &std::fs::File, kind: i32, start: i64, len: i64) -> nix::Result<()> {
+        let lock = libc::flock {
+            l_type: kind as libc::c_short,
+            l_whence: libc::SEEK_SET as libc::c_short,
+            l_start: start,
+            l_len: len,
+            l_pid: 0,
+        };
+        nix::fcntl::fcntl(file, FcntlArg::F_OFD_SETLK(&lock)).map(drop)
+    }
+}
