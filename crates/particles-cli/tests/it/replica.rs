@@ -131,45 +131,129 @@ fn wait_for_text(process: &Running, needle: &str) {
     }
 }
 
-/// One reader node: its follower, its copy and its HTTP engine.
+/// One reader node: its follower, its copy and its HTTP engine (on a fixed
+/// port, so a restarted server answers where the clients ask).
 struct Node {
     name: String,
     store: PathBuf,
-    follower: Running,
-    server: Running,
+    follower: Mutex<Running>,
+    server: Mutex<Running>,
     api: String,
+    follow: Command,
+    serve: Command,
+    /// Whether its server was killed and started again.
+    restarted: bool,
+}
+
+/// What `litestream restore -f` (or, resuming from the `-txid` file, again)
+/// runs as for a node's copy.
+fn follow_command(tools: &Tools, config: &Path, primary: &Path, store: &Path) -> Command {
+    let mut command = litestream(tools);
+    command
+        .args(["restore", "-f", "-follow-interval", "200ms", "-config"])
+        .arg(config)
+        .arg("-o")
+        .arg(store)
+        .arg(primary);
+    command
+}
+
+/// Waits (at most a minute) until `api` accepts connections.
+fn wait_listening(api: &str, server: &Running) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::net::TcpStream::connect(api).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "the node's server never listened on {api}:\n{}",
+            server.stderr().join("\n")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 fn start_node(tools: &Tools, config: &Path, primary: &Path, dir: &Path, name: &str) -> Node {
     let home = dir.join(name);
     std::fs::create_dir_all(&home).expect("the node's directory");
     let store = home.join("store.db");
-    let follower = Running::start(
-        litestream(tools)
-            .args(["restore", "-f", "-follow-interval", "200ms", "-config"])
-            .arg(config)
-            .arg("-o")
-            .arg(&store)
-            .arg(primary),
-    );
+    let mut follow = follow_command(tools, config, primary, &store);
+    let follower = Running::start(&mut follow);
     wait_for_text(&follower, "entering follow mode");
     let server_config = home.join("particles.yaml");
     std::fs::write(&server_config, CONFIG).expect("writes the configuration");
-    let mut server = Running::start(
-        particles_rs_command()
-            .arg("--config")
-            .arg(&server_config)
-            .args(["serve", "--http", "--listen", "127.0.0.1:0", "--store"])
-            .arg(&store)
-            .env("PARTICLES_SIDECAR_DIR", home.join("sidecars")),
-    );
-    let api = server.api_addr();
+    let api = format!("127.0.0.1:{}", free_port());
+    let mut serve = particles_rs_command();
+    serve
+        .arg("--config")
+        .arg(&server_config)
+        .args(["serve", "--http", "--listen", &api, "--store"])
+        .arg(&store)
+        .env("PARTICLES_SIDECAR_DIR", home.join("sidecars"));
+    let server = Running::start(&mut serve);
+    wait_listening(&api, &server);
     Node {
         name: name.to_owned(),
         store,
-        follower,
-        server,
+        follower: Mutex::new(follower),
+        server: Mutex::new(server),
         api,
+        follow,
+        serve,
+        restarted: false,
+    }
+}
+
+impl Node {
+    /// Stops the follower (SIGTERM, as an operator would).
+    fn stop_follower(&mut self) {
+        self.follower.get_mut().expect("not poisoned").terminate();
+    }
+
+    /// Starts the follower over a new copy. Litestream 0.5.17 cannot resume
+    /// from its `-txid` file once the replica has moved past its last snapshot
+    /// ("saved TXID … is ahead of latest snapshot"), which is the usual case,
+    /// so a node comes back as it first started: its copy deleted and
+    /// restored anew (at the replica's newest position, never behind).
+    fn restore_follower(&mut self) {
+        for stale in [
+            self.store.clone(),
+            particles_store::replica::txid_file(&self.store),
+        ] {
+            std::fs::remove_file(&stale).expect("removes the old copy");
+        }
+        let follower = self.follower.get_mut().expect("not poisoned");
+        *follower = Running::start(&mut self.follow);
+        wait_for_text(follower, "entering follow mode");
+    }
+
+    /// Kills the server (SIGKILL).
+    fn kill_server(&mut self) {
+        self.restarted = true;
+        let server = self.server.get_mut().expect("not poisoned");
+        let _ = server.child.kill();
+        let _ = server.child.wait();
+    }
+
+    /// Starts the server again on the same port, copy and sidecar directory.
+    fn start_server(&mut self) {
+        let server = self.server.get_mut().expect("not poisoned");
+        *server = Running::start(&mut self.serve);
+        wait_listening(&self.api, server);
+    }
+
+    fn logs(&self) -> String {
+        format!(
+            "its follower said:\n{}\nits server said:\n{}",
+            self.follower
+                .lock()
+                .expect("not poisoned")
+                .stderr()
+                .join("\n"),
+            self.server
+                .lock()
+                .expect("not poisoned")
+                .stderr()
+                .join("\n")
+        )
     }
 }
 
@@ -194,8 +278,15 @@ fn client(node: &Node, stop: &Arc<AtomicBool>, seed: u64) -> std::thread::JoinHa
             let mut body = request_body(q);
             body["vector"] = json!(vector_for(QUESTIONS[q]));
             body["now"] = json!(NOW);
-            let (status, headers, text) =
-                http_exchange(&api, "POST", "/query", &[], Some(&body.to_string()));
+            // A node being restarted refuses the connection: no answer
+            // (status 0), never a wrong one.
+            let exchange = std::panic::catch_unwind(|| {
+                http_exchange(&api, "POST", "/query", &[], Some(&body.to_string()))
+            });
+            let (status, headers, text) = exchange.unwrap_or((0, Vec::new(), String::new()));
+            if status == 0 {
+                std::thread::sleep(Duration::from_millis(20));
+            }
             let seq = headers
                 .iter()
                 .find(|(name, _)| name == "x-particles-journal-seq")
@@ -222,6 +313,15 @@ fn position(node: &Node) -> Option<i64> {
         .iter()
         .find(|(name, _)| name == "x-particles-journal-seq")
         .and_then(|(_, value)| value.parse().ok())
+}
+
+/// Sends `process` a signal through kill(1) (the crate forbids unsafe code).
+fn signal(process: &Running, signal: &str) {
+    let sent = Command::new("kill")
+        .args([signal, &process.child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(sent.success(), "kill {signal} failed");
 }
 
 fn quantile(sorted: &[Duration], q: f64) -> Duration {
@@ -328,10 +428,9 @@ fn wait_caught_up(nodes: &[Node], last: i64) {
         while position(node).is_none_or(|seq| seq < last) {
             assert!(
                 Instant::now() < caught_up,
-                "{} never reached journal seq {last}; its follower said:\n{}\nits server said:\n{}",
+                "{} never reached journal seq {last}; {}",
                 node.name,
-                node.follower.stderr().join("\n"),
-                node.server.stderr().join("\n")
+                node.logs()
             );
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -340,7 +439,9 @@ fn wait_caught_up(nodes: &[Node], last: i64) {
 
 /// Checks one node's answers: each exact at the position it names, positions
 /// never going backwards, more than one position seen and the answers
-/// differing between them, the copy whole. Adds the node's lags.
+/// differing between them, the copy whole. A refused connection is no answer
+/// on a node whose server was restarted, a failure on any other. Adds
+/// the node's lags.
 fn check_node(
     target: Target,
     node: &Node,
@@ -353,6 +454,9 @@ fn check_node(
     let mut previous = None;
     let mut states = std::collections::BTreeSet::new();
     for answer in answers {
+        if answer.status == 0 && node.restarted {
+            continue;
+        }
         let Some(seq) = answer.seq.filter(|_| answer.status == 200) else {
             wrong.push(format!(
                 "{}: status {} without a position: {}",
@@ -455,7 +559,7 @@ fn replicated_answers_are_exact_at_their_positions(target: Target) {
     let expected: Mutex<HashMap<i64, Expected>> = Mutex::new(HashMap::new());
     record(&oracle, &primary, &expected);
 
-    let (_moto, replicate, config) = start_replication(&tools, dir.path(), &primary, target);
+    let (moto, replicate, config) = start_replication(&tools, dir.path(), &primary, target);
     let nodes = [
         start_node(&tools, &config, &primary, dir.path(), "node-a"),
         start_node(&tools, &config, &primary, dir.path(), "node-b"),
@@ -466,15 +570,37 @@ fn replicated_answers_are_exact_at_their_positions(target: Target) {
         .enumerate()
         .map(|(i, node)| client(node, &stop, 0x2EF1_0000 + i as u64))
         .collect();
-    let commits = write_for(
-        seconds,
-        &mut writer,
-        &mut rng,
-        &mut serial,
-        &primary,
-        &oracle,
-        &expected,
-    );
+    let mut nodes = nodes;
+    let mut write = |seconds: u64, rng: &mut Rng| {
+        write_for(
+            seconds,
+            &mut writer,
+            rng,
+            &mut serial,
+            &primary,
+            &oracle,
+            &expected,
+        )
+    };
+    let third = (seconds / 3).max(1);
+    let mut commits = write(third, &mut rng);
+    // Failures, each while the primary keeps committing: the object store
+    // unreachable for a while (moto stopped, SIGSTOP), then node b's
+    // follower stopped, and node b killed and started again.
+    if let Some(moto) = &moto {
+        signal(moto, "-STOP");
+        commits.extend(write(3, &mut rng));
+        signal(moto, "-CONT");
+    }
+    // Node b's follower stops: its server keeps answering at the copy's last
+    // position. Then the node is killed and comes back over a new copy.
+    nodes[1].stop_follower();
+    commits.extend(write(2, &mut rng));
+    nodes[1].kill_server();
+    nodes[1].restore_follower();
+    commits.extend(write(1, &mut rng));
+    nodes[1].start_server();
+    commits.extend(write(third, &mut rng));
     let last = commits.last().map(|(seq, _)| *seq).expect("commits");
     wait_caught_up(&nodes, last);
     stop.store(true, Ordering::Relaxed);
