@@ -385,13 +385,17 @@ async fn readyz(State(state): State<Shared>) -> Response {
             let stores: Vec<_> = warmed
                 .iter()
                 .map(|w| {
-                    json!({
+                    let mut store = json!({
                         "store": w.store.display().to_string(),
                         "open": true,
                         "cache": w.route.map_or("uncached", |r| r.as_str()),
                         "rows": w.rows,
                         "journal_seq": w.journal_seq,
-                    })
+                    });
+                    if let Some(follower) = particles_store::replica::follower_state(&w.store) {
+                        store["replica"] = replica_json(&follower);
+                    }
+                    store
                 })
                 .collect();
             (json!(stores), true)
@@ -430,6 +434,20 @@ async fn readyz(State(state): State<Shared>) -> Response {
             "upstream": upstream,
         }),
     )
+}
+
+/// A Litestream replica's readiness entry: the transaction id its follower
+/// last applied and how long ago the copy last moved. Not a failure by
+/// itself: an idle primary leaves the copy still, and the answers stay exact
+/// at the position they name whatever its age.
+fn replica_json(follower: &particles_store::replica::FollowerState) -> serde_json::Value {
+    let age = std::time::SystemTime::now()
+        .duration_since(follower.applied_at)
+        .unwrap_or_default();
+    json!({
+        "litestream_txid": follower.txid,
+        "seconds_since_copy_moved": (age.as_secs_f64() * 1000.0).round() / 1000.0,
+    })
 }
 
 /// Brings the caches to their stores' heads once the server listens, so the

@@ -53,6 +53,25 @@ pub fn applied_txid(store: &Path) -> Option<String> {
     (!txid.is_empty() && txid.bytes().all(|b| b.is_ascii_hexdigit())).then(|| txid.to_owned())
 }
 
+/// What a replica's follower last did, as its `-txid` file says: the
+/// transaction id it applied and when it wrote the file (the last apply that
+/// moved the copy; an idle primary leaves it old, a stopped follower too).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FollowerState {
+    /// The Litestream transaction id, 16 hex digits.
+    pub txid: String,
+    /// When the follower last wrote it.
+    pub applied_at: std::time::SystemTime,
+}
+
+/// The follower's state for `store`, or `None` when it is not a replica (or
+/// the file is unreadable).
+pub fn follower_state(store: &Path) -> Option<FollowerState> {
+    let txid = applied_txid(store)?;
+    let applied_at = std::fs::metadata(txid_file(store)).ok()?.modified().ok()?;
+    Some(FollowerState { txid, applied_at })
+}
+
 /// Offsets in the SQLite header: the write and read format versions (1:
 /// rollback journal, 2: WAL) and the file change counter.
 const WRITE_VERSION: usize = 18;

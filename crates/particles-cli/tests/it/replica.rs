@@ -139,6 +139,8 @@ struct Node {
     follower: Mutex<Running>,
     server: Mutex<Running>,
     api: String,
+    /// The operator's listener (`/readyz`).
+    metrics: String,
     follow: Command,
     serve: Command,
     /// Whether its server was killed and started again.
@@ -181,11 +183,13 @@ fn start_node(tools: &Tools, config: &Path, primary: &Path, dir: &Path, name: &s
     let server_config = home.join("particles.yaml");
     std::fs::write(&server_config, CONFIG).expect("writes the configuration");
     let api = format!("127.0.0.1:{}", free_port());
+    let metrics = format!("127.0.0.1:{}", free_port());
     let mut serve = particles_rs_command();
     serve
         .arg("--config")
         .arg(&server_config)
-        .args(["serve", "--http", "--listen", &api, "--store"])
+        .args(["serve", "--http", "--listen", &api])
+        .args(["--metrics-listen", &metrics, "--store"])
         .arg(&store)
         .env("PARTICLES_SIDECAR_DIR", home.join("sidecars"));
     let server = Running::start(&mut serve);
@@ -196,6 +200,7 @@ fn start_node(tools: &Tools, config: &Path, primary: &Path, dir: &Path, name: &s
         follower: Mutex::new(follower),
         server: Mutex::new(server),
         api,
+        metrics,
         follow,
         serve,
         restarted: false,
@@ -519,6 +524,22 @@ fn check_node(
         "{}: no write changed any answer at the positions it served",
         node.name
     );
+    // Readiness names what the follower last applied, as its file says (its
+    // verdict also needs the encoder, which these nodes, given vectors, may
+    // lack).
+    let (_, _, body) = http_exchange(&node.metrics, "GET", "/readyz", &[], None);
+    let ready: serde_json::Value = serde_json::from_str(&body).expect("a JSON readiness body");
+    assert_eq!(ready["stores"][0]["open"], true, "{}: {ready}", node.name);
+    let replica = &ready["stores"][0]["replica"];
+    assert_eq!(
+        replica["litestream_txid"].as_str(),
+        particles_store::replica::applied_txid(&node.store).as_deref(),
+        "{}: {ready}",
+        node.name
+    );
+    assert!(replica["seconds_since_copy_moved"]
+        .as_f64()
+        .is_some_and(|s| s >= 0.0));
     let verdict: String = rusqlite::Connection::open_with_flags(
         &node.store,
         rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,

@@ -71,6 +71,10 @@ fn a_replica_reads_each_transaction_from_the_file_not_from_pages_it_kept() {
         replica::applied_txid(&copy).as_deref(),
         Some("0000000000000001")
     );
+    let follower = replica::follower_state(&copy).expect("a follower state");
+    assert_eq!(follower.txid, "0000000000000001");
+    assert!(follower.applied_at <= std::time::SystemTime::now());
+    assert_eq!(replica::follower_state(&primary), None);
 
     let store = Store::open_read_only(&copy).expect("the replica opens");
     assert!(store.is_replica());
