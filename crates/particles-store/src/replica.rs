@@ -90,8 +90,8 @@ const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 /// Readies a Litestream replica for long-lived readers: when its header says
 /// WAL, rewrites it to say rollback journal (and moves the change counter so
 /// any cached page is dropped), under the locks Litestream's follower takes for
-/// its own applies. Returns whether it rewrote the header. Does nothing for a
-/// file that is not a replica.
+/// its own applies. Returns whether `store` is a replica. Does nothing for a
+/// file that is not one.
 ///
 /// This is a write to the replica (two header bytes and the counter), never to
 /// a primary: a file without the follower's `-txid` file is left alone.
@@ -120,7 +120,7 @@ pub fn prepare(store: &Path) -> crate::Result<bool> {
         .open(store)
         .map_err(|e| error("cannot open it for its header", e))?;
     if !says_wal(&file).map_err(|e| error("cannot read its header", e))? {
-        return Ok(false);
+        return Ok(true);
     }
     let _locked = locks::Exclusive::take(&file, LOCK_WAIT).map_err(|e| {
         error(
@@ -133,11 +133,13 @@ pub fn prepare(store: &Path) -> crate::Result<bool> {
     let mut header = [0u8; 28];
     read_at(&file, &mut header, 0).map_err(|e| error("cannot read its header", e))?;
     if header[WRITE_VERSION] != 2 && header[READ_VERSION] != 2 {
-        return Ok(false);
+        return Ok(true);
     }
     header[WRITE_VERSION] = 1;
     header[READ_VERSION] = 1;
-    let counter = u32::from_be_bytes([header[24], header[25], header[26], header[27]]);
+    let mut counter = [0u8; 4];
+    counter.copy_from_slice(&header[CHANGE_COUNTER]);
+    let counter = u32::from_be_bytes(counter);
     header[CHANGE_COUNTER].copy_from_slice(&counter.wrapping_add(1).to_be_bytes());
     write_at(&file, &header[WRITE_VERSION..], WRITE_VERSION as u64)
         .and_then(|()| file.sync_data())

@@ -54,10 +54,7 @@ impl Store {
         }
         // A Litestream replica says rollback journal before SQLite first opens
         // it, so no connection of ours holds a lock the follower waits on.
-        let replica = crate::replica::is_replica(path);
-        if replica {
-            crate::replica::prepare(path)?;
-        }
+        let replica = crate::replica::prepare(path)?;
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let open_error = |source| Error::Open {
             path: path.to_owned(),

@@ -507,7 +507,7 @@ pub(crate) fn record(
         .or_insert(Expected { http, hits });
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
+pub(crate) fn percentile(sorted: &[Duration], p: f64) -> Duration {
     if sorted.is_empty() {
         return Duration::ZERO;
     }

@@ -36,7 +36,7 @@ use serde_json::json;
 
 use crate::{
     chaos::{
-        active_ids, engine, record, reference_ops, request_body, vector_for, Expected,
+        active_ids, engine, percentile, record, reference_ops, request_body, vector_for, Expected,
         ReferenceWriter, Rng, CONFIG, NOW, QUESTIONS,
     },
     support::{
@@ -272,8 +272,7 @@ struct Answer {
     at: Instant,
 }
 
-/// A client asking `node` without pause until `stop`, each question with its
-/// vector and the frozen instant (so the uncached oracle ranks the same).
+/// A client asking `node` without pause until `stop` ([`ask`]).
 fn client(node: &Node, stop: &Arc<AtomicBool>, seed: u64) -> std::thread::JoinHandle<Vec<Answer>> {
     let (api, stop) = (node.api.clone(), stop.clone());
     std::thread::spawn(move || {
@@ -281,22 +280,13 @@ fn client(node: &Node, stop: &Arc<AtomicBool>, seed: u64) -> std::thread::JoinHa
         let mut answers = Vec::new();
         while !stop.load(Ordering::Relaxed) {
             let q = rng.below(QUESTIONS.len());
-            let mut body = request_body(q);
-            body["vector"] = json!(vector_for(QUESTIONS[q]));
-            body["now"] = json!(NOW);
             // A node being restarted refuses the connection: no answer
             // (status 0), never a wrong one.
-            let exchange = std::panic::catch_unwind(|| {
-                http_exchange(&api, "POST", "/query", &[], Some(&body.to_string()))
-            });
-            let (status, headers, text) = exchange.unwrap_or((0, Vec::new(), String::new()));
+            let exchange = std::panic::catch_unwind(|| ask(&api, q));
+            let (status, seq, text) = exchange.unwrap_or((0, None, String::new()));
             if status == 0 {
                 std::thread::sleep(Duration::from_millis(20));
             }
-            let seq = headers
-                .iter()
-                .find(|(name, _)| name == "x-particles-journal-seq")
-                .and_then(|(_, value)| value.parse().ok());
             answers.push(Answer {
                 question: q,
                 status,
@@ -309,16 +299,25 @@ fn client(node: &Node, stop: &Arc<AtomicBool>, seed: u64) -> std::thread::JoinHa
     })
 }
 
+/// Question `q` to the node at `api`, with its vector and the frozen instant
+/// (so the uncached oracle ranks the same): the status, the journal position
+/// the answer names and the body.
+fn ask(api: &str, q: usize) -> (u16, Option<i64>, String) {
+    let mut body = request_body(q);
+    body["vector"] = json!(vector_for(QUESTIONS[q]));
+    body["now"] = json!(NOW);
+    let (status, headers, text) =
+        http_exchange(api, "POST", "/query", &[], Some(&body.to_string()));
+    let seq = headers
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case(particles_server::JOURNAL_SEQ_HEADER))
+        .and_then(|(_, value)| value.parse().ok());
+    (status, seq, text)
+}
+
 /// The last journal position `node` answered at, asking now.
 fn position(node: &Node) -> Option<i64> {
-    let mut body = request_body(0);
-    body["vector"] = json!(vector_for(QUESTIONS[0]));
-    body["now"] = json!(NOW);
-    let (_, headers, _) = http_exchange(&node.api, "POST", "/query", &[], Some(&body.to_string()));
-    headers
-        .iter()
-        .find(|(name, _)| name == "x-particles-journal-seq")
-        .and_then(|(_, value)| value.parse().ok())
+    ask(&node.api, 0).1
 }
 
 /// Sends `process` a signal through kill(1) (the crate forbids unsafe code).
@@ -328,13 +327,6 @@ fn signal(process: &Running, signal: &str) {
         .status()
         .expect("kill runs");
     assert!(sent.success(), "kill {signal} failed");
-}
-
-fn quantile(sorted: &[Duration], q: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    sorted[((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len()) - 1]
 }
 
 /// Litestream replicating `primary` to `target`: moto's server (for S3),
@@ -646,8 +638,8 @@ fn replicated_answers_are_exact_at_their_positions(target: Target) {
         "replica ({target:?}): {} commits; lag to the first answer at or past each: \
          p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms",
         commits.len(),
-        quantile(&lags, 0.5).as_secs_f64() * 1e3,
-        quantile(&lags, 0.99).as_secs_f64() * 1e3,
+        percentile(&lags, 0.5).as_secs_f64() * 1e3,
+        percentile(&lags, 0.99).as_secs_f64() * 1e3,
         lags.last().copied().unwrap_or_default().as_secs_f64() * 1e3,
     );
     assert!(
