@@ -150,6 +150,26 @@ struct StoreSlot {
     last_route: Mutex<Option<Route>>,
     /// How many times the cache took each route (by `Route::as_str`).
     route_counts: Mutex<std::collections::BTreeMap<&'static str, u64>>,
+    /// For a Litestream replica, what keeps its answers from going backwards
+    /// when the copy is replaced.
+    replica: Option<ReplicaGuard>,
+}
+
+/// A replica slot's positions. A node's copy can be deleted and restored
+/// anew while the server runs; the pooled connections still read the old
+/// file, new ones read the new one. The slot then drops the old connections,
+/// and refuses answers from the new copy until it reaches the highest
+/// position already answered at, so a client never sees the store go back.
+#[derive(Default)]
+struct ReplicaGuard {
+    /// The highest journal position an answer named.
+    highest: std::sync::atomic::AtomicI64,
+    /// The position the current copy must reach before it answers: the
+    /// highest answered from the copies before it.
+    floor: std::sync::atomic::AtomicI64,
+    /// The copy the slot last saw at the path, so one replacement is logged
+    /// once.
+    seen: Mutex<Option<particles_store::replica::CopyIdentity>>,
 }
 
 impl StoreSlot {
@@ -171,12 +191,16 @@ impl StoreSlot {
         }
         Ok(StoreSlot {
             target: target.clone(),
-            connections: Mutex::new(vec![first]),
             cache: SharedCache::new(cache),
             uncached: options.uncached,
             batcher: crate::batcher::Batcher::default(),
             last_route: Mutex::new(None),
             route_counts: Mutex::default(),
+            replica: first.is_replica().then(|| ReplicaGuard {
+                seen: Mutex::new(particles_store::replica::identity(&target.path)),
+                ..ReplicaGuard::default()
+            }),
+            connections: Mutex::new(vec![first]),
         })
     }
 
@@ -196,7 +220,8 @@ impl StoreSlot {
         }
     }
 
-    /// A connection of the pool, or a new one.
+    /// A connection of the pool, or a new one. A replica's pooled connection
+    /// whose copy was replaced is dropped with the rest of the pool.
     fn connection(&self) -> Result<Store> {
         let pooled = self
             .connections
@@ -204,16 +229,74 @@ impl StoreSlot {
             .unwrap_or_else(PoisonError::into_inner)
             .pop();
         match pooled {
+            Some(store) if store.copy_replaced() => {
+                self.copy_replaced();
+                Ok(Store::open_read_only(&self.target.path)?)
+            }
             Some(store) => Ok(store),
             None => Ok(Store::open_read_only(&self.target.path)?),
         }
     }
 
     fn give_back(&self, store: Store) {
+        if store.copy_replaced() {
+            self.copy_replaced();
+            return;
+        }
         self.connections
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push(store);
+    }
+
+    /// A replica's copy was replaced: the pooled connections (on the old
+    /// file) are dropped, and the new copy answers only from the highest
+    /// position answered so far. Said once per new copy.
+    fn copy_replaced(&self) {
+        let Some(guard) = &self.replica else { return };
+        drop(std::mem::take(
+            &mut *self
+                .connections
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        ));
+        let now = particles_store::replica::identity(&self.target.path);
+        let mut seen = guard.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        if *seen != now {
+            *seen = now;
+            let highest = guard.highest.load(std::sync::atomic::Ordering::SeqCst);
+            guard
+                .floor
+                .fetch_max(highest, std::sync::atomic::Ordering::SeqCst);
+            tracing::warn!(
+                store = %self.target.path.display(),
+                answered_up_to = highest,
+                litestream_txid = particles_store::replica::applied_txid(&self.target.path),
+                "the replica copy was replaced (restored anew): reading the new copy, which \
+                 answers once it reaches the position already answered at"
+            );
+        }
+    }
+
+    /// Checks an answer's position on a replica: below the floor (a new
+    /// copy not yet where the old one was) it is refused, else it raises the
+    /// highest position answered.
+    fn check_position(&self, seq: Option<i64>) -> Result<()> {
+        let (Some(guard), Some(seq)) = (&self.replica, seq) else {
+            return Ok(());
+        };
+        let floor = guard.floor.load(std::sync::atomic::Ordering::SeqCst);
+        if seq < floor {
+            return Err(Error::ReplicaBehind {
+                store: self.target.path.clone(),
+                seq,
+                floor,
+            });
+        }
+        guard
+            .highest
+            .fetch_max(seq, std::sync::atomic::Ordering::SeqCst);
+        Ok(())
     }
 }
 
@@ -352,6 +435,16 @@ impl Engine {
             }
         }
         total.into_iter().collect()
+    }
+
+    /// The stores this engine serves that are Litestream replicas
+    /// (follow-mode copies), as their files.
+    pub fn replica_stores(&self) -> Vec<&std::path::Path> {
+        self.slots
+            .iter()
+            .filter(|slot| slot.replica.is_some())
+            .map(|slot| slot.target.path.as_path())
+            .collect()
     }
 
     /// Whether questions can be encoded (an encoder was given). A lazy
@@ -583,6 +676,7 @@ impl Engine {
                                          snapshot: &Store,
                                          outcome: particles_query::Result<QueryOutcome>| {
                         let answer = outcome.map_err(Error::from).and_then(|outcome| {
+                            slot.check_position(outcome.journal_seq)?;
                             let response = particles_respond::semantic_response(
                                 snapshot,
                                 &outcome,

@@ -90,6 +90,18 @@ pub enum Error {
     /// The request's envelope carries a vector of the wrong shape.
     #[error("{0}")]
     Encode(String),
+    /// A Litestream replica's copy was restored anew and is not yet at the
+    /// position this engine already answered at: answering from it would take
+    /// the client back. The copy catches up as its follower applies.
+    #[error("the replica {} was restored anew and is at journal position {seq}, behind position {floor} already answered at; it answers again once its follower reaches {floor} (retry shortly)", store.display())]
+    ReplicaBehind {
+        /// The replica's file.
+        store: std::path::PathBuf,
+        /// The new copy's position.
+        seq: i64,
+        /// The position it must reach.
+        floor: i64,
+    },
 }
 
 impl Error {

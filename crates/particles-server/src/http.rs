@@ -156,6 +156,12 @@ pub(crate) fn detail(status: StatusCode, text: impl Into<String>) -> Response {
 /// computed at (`particle_changes.seq`), when the store has a journal.
 pub const JOURNAL_SEQ_HEADER: &str = "x-particles-journal-seq";
 
+/// On an answer read from a Litestream replica: seconds since its follower
+/// last moved the copy (the oldest, over several replicas). The answer is
+/// exact at the position [`JOURNAL_SEQ_HEADER`] names; this says how long the
+/// copy has stood there. An idle primary makes it grow too.
+pub const REPLICA_AGE_HEADER: &str = "x-particles-replica-age";
+
 pub(crate) fn json_response(status: StatusCode, value: &impl serde::Serialize) -> Response {
     match serde_json::to_vec(value) {
         Ok(bytes) => (
@@ -658,7 +664,7 @@ async fn query(
     match answered {
         Ok(answered) => {
             let mut reply = json_response(StatusCode::OK, &answered.response);
-            mark_answered(&mut reply, &answered);
+            mark_answered(&state, &mut reply, &answered);
             if let Ok(value) =
                 HeaderValue::from_str(&server_timing(waited, &answered.timings, asked.elapsed()))
             {
@@ -704,6 +710,15 @@ async fn engine_failure(
         error @ particles_engine::Error::Query(particles_query::Error::Rank(
             particles_rank::Error::DimensionMismatch { .. },
         )) => detail(StatusCode::UNPROCESSABLE_ENTITY, error.to_string()),
+        // A replica restored anew, not yet where this server answered before:
+        // no answer rather than one from the past; its follower catches up.
+        error @ particles_engine::Error::ReplicaBehind { .. } => {
+            let mut reply = detail(StatusCode::SERVICE_UNAVAILABLE, error.to_string());
+            reply
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            reply
+        }
         _ => internal_error(),
     }
 }
@@ -738,18 +753,24 @@ async fn explain(
         StatusCode::OK,
         &crate::explain::explanation(outcome, rank, answered.ranked_by_similarity),
     );
-    mark_answered(&mut reply, &answered);
+    mark_answered(&state, &mut reply, &answered);
     reply
 }
 
 /// Names the store state an answer is exact at (the change journal's head in
-/// the snapshot it read) in a header, so the body stays the reference's, and
-/// tells the access log about the answer.
-fn mark_answered(reply: &mut Response, answered: &particles_engine::Answered) {
+/// the snapshot it read) in a header, so the body stays the reference's; on a
+/// Litestream replica, how long ago its copy last moved; and tells the access
+/// log about the answer.
+fn mark_answered(state: &AppState, reply: &mut Response, answered: &particles_engine::Answered) {
     if let Some(seq) = answered.journal_seq {
         reply
             .headers_mut()
             .insert(JOURNAL_SEQ_HEADER, HeaderValue::from(seq));
+    }
+    if let Some(age) = crate::observe::replica_age(&state.backend.engine) {
+        if let Ok(value) = HeaderValue::from_str(&format!("{:.3}", age.as_secs_f64())) {
+            reply.headers_mut().insert(REPLICA_AGE_HEADER, value);
+        }
     }
     reply.extensions_mut().insert(crate::observe::QueryTrace {
         journal_seq: answered.journal_seq,

@@ -59,7 +59,7 @@ mod service;
 pub use crate::{
     auth::{check_startup, is_loopback_host, ApiKey, DEV_KEY},
     error::{Error, Result},
-    http::{KeySource, Limits, EXPLAIN_PATH, JOURNAL_SEQ_HEADER},
+    http::{KeySource, Limits, EXPLAIN_PATH, JOURNAL_SEQ_HEADER, REPLICA_AGE_HEADER},
     mcp::{run_mcp_stdio, McpOptions},
     observe::REQUEST_ID_HEADER,
     server::{run_http, shutdown_signal, HttpOptions, HttpServer, DEFAULT_LISTEN},

@@ -450,6 +450,129 @@ fn replica_json(follower: &particles_store::replica::FollowerState) -> serde_jso
     })
 }
 
+/// How long ago the oldest of the engine's replica copies last moved, or
+/// `None` when it serves no replica (or no follower state can be read).
+pub(crate) fn replica_age(engine: &Engine) -> Option<Duration> {
+    let now = std::time::SystemTime::now();
+    engine
+        .replica_stores()
+        .into_iter()
+        .filter_map(particles_store::replica::follower_state)
+        .map(|follower| now.duration_since(follower.applied_at).unwrap_or_default())
+        .max()
+}
+
+/// How long a replica copy may stand still before the log says so.
+const REPLICA_STILL: Duration = Duration::from_secs(60);
+
+/// How often the replica watcher looks at the followers' state.
+const REPLICA_WATCH_EVERY: Duration = Duration::from_secs(1);
+
+/// What the watcher last knew of one replica.
+#[derive(Default)]
+struct Watched {
+    txid: Option<String>,
+    /// Whether the log has said the copy stands still (said once a stillness).
+    said_still: bool,
+    /// Whether the log has said the follower's file is gone.
+    said_gone: bool,
+}
+
+/// Says in the log what happens to the engine's Litestream replicas, looking
+/// once a second: the follower's `-txid` file gone (the copy deleted for a
+/// restore, or the follower removed) and back; the copy standing still for a
+/// minute (the follower stopped, the object store unreachable, or an idle
+/// primary) and moving again; and the transaction id going back (a copy
+/// restored from an older replica). A replaced copy is said by the engine,
+/// which switches to it. Nothing here changes what is answered.
+pub(crate) fn watch_replicas(engine: Arc<Engine>) {
+    let stores: Vec<std::path::PathBuf> = engine
+        .replica_stores()
+        .into_iter()
+        .map(std::path::Path::to_owned)
+        .collect();
+    if stores.is_empty() {
+        return;
+    }
+    tokio::spawn(async move {
+        let mut watched: Vec<Watched> = stores.iter().map(|_| Watched::default()).collect();
+        for (store, w) in stores.iter().zip(&mut watched) {
+            let state = particles_store::replica::follower_state(store);
+            tracing::info!(
+                store = %store.display(),
+                litestream_txid = state.as_ref().map(|s| s.txid.as_str()),
+                "serving a Litestream replica (a follow-mode copy)"
+            );
+            w.txid = state.map(|s| s.txid);
+        }
+        let mut tick = tokio::time::interval(REPLICA_WATCH_EVERY);
+        loop {
+            tick.tick().await;
+            for (store, w) in stores.iter().zip(&mut watched) {
+                watch_one(store, w);
+            }
+        }
+    });
+}
+
+fn watch_one(store: &std::path::Path, w: &mut Watched) {
+    let shown = store.display();
+    let Some(state) = particles_store::replica::follower_state(store) else {
+        if !w.said_gone {
+            w.said_gone = true;
+            tracing::warn!(
+                store = %shown,
+                "the replica's follower file {shown}-txid is gone (the copy deleted for a \
+                 restore, or its follower removed): answering from the copy already open, at \
+                 its last position"
+            );
+        }
+        return;
+    };
+    if std::mem::take(&mut w.said_gone) {
+        tracing::info!(
+            store = %shown,
+            litestream_txid = %state.txid,
+            "the replica's follower file is back"
+        );
+    }
+    // Litestream writes its ids as 16 hex digits: text order is number order.
+    if let Some(before) = &w.txid {
+        if state.txid < *before {
+            tracing::warn!(
+                store = %shown,
+                litestream_txid = %state.txid,
+                before = %before,
+                "the replica's Litestream transaction id went back: the copy was restored \
+                 from a replica behind it; answers below the position already answered at \
+                 are refused until it catches up"
+            );
+        }
+    }
+    let still = std::time::SystemTime::now()
+        .duration_since(state.applied_at)
+        .unwrap_or_default();
+    if still >= REPLICA_STILL && !w.said_still {
+        w.said_still = true;
+        tracing::warn!(
+            store = %shown,
+            litestream_txid = %state.txid,
+            seconds_still = still.as_secs(),
+            "the replica copy has not moved for {} s (its follower stopped, the object store \
+             unreachable, or the primary idle): answers stay exact at the position they name",
+            still.as_secs()
+        );
+    } else if still < REPLICA_STILL && w.said_still {
+        w.said_still = false;
+        tracing::info!(
+            store = %shown,
+            litestream_txid = %state.txid,
+            "the replica copy moves again"
+        );
+    }
+    w.txid = Some(state.txid);
+}
+
 /// Brings the caches to their stores' heads once the server listens, so the
 /// first query does not pay the build, and says how it went.
 pub(crate) fn warm_at_start(engine: Arc<Engine>) {

@@ -147,6 +147,7 @@ impl HttpServer {
         if warm {
             crate::observe::warm_at_start(state.backend.engine.clone());
         }
+        crate::observe::watch_replicas(state.backend.engine.clone());
         let drain = state.limits.drain_timeout;
         let app = router(state.clone());
         let mut builder = hyper::server::conn::http1::Builder::new();

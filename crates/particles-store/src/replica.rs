@@ -72,6 +72,40 @@ pub fn follower_state(store: &Path) -> Option<FollowerState> {
     Some(FollowerState { txid, applied_at })
 }
 
+/// Which file a path named when a connection opened it. A node's follower
+/// stopped, its copy deleted and restored anew puts another file at the same
+/// path, while the connections already open keep reading the old one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CopyIdentity {
+    device: u64,
+    inode: u64,
+}
+
+impl CopyIdentity {
+    fn of(metadata: &std::fs::Metadata) -> CopyIdentity {
+        use std::os::unix::fs::MetadataExt;
+        CopyIdentity {
+            device: metadata.dev(),
+            inode: metadata.ino(),
+        }
+    }
+}
+
+/// The file at `store` now, or `None` when there is none.
+pub fn identity(store: &Path) -> Option<CopyIdentity> {
+    std::fs::metadata(store).ok().map(|m| CopyIdentity::of(&m))
+}
+
+/// Whether the copy a connection opened as `opened` has been replaced by a
+/// new follow-mode copy at the same path: another file is there, and its
+/// follower's `-txid` beside it. A path with no file (the copy deleted, the
+/// restore not done) or a new file still without `-txid` (the restore under
+/// way) is not a replacement yet: the open connections keep serving the old
+/// copy's last position meanwhile.
+pub fn replaced(store: &Path, opened: CopyIdentity) -> bool {
+    identity(store).is_some_and(|now| now != opened) && is_replica(store)
+}
+
 /// Offsets in the SQLite header: the write and read format versions (1:
 /// rollback journal, 2: WAL) and the file change counter.
 const WRITE_VERSION: usize = 18;
@@ -90,8 +124,8 @@ const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 /// Readies a Litestream replica for long-lived readers: when its header says
 /// WAL, rewrites it to say rollback journal (and moves the change counter so
 /// any cached page is dropped), under the locks Litestream's follower takes for
-/// its own applies. Returns whether `store` is a replica. Does nothing for a
-/// file that is not one.
+/// its own applies. Returns the identity of the copy it readied when `store`
+/// is a replica, `None` when it is not (and then does nothing).
 ///
 /// This is a write to the replica (two header bytes and the counter), never to
 /// a primary: a file without the follower's `-txid` file is left alone.
@@ -100,9 +134,9 @@ const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 ///
 /// [`crate::Error::Replica`] when the file cannot be read or locked in time
 /// (another process has it open in WAL mode, which also stops the follower).
-pub fn prepare(store: &Path) -> crate::Result<bool> {
+pub fn prepare(store: &Path) -> crate::Result<Option<CopyIdentity>> {
     if !is_replica(store) {
-        return Ok(false);
+        return Ok(None);
     }
     // One rewrite at a time in this process (the locks below are per open
     // file, so two threads would not exclude each other otherwise).
@@ -119,8 +153,13 @@ pub fn prepare(store: &Path) -> crate::Result<bool> {
         .write(true)
         .open(store)
         .map_err(|e| error("cannot open it for its header", e))?;
+    let copy = CopyIdentity::of(
+        &file
+            .metadata()
+            .map_err(|e| error("cannot read its metadata", e))?,
+    );
     if !says_wal(&file).map_err(|e| error("cannot read its header", e))? {
-        return Ok(true);
+        return Ok(Some(copy));
     }
     let _locked = locks::Exclusive::take(&file, LOCK_WAIT).map_err(|e| {
         error(
@@ -133,7 +172,7 @@ pub fn prepare(store: &Path) -> crate::Result<bool> {
     let mut header = [0u8; 28];
     read_at(&file, &mut header, 0).map_err(|e| error("cannot read its header", e))?;
     if header[WRITE_VERSION] != 2 && header[READ_VERSION] != 2 {
-        return Ok(true);
+        return Ok(Some(copy));
     }
     header[WRITE_VERSION] = 1;
     header[READ_VERSION] = 1;
@@ -144,7 +183,7 @@ pub fn prepare(store: &Path) -> crate::Result<bool> {
     write_at(&file, &header[WRITE_VERSION..], WRITE_VERSION as u64)
         .and_then(|()| file.sync_data())
         .map_err(|e| error("cannot rewrite its header", e))?;
-    Ok(true)
+    Ok(Some(copy))
 }
 
 fn says_wal(file: &std::fs::File) -> std::io::Result<bool> {

@@ -33,9 +33,10 @@ pub struct Store {
     /// file's version once per transaction it knows.
     snapshot: std::cell::Cell<Option<u64>>,
     snapshots_begun: std::cell::Cell<u64>,
-    /// A Litestream follow-mode copy ([`crate::replica`]): each read
-    /// transaction starts on an empty page cache.
-    replica: bool,
+    /// A Litestream follow-mode copy ([`crate::replica`]), and which file it
+    /// was when this connection opened it: each read transaction starts on an
+    /// empty page cache.
+    replica: Option<crate::replica::CopyIdentity>,
 }
 
 impl Store {
@@ -77,7 +78,7 @@ impl Store {
             path: path.to_owned(),
             // The memo is keyed by `data_version`, which a replica's follower
             // does not move for most applies.
-            memo: (!replica).then(Default::default),
+            memo: replica.is_none().then(Default::default),
             snapshot: Default::default(),
             snapshots_begun: Default::default(),
             replica,
@@ -100,7 +101,7 @@ impl Store {
             memo: None,
             snapshot: Default::default(),
             snapshots_begun: Default::default(),
-            replica: false,
+            replica: None,
         };
         store.require_table("particles")?;
         Ok(store)
@@ -130,7 +131,16 @@ impl Store {
 
     /// Whether this is a Litestream follow-mode copy ([`crate::replica`]).
     pub fn is_replica(&self) -> bool {
+        self.replica.is_some()
+    }
+
+    /// Whether this connection's replica copy has been replaced by a new
+    /// follow-mode copy at its path ([`crate::replica::replaced`]): it still
+    /// reads the old file, frozen at its last position. Always `false` for a
+    /// store that is not a replica.
+    pub fn copy_replaced(&self) -> bool {
         self.replica
+            .is_some_and(|opened| crate::replica::replaced(&self.path, opened))
     }
 
     /// The path the store was opened from.
@@ -202,7 +212,7 @@ impl Store {
         if !self.connection.is_autocommit() {
             return f(self);
         }
-        if self.replica {
+        if self.replica.is_some() {
             // Litestream's follower rewrites pages without moving the change
             // counter SQLite checks before trusting its cache: pages kept from
             // an earlier transaction could be from before an apply. None are

@@ -137,9 +137,44 @@ fn a_file_without_the_followers_txid_file_is_never_written() {
     )
     .expect("copies");
     let before = std::fs::read(&store).expect("reads");
-    assert!(!replica::prepare(&store).expect("nothing to do"));
+    assert_eq!(replica::prepare(&store).expect("nothing to do"), None);
     let opened = Store::open_read_only(&store).expect("opens");
     assert!(!opened.is_replica());
     drop(opened);
     assert_eq!(std::fs::read(&store).expect("reads"), before);
+}
+
+#[test]
+fn a_copy_restored_anew_at_the_same_path_is_seen_as_replaced_once_its_follower_writes_txid() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let copy = dir.path().join("replica.db");
+    let fixture = particles_testkit::workspace_root().join("tests/fixtures/stores/coins-b.db");
+    std::fs::copy(&fixture, &copy).expect("copies");
+    std::fs::write(replica::txid_file(&copy), "0000000000000001\n").expect("writes");
+    let store = Store::open_read_only(&copy).expect("the replica opens");
+    assert!(!store.copy_replaced(), "the copy it opened");
+
+    // The node's restart: copy and txid deleted, then restored anew.
+    std::fs::remove_file(&copy).expect("deletes");
+    std::fs::remove_file(replica::txid_file(&copy)).expect("deletes");
+    assert!(
+        !store.copy_replaced(),
+        "no file there: keep serving the old copy"
+    );
+    assert_eq!(confidence(&store), 0.7, "the old copy still reads");
+    std::fs::copy(&fixture, &copy).expect("restores");
+    assert!(
+        !store.copy_replaced(),
+        "a new file without the follower's txid is a restore under way"
+    );
+    std::fs::write(replica::txid_file(&copy), "0000000000000009\n").expect("writes");
+    assert!(store.copy_replaced(), "a new follow-mode copy");
+    let fresh = Store::open_read_only(&copy).expect("the new copy opens");
+    assert!(!fresh.copy_replaced());
+    assert!(
+        !Store::open_read_only(&fixture)
+            .expect("opens")
+            .copy_replaced(),
+        "a primary is never replaced"
+    );
 }
