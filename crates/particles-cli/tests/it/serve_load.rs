@@ -92,3 +92,117 @@ fn both_engines_are_loaded_side_by_side() {
     // The reference served a copy; the store itself is untouched.
     assert_eq!(std::fs::read(&store).unwrap(), before);
 }
+
+#[test]
+fn the_replica_variant_loads_nodes_over_litestream_copies_beside_the_local_file() {
+    if !cfg!(feature = "encoder") {
+        eprintln!("skipping: this build has no encoder (the `encoder` feature is off)");
+        return;
+    }
+    if particles_testkit::model_files().is_none() {
+        return;
+    }
+    let Some(python) = reference_python() else {
+        return;
+    };
+    let Some(server_path) = reference_server_path(&python) else {
+        return;
+    };
+    let litestream =
+        crate::support::workspace_root().join(".reference/replica-venv/bin/litestream");
+    if !litestream.is_file() {
+        crate::support::skip_or_fail(
+            "Litestream is not installed in .reference/replica-venv (`cargo xtask reference` \
+             installs it)",
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store = generated_store(dir.path());
+    let before = std::fs::read(&store).unwrap();
+    let config = dir.path().join("replica.yaml");
+    // Retraction is own-beliefs-only and default-deny: the configuration names
+    // the store and the generator's asserter, as docs/replicas.md says.
+    std::fs::write(
+        &config,
+        "network: {egress: none}\nmcp: {write: {enabled_stores: [default], asserter_identity: \
+         general-extractor}}\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let run = particles_rs_command()
+        .env("PYTHONPATH", &server_path)
+        .arg("--config")
+        .arg(&config)
+        .args(["benchmark", "serve-load", "--store"])
+        .arg(&store)
+        .arg("--reference")
+        .arg(python.with_file_name("particles"))
+        .args(["--writer-rate", "4", "--litestream"])
+        .arg(&litestream)
+        .args([
+            "--replica-nodes",
+            "2",
+            "--replica-interval-ms",
+            "200",
+            "--rates",
+            "4",
+            "--step-seconds",
+            "4",
+            "--drain-seconds",
+            "60",
+            "--warmup",
+            "1",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "serve-load failed\nstdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr),
+    );
+    let text = std::fs::read_to_string(out.join("replica.json")).unwrap();
+    let report: Value = serde_json::from_str(&text).unwrap();
+    let nodes: Vec<&Value> = std::iter::once(&report["local"])
+        .chain(report["replicas"].as_array().unwrap())
+        .collect();
+    assert_eq!(nodes.len(), 3, "the local file and two nodes: {report}");
+    for node in nodes {
+        let steps = node["report"]["steps"].as_array().unwrap();
+        assert_eq!(steps.len(), 1, "{node}");
+        assert!(steps[0]["sent"].as_u64().unwrap() > 0, "{node}");
+        assert_eq!(
+            steps[0]["ok"], steps[0]["sent"],
+            "every request answered: {node}"
+        );
+        assert!(out
+            .join(format!("{}.json", node["name"].as_str().unwrap()))
+            .is_file());
+    }
+    // The writer committed in both phases, and the nodes caught up with it:
+    // the lag is measured from real commits to real answers.
+    for writer in report["writers"].as_array().unwrap() {
+        assert!(writer["ok"].as_u64().unwrap() > 0, "{writer}");
+    }
+    let lag = &report["replica_lag"];
+    assert!(lag["commits"].as_u64().unwrap() > 0, "{lag}");
+    assert!(lag["measured"].as_u64().unwrap() > 0, "{lag}");
+    assert!(lag["p50"].as_f64().unwrap() > 0.0, "{lag}");
+    assert!(
+        lag["max"].as_f64().unwrap() >= lag["p50"].as_f64().unwrap(),
+        "{lag}"
+    );
+    let table = std::fs::read_to_string(out.join("replica.md")).unwrap();
+    assert!(table.contains("| every replica node |"), "{table}");
+    eprintln!("{table}");
+    let svg = std::fs::read_to_string(out.join("replica-latency.svg")).unwrap();
+    assert_eq!(svg.matches("<polyline").count(), 3, "{svg}");
+    // The nodes' servers said they serve a replica.
+    let log = std::fs::read_to_string(out.join("node-1.log")).unwrap();
+    assert!(log.contains("serving a Litestream replica"), "{log}");
+    // The reference wrote a copy; the store itself is untouched.
+    assert_eq!(std::fs::read(&store).unwrap(), before);
+}
