@@ -8,7 +8,9 @@
 //! connection commits anything to the file (and never for this connection's own
 //! writes: a read-only connection has none). Each lookup first reads the version
 //! inside the caller's read transaction, after that transaction has taken its
-//! snapshot, so the remembered facts are the snapshot's, or forgotten.
+//! snapshot, so the remembered facts are the snapshot's, or forgotten. On a
+//! Litestream replica, whose follower leaves `data_version` alone, a watch on
+//! the file's writes ([`crate::replica::WriteWatch`]) forgets them too.
 
 use std::{cell::RefCell, collections::HashMap, hash::BuildHasher, sync::Arc};
 
@@ -181,7 +183,11 @@ impl Store {
             .prepare_cached("PRAGMA data_version")
             .and_then(|mut statement| statement.query_row([], |row| row.get(0)))
             .map_err(query_error("source memo"))?;
-        if memo.version != Some(version) || memo.len() > MEMO_CAP {
+        // A replica's follower does not move `data_version`; its writes are
+        // seen by the connection's watch, drained here, inside the
+        // transaction, after its snapshot was taken.
+        let written = self.replica_written_since();
+        if written || memo.version != Some(version) || memo.len() > MEMO_CAP {
             memo.clear();
             memo.version = Some(version);
         }
@@ -393,6 +399,78 @@ mod tests {
         assert_eq!(
             store.with_remembered(|count: &mut u32| *count).unwrap(),
             None
+        );
+    }
+
+    /// A Litestream replica's memo: its follower rewrites pages in place
+    /// without moving `data_version` (page 1 left alone, as in most applies of
+    /// a WAL primary's commits), and the facts remembered before are
+    /// forgotten all the same; with no write, they come from the memo.
+    #[test]
+    fn a_replicas_memo_forgets_what_its_follower_rewrote() {
+        const PAGE: usize = 4096;
+        let (_dir, primary) = copy_of("coins-a.db", false);
+        let copy = primary.with_file_name("replica.db");
+        std::fs::copy(&primary, &copy).unwrap();
+        std::fs::write(crate::replica::txid_file(&copy), "0000000000000001\n").unwrap();
+        let writer = Connection::open(&primary).unwrap();
+        let snapshot: String = writer
+            .query_row(
+                "SELECT snapshot_id FROM snapshots ORDER BY snapshot_id LIMIT 1",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        let store = Store::open_read_only(&copy).unwrap();
+        assert!(store.is_replica());
+        let read = |store: &Store| {
+            store
+                .read_snapshot(|s| {
+                    let facts = snapshot_source_facts(s, &[snapshot.as_str()])?;
+                    Ok(facts.get(&snapshot).and_then(|f| f.1.clone()))
+                })
+                .unwrap()
+        };
+        let before = read(&store);
+        assert_eq!(read(&store), before);
+        assert_eq!(
+            store
+                .memo_cell()
+                .expect("a replica remembers")
+                .borrow()
+                .snapshots
+                .len(),
+            1,
+            "unchanged, from the memo"
+        );
+        writer
+            .execute(
+                "UPDATE snapshots SET author_id = 'someone-else' WHERE snapshot_id = ?1",
+                [&snapshot],
+            )
+            .unwrap();
+        // The follower's apply: every changed page but page 1, written in place.
+        let new = std::fs::read(&primary).unwrap();
+        let file = std::fs::OpenOptions::new().write(true).open(&copy).unwrap();
+        let old = std::fs::read(&copy).unwrap();
+        let mut written = 0;
+        for (page, chunk) in new.chunks(PAGE).enumerate().skip(1) {
+            if old.get(page * PAGE..(page + 1) * PAGE) != Some(chunk) {
+                std::os::unix::fs::FileExt::write_all_at(&file, chunk, (page * PAGE) as u64)
+                    .unwrap();
+                written += 1;
+            }
+        }
+        assert!(written > 0);
+        assert_eq!(
+            std::fs::read(&copy).unwrap()[24..28],
+            old[24..28],
+            "the change counter is unchanged"
+        );
+        assert_eq!(
+            read(&store),
+            Some("someone-else".to_owned()),
+            "the rewritten facts are read, not remembered"
         );
     }
 }

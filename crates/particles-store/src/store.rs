@@ -33,6 +33,10 @@ pub struct Store {
     /// file's version once per transaction it knows.
     snapshot: std::cell::Cell<Option<u64>>,
     snapshots_begun: std::cell::Cell<u64>,
+    /// A replica's watch on its file's writes, which keeps its memo; `None`
+    /// on a primary (`data_version` keeps it) and on a replica without one
+    /// (no memo).
+    write_watch: Option<crate::replica::WriteWatch>,
     /// A Litestream follow-mode copy ([`crate::replica`]), and which file it
     /// was when this connection opened it: each read transaction starts on an
     /// empty page cache.
@@ -73,12 +77,15 @@ impl Store {
         // head, policy rows, source and premise lookups, hits by id); each is
         // prepared once per connection and reused, not parsed again per query.
         connection.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+        // The memo is keyed by `data_version`, which a replica's follower
+        // does not move for most applies: a replica's memo is kept by a watch
+        // on the file's writes instead, or not at all.
+        let write_watch = replica.and_then(|_| crate::replica::WriteWatch::new(path));
         let store = Store {
             connection,
             path: path.to_owned(),
-            // The memo is keyed by `data_version`, which a replica's follower
-            // does not move for most applies.
-            memo: replica.is_none().then(Default::default),
+            memo: (replica.is_none() || write_watch.is_some()).then(Default::default),
+            write_watch,
             snapshot: Default::default(),
             snapshots_begun: Default::default(),
             replica,
@@ -99,6 +106,7 @@ impl Store {
             connection,
             path,
             memo: None,
+            write_watch: None,
             snapshot: Default::default(),
             snapshots_begun: Default::default(),
             replica: None,
@@ -162,6 +170,15 @@ impl Store {
     /// The source memo's cell, on a read-only connection.
     pub(crate) fn memo_cell(&self) -> Option<&std::cell::RefCell<crate::memo::SourceMemo>> {
         self.memo.as_ref()
+    }
+
+    /// On a replica, whether its file was written since the last call
+    /// ([`crate::replica::WriteWatch`]); always `false` on a primary, whose
+    /// memo `data_version` keeps.
+    pub(crate) fn replica_written_since(&self) -> bool {
+        self.write_watch
+            .as_ref()
+            .is_some_and(crate::replica::WriteWatch::written_since)
     }
 
     /// Gives the connection back (the inverse of [`Store::from_connection`]), e.g.
