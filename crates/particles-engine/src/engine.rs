@@ -155,18 +155,25 @@ struct StoreSlot {
     replica: Option<ReplicaGuard>,
 }
 
-/// A replica slot's positions. A node's copy can be deleted and restored
-/// anew while the server runs; the pooled connections still read the old
-/// file, new ones read the new one. The slot then drops the old connections,
-/// and refuses answers from the new copy until it reaches the highest
-/// position already answered at, so a client never sees the store go back.
+/// A replica slot's positions, which never go back. A replica's copy can
+/// move back: a node's copy restored anew from a replica that is behind, or
+/// the primary itself restored from an older backup (Litestream ships that as
+/// one more transaction, and the journal's head falls back). The slot then
+/// refuses to answer below the highest position it already answered at, until
+/// the copy passes it again.
+///
+/// Batches are compared in the order their read transactions began (a
+/// ticket taken as each starts; one leader at a time, so tickets follow
+/// snapshots), not in the order their answers finish: the last answers of one
+/// batch may be built after the first of the next, at a lower position, and
+/// that is not going back.
 #[derive(Default)]
 struct ReplicaGuard {
-    /// The highest journal position an answer named.
-    highest: std::sync::atomic::AtomicI64,
-    /// The position the current copy must reach before it answers: the
-    /// highest answered from the copies before it.
-    floor: std::sync::atomic::AtomicI64,
+    /// Tickets handed to batches as they start.
+    tickets: std::sync::atomic::AtomicU64,
+    /// The latest batch (by ticket) that answered, and the highest position
+    /// answered at.
+    latest: Mutex<(u64, i64)>,
     /// The copy the slot last saw at the path, so one replacement is logged
     /// once.
     seen: Mutex<Option<particles_store::replica::CopyIdentity>>,
@@ -250,8 +257,8 @@ impl StoreSlot {
     }
 
     /// A replica's copy was replaced: the pooled connections (on the old
-    /// file) are dropped, and the new copy answers only from the highest
-    /// position answered so far. Said once per new copy.
+    /// file) are dropped; the new copy answers only from the highest position
+    /// answered so far ([`ReplicaGuard`]). Said once per new copy.
     fn copy_replaced(&self) {
         let Some(guard) = &self.replica else { return };
         drop(std::mem::take(
@@ -264,10 +271,11 @@ impl StoreSlot {
         let mut seen = guard.seen.lock().unwrap_or_else(PoisonError::into_inner);
         if *seen != now {
             *seen = now;
-            let highest = guard.highest.load(std::sync::atomic::Ordering::SeqCst);
-            guard
-                .floor
-                .fetch_max(highest, std::sync::atomic::Ordering::SeqCst);
+            let highest = guard
+                .latest
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .1;
             tracing::warn!(
                 store = %self.target.path.display(),
                 answered_up_to = highest,
@@ -278,24 +286,46 @@ impl StoreSlot {
         }
     }
 
-    /// Checks an answer's position on a replica: below the floor (a new
-    /// copy not yet where the old one was) it is refused, else it raises the
-    /// highest position answered.
-    fn check_position(&self, seq: Option<i64>) -> Result<()> {
-        let (Some(guard), Some(seq)) = (&self.replica, seq) else {
+    /// A ticket for a batch starting on this slot (replicas only).
+    fn ticket(&self) -> Option<u64> {
+        self.replica.as_ref().map(|guard| {
+            guard
+                .tickets
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+                + 1
+        })
+    }
+
+    /// Checks an answer's position on a replica, for the batch holding
+    /// `ticket`: a batch that began after the latest one answered may not
+    /// answer below the highest position answered ([`ReplicaGuard`]).
+    fn check_position(&self, ticket: Option<u64>, seq: Option<i64>) -> Result<()> {
+        let (Some(guard), Some(ticket), Some(seq)) = (&self.replica, ticket, seq) else {
             return Ok(());
         };
-        let floor = guard.floor.load(std::sync::atomic::Ordering::SeqCst);
-        if seq < floor {
+        let mut latest = guard.latest.lock().unwrap_or_else(PoisonError::into_inner);
+        let (latest_ticket, highest) = *latest;
+        if ticket < latest_ticket {
+            // An earlier snapshot's answer, finishing after a later one's.
+            return Ok(());
+        }
+        if seq < highest {
+            drop(latest);
+            tracing::warn!(
+                store = %self.target.path.display(),
+                journal_seq = seq,
+                answered_up_to = highest,
+                "the replica's copy is behind the position already answered at (restored \
+                 from behind, or the primary restored from an older backup): refusing to \
+                 answer from it until it passes that position"
+            );
             return Err(Error::ReplicaBehind {
                 store: self.target.path.clone(),
                 seq,
-                floor,
+                floor: highest,
             });
         }
-        guard
-            .highest
-            .fetch_max(seq, std::sync::atomic::Ordering::SeqCst);
+        *latest = (ticket, seq);
         Ok(())
     }
 }
@@ -669,6 +699,7 @@ impl Engine {
                 &self.settings.rank,
                 &self.settings.truncation,
                 &|inputs, events| {
+                    let ticket = slot.ticket();
                     let store = slot.connection()?;
                     // Each response is built in its ranking's read transaction
                     // (`snapshot`), as soon as the ranking hands its outcome out.
@@ -676,7 +707,7 @@ impl Engine {
                                          snapshot: &Store,
                                          outcome: particles_query::Result<QueryOutcome>| {
                         let answer = outcome.map_err(Error::from).and_then(|outcome| {
-                            slot.check_position(outcome.journal_seq)?;
+                            slot.check_position(ticket, outcome.journal_seq)?;
                             let response = particles_respond::semantic_response(
                                 snapshot,
                                 &outcome,

@@ -90,10 +90,11 @@ pub enum Error {
     /// The request's envelope carries a vector of the wrong shape.
     #[error("{0}")]
     Encode(String),
-    /// A Litestream replica's copy was restored anew and is not yet at the
-    /// position this engine already answered at: answering from it would take
-    /// the client back. The copy catches up as its follower applies.
-    #[error("the replica {} was restored anew and is at journal position {seq}, behind position {floor} already answered at; it answers again once its follower reaches {floor} (retry shortly)", store.display())]
+    /// A Litestream replica's copy is behind the position this engine already
+    /// answered at (restored anew from behind, or the primary restored from
+    /// an older backup): answering from it would take the client back. The
+    /// copy catches up as its follower applies.
+    #[error("the replica {} is at journal position {seq}, behind position {floor} already answered at (its copy was restored anew, or the primary restored from an older backup); it answers again once its follower passes {floor} (retry shortly)", store.display())]
     ReplicaBehind {
         /// The replica's file.
         store: std::path::PathBuf,

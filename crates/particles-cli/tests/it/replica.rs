@@ -473,7 +473,7 @@ fn check_node(
         }
         // A copy restored anew behind what the node answered before is
         // refused, never answered from.
-        if answer.status == 503 && node.replaced && answer.body.contains("restored anew") {
+        if answer.status == 503 && node.replaced && answer.body.contains("already answered at") {
             continue;
         }
         let Some(seq) = answer.seq.filter(|_| answer.status == 200) else {

@@ -1,4 +1,5 @@
 //! Integration tests of the engine: one module per topic.
 
 mod concurrency;
+mod replica;
 mod structural;
