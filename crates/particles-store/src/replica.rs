@@ -24,7 +24,7 @@
 //!   saw, and `PRAGMA data_version` never moved. So a replica's connection
 //!   drops its page cache before each read transaction
 //!   ([`crate::Store::read_snapshot`]), and its source memo, which
-//!   `data_version` cannot key here, is kept by a [`WriteWatch`] instead:
+//!   `data_version` cannot key here, is kept by a `WriteWatch` instead:
 //!   forgotten whenever the file was written since the memo last looked.
 //!
 //! A replica is recognised by the file Litestream's follower keeps beside it,
