@@ -245,11 +245,9 @@ impl StoreSlot {
         }
     }
 
+    /// A replaced copy's connection is put back too: the next checkout
+    /// ([`StoreSlot::connection`]) finds it replaced and drops the pool.
     fn give_back(&self, store: Store) {
-        if store.copy_replaced() {
-            self.copy_replaced();
-            return;
-        }
         self.connections
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

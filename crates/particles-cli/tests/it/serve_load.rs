@@ -17,22 +17,25 @@ fn steps(path: &std::path::Path) -> Vec<Value> {
     report["steps"].as_array().expect("steps").clone()
 }
 
-#[test]
-fn both_engines_are_loaded_side_by_side() {
-    // Both engines rank our encoder's vectors: a build without the encoder has
-    // nothing to compare (model_files says what is missing, or fails under
-    // PARTICLES_REQUIRE_MODEL=1).
+/// The reference's Python and its server's path, when this build has the
+/// encoder and the model and the reference is installed: both engines rank our
+/// encoder's vectors, so without them there is nothing to compare
+/// (`model_files` says what is missing, or fails under
+/// PARTICLES_REQUIRE_MODEL=1).
+fn oracles() -> Option<(std::path::PathBuf, String)> {
     if !cfg!(feature = "encoder") {
         eprintln!("skipping: this build has no encoder (the `encoder` feature is off)");
-        return;
+        return None;
     }
-    if particles_testkit::model_files().is_none() {
-        return;
-    }
-    let Some(python) = reference_python() else {
-        return;
-    };
-    let Some(server_path) = reference_server_path(&python) else {
+    particles_testkit::model_files()?;
+    let python = reference_python()?;
+    let server_path = reference_server_path(&python)?;
+    Some((python, server_path))
+}
+
+#[test]
+fn both_engines_are_loaded_side_by_side() {
+    let Some((python, server_path)) = oracles() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -95,17 +98,7 @@ fn both_engines_are_loaded_side_by_side() {
 
 #[test]
 fn the_replica_variant_loads_nodes_over_litestream_copies_beside_the_local_file() {
-    if !cfg!(feature = "encoder") {
-        eprintln!("skipping: this build has no encoder (the `encoder` feature is off)");
-        return;
-    }
-    if particles_testkit::model_files().is_none() {
-        return;
-    }
-    let Some(python) = reference_python() else {
-        return;
-    };
-    let Some(server_path) = reference_server_path(&python) else {
+    let Some((python, server_path)) = oracles() else {
         return;
     };
     let litestream =

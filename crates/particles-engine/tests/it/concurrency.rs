@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use particles_engine::{CacheOptions, Engine, Settings, StoreSelection, StoreTarget};
+use particles_engine::Settings;
 use particles_model::{Envelope, QueryRequest, Timestamp};
 use particles_query::{run_query, QueryInput};
 use particles_store::Store;
@@ -33,27 +33,7 @@ fn concurrent_answers_equal_lone_answers() {
     let path = dir.path().join("coins-b.db");
     std::fs::copy(fixture(), &path).unwrap();
     let settings = Settings::from_config(&particles_config::Config::default());
-    let answer = particles_engine::answer_settings(
-        &particles_config::Config::default(),
-        &Default::default(),
-    );
-    let engine = Engine::new(
-        settings.clone(),
-        answer,
-        &StoreSelection {
-            targets: vec![StoreTarget {
-                handle: None,
-                path: path.clone(),
-            }],
-            federated: false,
-        },
-        &CacheOptions {
-            no_sidecar: true,
-            ..CacheOptions::default()
-        },
-        None,
-    )
-    .unwrap();
+    let engine = crate::engine_over(&path);
     let now = Timestamp::parse("2026-06-01T00:00:00Z").unwrap();
     let store = Store::open_read_only(&path).unwrap();
     std::thread::scope(|scope| {

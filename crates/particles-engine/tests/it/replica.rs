@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use particles_engine::{CacheOptions, Engine, Error, Settings, StoreSelection, StoreTarget};
+use particles_engine::Error;
 use particles_model::{Envelope, QueryRequest, Timestamp};
 
 fn fixture() -> PathBuf {
@@ -58,28 +58,7 @@ fn a_replica_refuses_to_answer_behind_where_it_answered_until_it_passes_it() {
     )
     .unwrap();
 
-    let settings = Settings::from_config(&particles_config::Config::default());
-    let answer = particles_engine::answer_settings(
-        &particles_config::Config::default(),
-        &Default::default(),
-    );
-    let engine = Engine::new(
-        settings,
-        answer,
-        &StoreSelection {
-            targets: vec![StoreTarget {
-                handle: None,
-                path: copy.clone(),
-            }],
-            federated: false,
-        },
-        &CacheOptions {
-            no_sidecar: true,
-            ..CacheOptions::default()
-        },
-        None,
-    )
-    .unwrap();
+    let engine = crate::engine_over(&copy);
     assert_eq!(engine.replica_stores(), vec![copy.as_path()]);
     let now = Timestamp::parse("2026-06-01T00:00:00Z").unwrap();
     let request = QueryRequest::question("q").validate(now).unwrap();
