@@ -496,7 +496,10 @@ impl CandidateCache {
                     )?;
                     let removed: Vec<usize> =
                         changed.iter().filter_map(|id| state.row_of(id)).collect();
-                    let replaced = state.set.replaced(&removed, &added);
+                    let huge_pages = self.huge_pages;
+                    let replaced = state.set.replaced_in(&removed, &added, |len, fill| {
+                        delta_vectors(huge_pages, len, fill)
+                    });
                     let carried = carry_particles(&state.set, &replaced);
                     let new = CacheState::after_delta(state, head, replaced);
                     if let Some(carried) = carried {
@@ -589,6 +592,30 @@ impl CandidateLoader for CandidateCache {
         }
         select_from(state, store, min_confidence, subject_id)
     }
+}
+
+/// The vector column of a delta's new set, filled by `fill`: in huge pages
+/// when the cache keeps its vectors there (a long-lived process), so the scans
+/// after a delta read huge pages as they did before it, and the delta faults
+/// in 2 MiB pages rather than 4 KiB ones; else (or when the map fails) in the
+/// heap.
+fn delta_vectors(
+    huge_pages: bool,
+    len: usize,
+    fill: &mut dyn FnMut(&mut [f32]),
+) -> particles_candidates::column::Column<f32> {
+    if huge_pages {
+        let mapped = sidecar::huge_page_floats(len, |bytes| {
+            fill(bytemuck::cast_slice_mut(bytes));
+            Ok(())
+        });
+        if let Ok(column) = mapped {
+            return column;
+        }
+    }
+    let mut vectors = vec![0.0; len];
+    fill(&mut vectors);
+    particles_candidates::column::Column::from(vectors)
 }
 
 /// The particles a delta's new set can take from the old one (`None` when the

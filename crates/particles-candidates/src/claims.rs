@@ -1,6 +1,9 @@
 //! Structured claims by particle id, parsed lazily when they come from a sidecar.
 
-use std::{collections::HashMap, sync::OnceLock};
+use std::{
+    collections::HashMap,
+    sync::{Arc, OnceLock},
+};
 
 use particles_model::StructuredClaim;
 
@@ -11,7 +14,7 @@ pub type BytesPredicate = dyn Fn(&[u8]) -> bool + Send + Sync;
 
 /// Checks bytes read back from a sidecar (its section checksum).
 #[derive(Clone)]
-pub struct BytesCheck(pub std::sync::Arc<BytesPredicate>);
+pub struct BytesCheck(pub Arc<BytesPredicate>);
 
 impl std::fmt::Debug for BytesCheck {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -25,14 +28,17 @@ impl std::fmt::Debug for BytesCheck {
 /// need not hash).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Claims {
-    pub(crate) parsed: OnceLock<(HashMap<String, StructuredClaim>, bool)>,
+    /// Each claim behind an `Arc`: a delta clones the map, and sharing the
+    /// claims makes that a reference count per row, not a deep copy of every
+    /// claim's strings (measured: 5% of a server's CPU under a 1/s writer).
+    pub(crate) parsed: OnceLock<(HashMap<String, Arc<StructuredClaim>>, bool)>,
     pub(crate) json: Option<Column<u8>>,
     pub(crate) check: Option<BytesCheck>,
 }
 
 impl Claims {
     /// The claims, and whether they are intact (checksum and parse).
-    pub(crate) fn load(&self) -> &(HashMap<String, StructuredClaim>, bool) {
+    pub(crate) fn load(&self) -> &(HashMap<String, Arc<StructuredClaim>>, bool) {
         self.parsed.get_or_init(|| match &self.json {
             None => (HashMap::new(), true),
             Some(json) => {
@@ -47,11 +53,11 @@ impl Claims {
         })
     }
 
-    pub(crate) fn map(&self) -> &HashMap<String, StructuredClaim> {
+    pub(crate) fn map(&self) -> &HashMap<String, Arc<StructuredClaim>> {
         &self.load().0
     }
 
-    pub(crate) fn map_mut(&mut self) -> &mut HashMap<String, StructuredClaim> {
+    pub(crate) fn map_mut(&mut self) -> &mut HashMap<String, Arc<StructuredClaim>> {
         self.map();
         self.json = None;
         &mut self.parsed.get_mut().expect("initialised by map() above").0

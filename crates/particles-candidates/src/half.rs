@@ -55,15 +55,15 @@ impl HalfVectors {
         self.radius.push(radius(vector, copy));
     }
 
-    /// Appends row `row` of `other` as it is.
-    pub(crate) fn push_from(
+    /// Appends rows `rows` of `other` as they are (`span`: their values).
+    pub(crate) fn push_run_from(
         &mut self,
         other: &HalfVectors,
         span: std::ops::Range<usize>,
-        row: usize,
+        rows: std::ops::Range<usize>,
     ) {
         self.data.extend_from_slice(&other.data[span]);
-        self.radius.push(other.radius[row]);
+        self.radius.extend_from_slice(&other.radius[rows]);
     }
 }
 

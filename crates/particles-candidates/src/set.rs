@@ -189,7 +189,7 @@ impl CandidateSet {
         if let Some(claim) = &particle.structured_claim {
             self.claims
                 .map_mut()
-                .insert(particle.id.clone(), claim.clone());
+                .insert(particle.id.clone(), Arc::new(claim.clone()));
         }
         if traits.derived {
             self.premises.insert(
@@ -314,7 +314,7 @@ impl CandidateSet {
 
     /// The row's structured claim, if any.
     pub fn structured_claim(&self, row: usize) -> Option<&StructuredClaim> {
-        self.claims.map().get(self.id(row))
+        self.claims.map().get(self.id(row)).map(Arc::as_ref)
     }
 
     /// The row of a particle id, by linear scan (for tests and small sets).
@@ -370,7 +370,7 @@ impl CandidateSet {
     pub fn claims_json(&self) -> Option<Vec<u8>> {
         let claims = self.claims.map();
         let json = serde_json::to_vec(claims).ok()?;
-        let back: HashMap<String, StructuredClaim> = serde_json::from_slice(&json).ok()?;
+        let back: HashMap<String, Arc<StructuredClaim>> = serde_json::from_slice(&json).ok()?;
         (&back == claims).then_some(json)
     }
 
@@ -630,6 +630,13 @@ impl CandidateSet {
     /// Appends row `row` of `from` without its premises and claims; `remap` maps
     /// `from`'s interned strings to this set's (`None`: they are the same).
     fn push_columns_of(&mut self, from: &CandidateSet, row: usize, remap: Option<&[u32]>) {
+        self.vectors.to_mut().extend_from_slice(from.vector(row));
+        self.push_row_meta(from, row, remap, self.vectors.len() as u64);
+    }
+
+    /// [`CandidateSet::push_columns_of`] but for the vector: every column else,
+    /// the row's vector ending at `end` in a vector column filled apart.
+    fn push_row_meta(&mut self, from: &CandidateSet, row: usize, remap: Option<&[u32]>, end: u64) {
         self.sources.take();
         self.half.take();
         self.particles.take();
@@ -657,8 +664,7 @@ impl CandidateSet {
         self.traits.push(traits);
         self.norms.push(from.norms[row]);
         self.checks.push(from.checks[row]);
-        self.vectors.to_mut().extend_from_slice(from.vector(row));
-        self.offsets.push(self.vectors.len() as u64);
+        self.offsets.push(end);
     }
 
     /// Appends row `row` of `from` with its premises and claim.
@@ -687,17 +693,37 @@ impl CandidateSet {
 
     /// This set without the rows `removed`, plus the rows of `added`
     /// (re-interned), in the order key's order: the delta refresh of a cache.
+    /// [`CandidateSet::replaced_in`] with the vectors in plain heap memory.
+    pub fn replaced(&self, removed: &[usize], added: &CandidateSet) -> Replaced {
+        self.replaced_in(removed, added, |len, fill| {
+            let mut vectors = vec![0.0; len];
+            fill(&mut vectors);
+            Column::from(vectors)
+        })
+    }
+
+    /// [`CandidateSet::replaced`], the new set's vector column made by
+    /// `vectors`: given its length in floats and what fills it, it returns the
+    /// column (a long-lived cache gives huge pages, so the scans after a delta
+    /// keep them and the delta faults in 2 MiB pages, not 4 KiB ones).
     ///
     /// One pass, one copy: the kept rows (already in order when this set is, as a
     /// long-lived cache's is) are merged with the added rows sorted by key. Keys
     /// are unique (a rowid is one row; a changed row is among `removed`, so its
     /// old version is not kept), so the merge gives the one order a full sort
-    /// would.
+    /// would. The vectors are copied a run of consecutive kept rows at a time:
+    /// a delta of a few rows is a few `memcpy`s of the whole buffer, not a push
+    /// per row.
     ///
     /// The caller finds `removed` through its id index, so no kept row's id is
-    /// hashed here; premises and claims are carried over map to map rather than
-    /// looked up row by row.
-    pub fn replaced(&self, removed: &[usize], added: &CandidateSet) -> Replaced {
+    /// hashed here; premises and claims are cloned map to map (no rehash) and
+    /// only the changed ids are removed and inserted.
+    pub fn replaced_in(
+        &self,
+        removed: &[usize],
+        added: &CandidateSet,
+        vectors: impl FnOnce(usize, &mut dyn FnMut(&mut [f32])) -> Column<f32>,
+    ) -> Replaced {
         let key = |set: &CandidateSet, row: usize| (set.confidence[row], set.rowids[row]);
         let mut gone = vec![false; self.len()];
         for &row in removed {
@@ -717,35 +743,48 @@ impl CandidateSet {
 
         let mut set = CandidateSet::new();
         set.strings = self.strings.clone();
-        let dims = keep
-            .first()
-            .map(|&r| self.vector(r).len())
-            .or_else(|| fresh.first().map(|&r| added.vector(r).len()))
-            .unwrap_or(0);
-        set.vectors
-            .to_mut()
-            .reserve((keep.len() + fresh.len()) * dims);
         let remap: Vec<u32> = (0..added.strings.strings.len())
             .map(|at| set.strings.intern(added.strings.strings.get(at)))
             .collect();
         let mut old_rows = vec![u32::MAX; self.len()];
         let mut added_rows = vec![u32::MAX; added.len()];
+        // The merged order as runs of source rows, each `(from the old set,
+        // first row, rows)`; consecutive kept rows extend one run.
+        let mut runs: Vec<(bool, usize, usize)> = Vec::new();
+        let mut end = 0u64;
         let (mut i, mut j) = (0, 0);
         while i < keep.len() || j < fresh.len() {
             let from_kept = j == fresh.len()
                 || (i < keep.len()
                     && order_key_cmp(key(self, keep[i]), key(added, fresh[j])).is_le());
             let at = set.len() as u32;
-            if from_kept {
-                set.push_columns_of(self, keep[i], None);
+            let (source, row) = if from_kept {
                 old_rows[keep[i]] = at;
                 i += 1;
+                (self, keep[i - 1])
             } else {
-                set.push_columns_of(added, fresh[j], Some(&remap));
                 added_rows[fresh[j]] = at;
                 j += 1;
+                (added, fresh[j - 1])
+            };
+            end += source.vector(row).len() as u64;
+            set.push_row_meta(source, row, (!from_kept).then_some(&remap[..]), end);
+            match runs.last_mut() {
+                Some((true, first, rows)) if from_kept && *first + *rows == row => *rows += 1,
+                _ => runs.push((from_kept, row, 1)),
             }
         }
+        let total = usize::try_from(end).unwrap_or(usize::MAX);
+        set.vectors = vectors(total, &mut |into: &mut [f32]| {
+            let mut at = 0;
+            for &(from_kept, first, rows) in &runs {
+                let source = if from_kept { self } else { added };
+                let span = source.offsets[first] as usize..source.offsets[first + rows] as usize;
+                let len = span.len();
+                into[at..at + len].copy_from_slice(&source.vectors[span]);
+                at += len;
+            }
+        });
         if let Some(old) = self.half.get() {
             set.half
                 .get_or_init(|| self.carry_half(old, &set, &old_rows));
@@ -755,22 +794,26 @@ impl CandidateSet {
             .filter(|&&row| row < self.len())
             .map(|&row| self.id(row))
             .collect();
-        let carried = |id: &String| !ids.contains(id.as_str());
-        set.premises = self
-            .premises
-            .iter()
-            .filter(|(id, _)| carried(id))
-            .chain(&added.premises)
-            .map(|(id, premises)| (id.clone(), premises.clone()))
-            .collect();
-        let claims: HashMap<String, StructuredClaim> = self
-            .claims
-            .map()
-            .iter()
-            .filter(|(id, _)| carried(id))
-            .chain(added.claims.map())
-            .map(|(id, claim)| (id.clone(), claim.clone()))
-            .collect();
+        let mut premises = self.premises.clone();
+        let mut claims = self.claims.map().clone();
+        for id in &ids {
+            premises.remove(*id);
+            claims.remove(*id);
+        }
+        premises.extend(
+            added
+                .premises
+                .iter()
+                .map(|(id, premises)| (id.clone(), premises.clone())),
+        );
+        claims.extend(
+            added
+                .claims
+                .map()
+                .iter()
+                .map(|(id, claim)| (id.clone(), claim.clone())),
+        );
+        set.premises = premises;
         if !claims.is_empty() {
             *set.claims.map_mut() = claims;
         }
@@ -793,19 +836,31 @@ impl CandidateSet {
             }
         }
         let mut copy = HalfVectors::with_capacity(new.vectors.len(), new.len());
-        for (row, &old_row) in from_old.iter().enumerate() {
-            if old_row == u32::MAX {
+        let mut row = 0;
+        while row < from_old.len() {
+            let first = from_old[row];
+            if first == u32::MAX {
                 copy.push(new.vector(row));
                 if row_check(new.vector(row), new.norm(row)) != new.check(row) {
                     if let Some(radius) = copy.radius.last_mut() {
                         *radius = f32::NAN;
                     }
                 }
-            } else {
-                let old_row = old_row as usize;
-                let span = self.offsets[old_row] as usize..self.offsets[old_row + 1] as usize;
-                copy.push_from(old, span, old_row);
+                row += 1;
+                continue;
             }
+            // A run of rows that were consecutive in the old set: one copy.
+            let mut rows = 1;
+            while from_old
+                .get(row + rows)
+                .is_some_and(|&next| next != u32::MAX && next == first + rows as u32)
+            {
+                rows += 1;
+            }
+            let first = first as usize;
+            let span = self.offsets[first] as usize..self.offsets[first + rows] as usize;
+            copy.push_run_from(old, span, first..first + rows);
+            row += rows;
         }
         copy
     }
@@ -942,5 +997,191 @@ mod tests {
         assert_eq!(carried, Some(expected));
         push_vector(&mut replaced, 20, &vector(20));
         assert!(replaced.half().is_none());
+    }
+
+    /// A belief for the delta oracle: `row` names its id and rowid; its
+    /// confidence is one of a few values (ties are ordered by rowid), its source
+    /// one of a few entries, and some rows are derived (premises) or carry a
+    /// structured claim, so every column and map moves.
+    fn delta_row(set: &mut CandidateSet, row: usize, confidence: u8, extra: u8, vector: &[f32]) {
+        let derived = extra.is_multiple_of(3);
+        let provenance = if derived {
+            format!(
+                r#"[{{"type": "PARTICLE", "corpus_entry_id": "p{}"}}, {{"type": "PARTICLE", "corpus_entry_id": "q{row}"}}]"#,
+                row / 2
+            )
+        } else {
+            format!(
+                r#"[{{"type": "SOURCE", "corpus_entry_id": "e{}"}}]"#,
+                extra % 4
+            )
+        };
+        let json = format!(
+            r#"{{"id": "p{row}", "content": "belief", "confidence": {{"value": {}, "calibration_source": "{}"}},
+                "uncertainty_nature": "EPISTEMIC", "asserted_by": "test",
+                "asserted_at": "2025-01-01T00:00:00", "provenance": {provenance}}}"#,
+            f64::from(confidence % 4) / 4.0,
+            if derived {
+                "DERIVED"
+            } else {
+                "EXTRACTOR_DIRECT"
+            },
+        );
+        let mut particle = parse_particle_json(&json).unwrap().into_inner();
+        if extra % 5 == 1 {
+            let term = |value: &str| particles_model::ClaimTerm {
+                kind: particles_model::TermKind::Token,
+                value: value.to_owned(),
+                datatype: None,
+                language: None,
+            };
+            particle.structured_claim = Some(StructuredClaim {
+                subject: term("s"),
+                predicate: term("p"),
+                object: term(&format!("o{row}")),
+                subject_id: None,
+                structurizer_id: "test".to_owned(),
+                structurizer_version: "1".to_owned(),
+                generated_at: particle.asserted_at,
+            });
+        }
+        set.push(row as i64 + 1, &particle, vector, None);
+    }
+
+    /// Every column of `set`, row by row, strings resolved: what two sets must
+    /// agree on to be the same set.
+    #[allow(clippy::type_complexity)]
+    fn columns(
+        set: &CandidateSet,
+    ) -> Vec<(
+        String,
+        i64,
+        u64,
+        bool,
+        Vec<u32>,
+        u32,
+        u32,
+        String,
+        Vec<String>,
+        Option<String>,
+        Option<(Vec<u16>, u32)>,
+    )> {
+        (0..set.len())
+            .map(|row| {
+                let traits = set.traits(row);
+                let strings = format!(
+                    "{:?} {:?} {}",
+                    traits.extractor.map(|at| set.string(at)),
+                    traits
+                        .source
+                        .map(|(e, s)| (set.string(e), s.map(|s| set.string(s)))),
+                    set.string(traits.source_key),
+                );
+                (
+                    set.id(row).to_owned(),
+                    set.rowids[row],
+                    set.confidence[row].to_bits(),
+                    set.model_current[row] != 0,
+                    set.vector(row).iter().map(|v| v.to_bits()).collect(),
+                    set.norm(row).to_bits(),
+                    set.check(row),
+                    strings,
+                    set.premises(row).to_vec(),
+                    set.structured_claim(row).map(|c| c.object.value.clone()),
+                    set.half().map(|h| {
+                        (
+                            h.vector(row).iter().map(|v| v.to_bits()).collect(),
+                            h.radius(row).to_bits(),
+                        )
+                    }),
+                )
+            })
+            .collect()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+        /// The delta (run copies, cloned maps, the vectors made by the
+        /// caller's allocator) equals the set built afresh from the same rows
+        /// in the order key's order, row by row, with its half copy made anew;
+        /// and each old and added row is found where the delta says it went.
+        #[test]
+        fn a_delta_equals_the_set_built_afresh(
+            old_rows in proptest::collection::vec((0u8..8, 0u8..30), 0..40),
+            gone in proptest::collection::vec(proptest::prelude::any::<proptest::sample::Index>(), 0..8),
+            added_rows in proptest::collection::vec((0u8..8, 0u8..30, proptest::prelude::any::<bool>()), 0..6),
+            half in proptest::prelude::any::<bool>(),
+        ) {
+            let vector = |row: usize| -> Vec<f32> {
+                (0..8).map(|i| ((row * 8 + i) as f32 * 0.37).sin()).collect()
+            };
+            let mut old = CandidateSet::new();
+            for (row, &(confidence, extra)) in old_rows.iter().enumerate() {
+                delta_row(&mut old, row, confidence, extra, &vector(row));
+            }
+            old.sort_by_order_key();
+            if half {
+                old.prepare_half();
+            }
+            let mut removed: Vec<usize> = if old.is_empty() {
+                Vec::new()
+            } else {
+                gone.iter().map(|at| at.index(old.len())).collect()
+            };
+            removed.sort_unstable();
+            removed.dedup();
+            // An added row either changes a removed one (its id and rowid) or
+            // is new (ids past the old set's).
+            let mut added = CandidateSet::new();
+            for (at, &(confidence, extra, changes)) in added_rows.iter().enumerate() {
+                let row = match removed.get(at) {
+                    Some(&gone_row) if changes => old.rowids[gone_row] as usize - 1,
+                    _ => 100 + at,
+                };
+                delta_row(&mut added, row, confidence, extra, &vector(row + 1000));
+            }
+
+            let mut made = 0;
+            let delta = old.replaced_in(&removed, &added, |len, fill| {
+                made += 1;
+                let mut vectors = vec![f32::NAN; len];
+                fill(&mut vectors);
+                Column::from(vectors)
+            });
+            proptest::prop_assert_eq!(made, 1);
+
+            let mut order: Vec<(bool, usize)> = (0..old.len())
+                .filter(|row| !removed.contains(row))
+                .map(|row| (true, row))
+                .chain((0..added.len()).map(|row| (false, row)))
+                .collect();
+            let key = |&(from_old, row): &(bool, usize)| {
+                let set = if from_old { &old } else { &added };
+                (set.confidence[row], set.rowids[row])
+            };
+            order.sort_by(|a, b| order_key_cmp(key(a), key(b)));
+            let mut fresh = CandidateSet::new();
+            for &(from_old, row) in &order {
+                let from = if from_old { &old } else { &added };
+                let mut one = from.select(&[row]);
+                one.half.take();
+                fresh.append(&one);
+            }
+            if half {
+                fresh.prepare_half();
+            }
+            proptest::prop_assert_eq!(columns(&delta.set), columns(&fresh));
+            for (row, &to) in delta.old_rows.iter().enumerate() {
+                if removed.contains(&row) {
+                    proptest::prop_assert_eq!(to, u32::MAX);
+                } else {
+                    proptest::prop_assert_eq!(delta.set.id(to as usize), old.id(row));
+                }
+            }
+            for (row, &to) in delta.added_rows.iter().enumerate() {
+                proptest::prop_assert_eq!(delta.set.id(to as usize), added.id(row));
+            }
+        }
     }
 }
