@@ -16,10 +16,13 @@ pub(crate) struct ModelDirArg {
     pub(crate) model_dir: Option<PathBuf>,
 }
 
-/// The question encoder, loaded from `model_dir` (or the default location).
+/// The question encoder, loaded from `model_dir` (or the default location),
+/// shared by every request of the process: questions that arrive together are
+/// encoded in one pass, each to the bits it gets alone
+/// ([`particles_embed::SharedEncoder`]).
 pub(crate) struct Loaded {
     #[cfg(feature = "encoder")]
-    encoder: particles_embed::Encoder,
+    encoder: particles_embed::SharedEncoder,
 }
 
 impl Loaded {
@@ -33,7 +36,9 @@ impl Loaded {
             from = %location.origin,
             "question encoder loaded"
         );
-        Ok(Loaded { encoder })
+        Ok(Loaded {
+            encoder: particles_embed::SharedEncoder::new(encoder),
+        })
     }
 
     /// Without the encoder feature there is nothing to load.

@@ -10,12 +10,12 @@
 
 use std::path::PathBuf;
 
-struct Case {
-    text: String,
+pub(crate) struct Case {
+    pub(crate) text: String,
     vector: Vec<f64>,
 }
 
-fn cases() -> Vec<Case> {
+pub(crate) fn cases() -> Vec<Case> {
     let path =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/minilm-reference.jsonl");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -38,7 +38,7 @@ fn cases() -> Vec<Case> {
 
 /// The encoder, or `None` (after saying why) when the model files are absent and
 /// the model is not required.
-fn encoder() -> Option<particles_embed::Encoder> {
+pub(crate) fn encoder() -> Option<particles_embed::Encoder> {
     let dir = particles_embed::model_dir(None);
     match particles_embed::Encoder::load(&dir) {
         Ok(encoder) => Some(encoder),
