@@ -86,6 +86,9 @@ pub struct StepResult {
     pub errors_by_status: BTreeMap<u16, usize>,
     /// No answer: refused or broken connections.
     pub transport_errors: usize,
+    /// What the client said of the first request without an answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_transport_error: Option<String>,
     /// Still open when the step's drain time ended.
     pub timed_out: usize,
     /// Completed answers per second of the step's span.
@@ -246,7 +249,8 @@ impl LoadReport {
 enum Outcome {
     Ok(f64, Option<ServerTiming>, Option<(Instant, i64)>),
     Status(u16),
-    Transport,
+    /// No answer, and why (the client's error and its causes).
+    Transport(String),
     TimedOut,
 }
 
@@ -279,8 +283,8 @@ struct Answer {
 async fn send(
     client: &HttpClient,
     request: http::Request<Full<Bytes>>,
-) -> std::result::Result<Answer, ()> {
-    let response = client.request(request).await.map_err(|_| ())?;
+) -> std::result::Result<Answer, String> {
+    let response = client.request(request).await.map_err(|e| error_chain(&e))?;
     let status = response.status().as_u16();
     let header = |name: &str| {
         response
@@ -291,12 +295,29 @@ async fn send(
     };
     let timing = header(SERVER_TIMING).map(|v| ServerTiming::parse(&v));
     let seq = header(JOURNAL_SEQ).and_then(|v| v.parse::<i64>().ok());
-    response.into_body().collect().await.map_err(|_| ())?;
+    response
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| format!("the answer broke off: {}", error_chain(&e)))?;
     Ok(Answer {
         status,
         timing,
         position: seq.map(|seq| (Instant::now(), seq)),
     })
+}
+
+/// An error and its causes, `: `-separated (hyper's own says only "client
+/// error (SendRequest)"; the cause says which connection broke and how).
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        text.push_str(": ");
+        text.push_str(&inner.to_string());
+        cause = inner.source();
+    }
+    text
 }
 
 /// The arrival offsets of one step: exponential gaps at `rate`, within
@@ -441,7 +462,7 @@ async fn run_step(
                     position,
                 }) => Outcome::Ok(scheduled.elapsed().as_secs_f64(), timing, position),
                 Ok(answer) => Outcome::Status(answer.status),
-                Err(()) => Outcome::Transport,
+                Err(why) => Outcome::Transport(why),
             };
             let _ = sender.send(outcome);
         }));
@@ -472,6 +493,7 @@ async fn run_step(
         ok: 0,
         errors_by_status: BTreeMap::new(),
         transport_errors: 0,
+        first_transport_error: None,
         timed_out: 0,
         throughput: 0.0,
         p50: None,
@@ -502,7 +524,10 @@ async fn run_step(
                 }
             }
             Outcome::Status(status) => *result.errors_by_status.entry(status).or_insert(0) += 1,
-            Outcome::Transport => result.transport_errors += 1,
+            Outcome::Transport(why) => {
+                result.transport_errors += 1;
+                result.first_transport_error.get_or_insert(why);
+            }
             Outcome::TimedOut => result.timed_out += 1,
         }
     }
@@ -566,9 +591,9 @@ pub fn run(options: &LoadOptions, mut progress: impl FnMut(&StepResult)) -> Resu
                         reason: format!("warm-up request to {} answered {status}", options.url),
                     })
                 }
-                Err(()) => {
+                Err(why) => {
                     return Err(Error::Load {
-                        reason: format!("warm-up request to {} got no answer", options.url),
+                        reason: format!("warm-up request to {} got no answer: {why}", options.url),
                     })
                 }
             }
@@ -636,6 +661,9 @@ pub struct SoakReport {
     pub errors_by_status: BTreeMap<u16, usize>,
     /// No answer: refused or broken connections.
     pub transport_errors: usize,
+    /// What the client said of the first request without an answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_transport_error: Option<String>,
     /// Still open at the end (after the drain time).
     pub timed_out: usize,
     /// Every RSS reading, in order.
@@ -733,7 +761,7 @@ pub fn soak(
                         let outcome = match send(&client, request).await {
                             Ok(Answer { status: 200, .. }) => Outcome::Ok(0.0, None, None),
                             Ok(answer) => Outcome::Status(answer.status),
-                            Err(()) => Outcome::Transport,
+                            Err(why) => Outcome::Transport(why),
                         };
                         let _ = sender.send(outcome);
                     });
@@ -776,6 +804,7 @@ pub fn soak(
             ok: 0,
             errors_by_status: BTreeMap::new(),
             transport_errors: 0,
+            first_transport_error: None,
             timed_out: sent.saturating_sub(outcomes.len()),
             slope_mib_per_minute: rss_slope(&samples),
             samples,
@@ -786,7 +815,10 @@ pub fn soak(
                 Outcome::Status(status) => {
                     *report.errors_by_status.entry(status).or_insert(0) += 1;
                 }
-                Outcome::Transport => report.transport_errors += 1,
+                Outcome::Transport(why) => {
+                    report.transport_errors += 1;
+                    report.first_transport_error.get_or_insert(why);
+                }
                 Outcome::TimedOut => report.timed_out += 1,
             }
         }
@@ -890,6 +922,14 @@ pub fn markdown(report: &LoadReport) -> String {
             mebibytes(step.peak_rss_bytes),
             mebibytes(step.anon_rss_bytes),
         ));
+    }
+    for step in &report.steps {
+        if let Some(why) = &step.first_transport_error {
+            out.push_str(&format!(
+                "\nAt {}/s the first request without an answer: {why}.\n",
+                step.rate
+            ));
+        }
     }
     out.push_str(&stage_markdown(report));
     out
@@ -1035,6 +1075,7 @@ mod tests {
             ok,
             errors_by_status: BTreeMap::new(),
             transport_errors: 0,
+            first_transport_error: None,
             timed_out: sent - ok,
             throughput,
             p50: None,
@@ -1076,9 +1117,50 @@ mod tests {
         assert_eq!(ServerTiming::parse(""), ServerTiming::default());
     }
 
+    /// A connection the server closes without answering is counted with the
+    /// client's reason, causes included, and the step's Markdown says it.
     #[test]
-    fn capacity_is_the_highest_step_that_kept_up() {
+    fn a_request_without_an_answer_says_why() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/query", listener.local_addr().unwrap());
+        let closer = std::thread::spawn(move || drop(listener.accept()));
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let request = http::Request::post(&url)
+            .body(Full::new(Bytes::from_static(b"{}")))
+            .unwrap();
+        let why = runtime
+            .block_on(send(&load_client(), request))
+            .err()
+            .expect("a closed connection is no answer");
+        closer.join().unwrap();
+        assert!(
+            why.contains(": "),
+            "the cause is given, not only hyper's summary: {why}"
+        );
+        let mut lost = step(8.0, 10, 9, 8.0);
+        lost.timed_out = 0;
+        lost.transport_errors = 1;
+        lost.first_transport_error = Some(why.clone());
         let report = LoadReport {
+            url,
+            ..report(vec![lost])
+        };
+        let text = markdown(&report);
+        assert!(text.contains("1×no answer"), "{text}");
+        assert!(
+            text.contains(&format!(
+                "At 8/s the first request without an answer: {why}."
+            )),
+            "{text}"
+        );
+    }
+
+    /// A report of 60 s steps, as the tests read them.
+    fn report(steps: Vec<StepResult>) -> LoadReport {
+        LoadReport {
             url: String::new(),
             cpu: String::new(),
             step_seconds: 60.0,
@@ -1086,15 +1168,20 @@ mod tests {
             drain_seconds: 30.0,
             seed: 1,
             questions: 12,
-            steps: vec![
-                // Kept up: 60 sent over 60 s, answered at 0.98/s.
-                step(1.0, 60, 60, 0.98),
-                // Answered everything, but the last answers came long after.
-                step(2.0, 120, 120, 1.5),
-                // Fast enough, but one request was never answered.
-                step(4.0, 240, 239, 3.9),
-            ],
-        };
+            steps,
+        }
+    }
+
+    #[test]
+    fn capacity_is_the_highest_step_that_kept_up() {
+        let report = report(vec![
+            // Kept up: 60 sent over 60 s, answered at 0.98/s.
+            step(1.0, 60, 60, 0.98),
+            // Answered everything, but the last answers came long after.
+            step(2.0, 120, 120, 1.5),
+            // Fast enough, but one request was never answered.
+            step(4.0, 240, 239, 3.9),
+        ]);
         assert!(report.steps[0].sustained(60.0));
         assert!(!report.steps[1].sustained(60.0));
         assert!(!report.steps[2].sustained(60.0));
