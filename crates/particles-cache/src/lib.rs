@@ -370,10 +370,12 @@ impl CandidateCache {
         let Some(config) = &self.sidecar else {
             return;
         };
-        let vectors_in = if self.huge_pages {
-            sidecar::VectorsIn::HugePages
-        } else {
-            sidecar::VectorsIn::Map
+        let vectors_in = match (self.huge_pages, self.half_precision) {
+            (false, _) => sidecar::VectorsIn::Map,
+            (true, None) => sidecar::VectorsIn::HugePages,
+            // Vectors large enough for a half copy stay in the map: the scans
+            // read the copy.
+            (true, Some(least)) => sidecar::VectorsIn::HugePagesBelow(least),
         };
         match sidecar::open(&config.path, vectors_in) {
             Ok(Some(opened)) => {

@@ -72,6 +72,23 @@ pub(crate) enum VectorsIn {
     /// Read into huge-page backed memory (long-lived processes; the file map's
     /// vector pages are never touched, so they do not count twice).
     HugePages,
+    /// In huge pages when they take fewer than this many bytes, else in the
+    /// map: a long-lived process whose scans read a half-precision copy of
+    /// vectors this large reads an `f32` row only where the copy's bound cannot
+    /// decide (a few hundred rows a question), so a private copy would cost
+    /// their whole size in anonymous memory (1.5 GB at 1M rows) for no speed.
+    HugePagesBelow(usize),
+}
+
+impl VectorsIn {
+    /// [`VectorsIn::Map`] or [`VectorsIn::HugePages`] for vectors of `bytes`.
+    fn resolve(self, bytes: usize) -> VectorsIn {
+        match self {
+            VectorsIn::HugePagesBelow(least) if bytes >= least => VectorsIn::Map,
+            VectorsIn::HugePagesBelow(_) => VectorsIn::HugePages,
+            other => other,
+        }
+    }
 }
 
 /// What an opened sidecar holds.
@@ -162,7 +179,9 @@ impl<'p> Mapped<'p> {
     fn populate(&self, vectors_in: VectorsIn) {
         let first = match vectors_in {
             VectorsIn::Map => self.table.range(SectionKind::Vectors).start,
-            VectorsIn::HugePages => self.table.range(SectionKind::Norms).start,
+            VectorsIn::HugePages | VectorsIn::HugePagesBelow(_) => {
+                self.table.range(SectionKind::Norms).start
+            }
         };
         let claims = self.table.range(SectionKind::Claims).start;
         if claims > first {
@@ -224,9 +243,9 @@ impl<'p> Mapped<'p> {
             norms: column!(SectionKind::Norms),
             checks: column!(SectionKind::Checks),
             offsets: column!(SectionKind::Offsets),
-            vectors: match vectors_in {
+            vectors: match vectors_in.resolve(table.range(SectionKind::Vectors).len()) {
                 VectorsIn::Map => column!(SectionKind::Vectors),
-                VectorsIn::HugePages => {
+                VectorsIn::HugePages | VectorsIn::HugePagesBelow(_) => {
                     let range = table.range(SectionKind::Vectors);
                     huge_page_floats(range.len() / std::mem::size_of::<f32>(), |into| {
                         read_exact_at(&file, into, range.start as u64)
@@ -302,6 +321,7 @@ pub(crate) fn open(path: &Path, vectors_in: VectorsIn) -> Result<Option<Opened>,
     let Some(mapped) = Mapped::new(path)? else {
         return Ok(None);
     };
+    let vectors_in = vectors_in.resolve(mapped.table.range(SectionKind::Vectors).len());
     mapped.populate(vectors_in);
     mapped.check_sections(|kind| kind.checked() == Checked::OnOpen)?;
     mapped.into_opened(vectors_in).map(Some)

@@ -302,3 +302,64 @@ fn every_section_truncated_or_flipped_is_refused_or_caught() {
     assert!(outcomes.contains_key("refused on open, rebuilt"));
     assert!(outcomes.contains_key("caught by the scan"));
 }
+
+/// Whether `address` lies in a mapping of `file` (`/proc/self/maps`).
+#[cfg(target_os = "linux")]
+fn in_a_map_of(address: usize, file: &Path) -> bool {
+    let file = std::fs::canonicalize(file).unwrap();
+    std::fs::read_to_string("/proc/self/maps")
+        .unwrap()
+        .lines()
+        .filter(|line| line.ends_with(file.to_str().unwrap()))
+        .any(|line| {
+            let (start, end) = line
+                .split_whitespace()
+                .next()
+                .and_then(|range| range.split_once('-'))
+                .unwrap();
+            let start = usize::from_str_radix(start, 16).unwrap();
+            let end = usize::from_str_radix(end, 16).unwrap();
+            (start..end).contains(&address)
+        })
+}
+
+/// A long-lived process whose scans read a half copy serves the `f32` rows
+/// from the sidecar's map (no private copy of them); without a half copy it
+/// copies them into its own memory, as before. Answers are exact either way,
+/// and across a delta.
+#[cfg(target_os = "linux")]
+#[test]
+fn with_a_half_copy_a_server_reads_the_sidecars_vectors_in_its_map() {
+    let (_dir, store, sidecar) = setup();
+    one_shot(&store, &sidecar, "first build");
+    let handle = Store::open_read_only(&store).unwrap();
+    for (half, mapped) in [(Some(0), true), (None, false)] {
+        let mut serve = cache_at(&sidecar, SidecarWrite::OnRebuild);
+        serve.set_huge_pages(true);
+        serve.set_half_precision(half);
+        let step = format!("serve start, half {half:?}");
+        assert_eq!(
+            assert_cache_exact(&handle, &mut serve, None, &step),
+            Route::Sidecar
+        );
+        let set = serve.candidates().unwrap();
+        assert_eq!(set.half().is_some(), half.is_some(), "{step}");
+        let address = set.vector_data().as_ptr() as usize;
+        assert_eq!(in_a_map_of(address, &sidecar), mapped, "{step}");
+    }
+
+    // A write: the delta's set answers exactly from its own copy.
+    let mut serve = cache_at(&sidecar, SidecarWrite::OnRebuild);
+    serve.set_huge_pages(true);
+    serve.set_half_precision(Some(0));
+    assert_cache_exact(&handle, &mut serve, None, "mapped start");
+    let mut writer = Writer::open(&store).unwrap();
+    let tx = writer.transaction().unwrap();
+    tx.insert(&particle("mapped-new", 0.7, &[]), Some(&unit_vector(5)))
+        .unwrap();
+    tx.commit().unwrap();
+    assert_eq!(
+        assert_cache_exact(&handle, &mut serve, None, "mapped delta"),
+        Route::Delta(1)
+    );
+}
