@@ -359,16 +359,38 @@ impl CellRun<'_> {
 }
 
 /// The single-thread f32 scan floor: the best of 20 plain passes computing one
-/// dot product per row over the set's contiguous vectors (the einsum-order SSE
-/// kernel the query uses; memory-bound at this size), nothing else.
+/// dot product per row over a contiguous copy of the set's vectors (the
+/// einsum-order SSE kernel the query uses; memory-bound at this size), nothing
+/// else. The copy is in memory advised for huge pages, as a server's vectors
+/// were when the floor was defined: a server that scans a half copy now reads
+/// its `f32` rows in the sidecar's map (4 KiB pages), and the floor must not
+/// move with where the engine keeps them.
 fn scan_floor(set: &particles_candidates::CandidateSet, query: &[f32]) -> f64 {
+    let data = set.vector_data();
+    let mut copy = match memmap2::MmapMut::map_anon(std::mem::size_of_val(data).max(1)) {
+        Ok(map) => map,
+        Err(_) => return f64::NAN,
+    };
+    // Advice only: without transparent huge pages this is plain memory.
+    #[cfg(target_os = "linux")]
+    let _ = copy.advise(memmap2::Advice::HugePage);
+    copy[..std::mem::size_of_val(data)].copy_from_slice(bytemuck::cast_slice(data));
+    let vectors: &[f32] = bytemuck::cast_slice(&copy[..std::mem::size_of_val(data)]);
+    // Each row's place in the copy, from its place in the set's column.
+    let rows: Vec<std::ops::Range<usize>> = (0..set.len())
+        .map(|row| {
+            let vector = set.vector(row);
+            let start = (vector.as_ptr() as usize - data.as_ptr() as usize) / 4;
+            start..start + vector.len()
+        })
+        .collect();
     let mut best = f64::INFINITY;
     let mut sink = 0.0f32;
     for _ in 0..20 {
         let started = Instant::now();
         let mut acc = 0.0f32;
-        for row in 0..set.len() {
-            let v = set.vector(row);
+        for range in &rows {
+            let v = &vectors[range.clone()];
             if v.len() == query.len() {
                 acc += particles_candidates::einsum_dot(v, query);
             }
