@@ -179,6 +179,12 @@ pub fn run_cell(spec_path: &Path) -> Result<()> {
     } else {
         cell.warm(&mut notes)?
     };
+    notes.extend(engine.persist());
+    let report = engine.cache_report();
+    environment.finish();
+    // Read before the floor's own copy of the vectors can raise it: the peak
+    // is the engine's.
+    let peak_rss_bytes = probe::peak_rss(Process::Current);
     if spec.mode == "warm" && cell.subject(0).is_none() {
         if let Some(set) = engine.candidates() {
             let vector = questions.vector(spec.question_offset);
@@ -188,9 +194,6 @@ pub fn run_cell(spec_path: &Path) -> Result<()> {
             );
         }
     }
-    notes.extend(engine.persist());
-    let report = engine.cache_report();
-    environment.finish();
     let result = json!({
         "spec": spec,
         "status": "ok",
@@ -202,7 +205,7 @@ pub fn run_cell(spec_path: &Path) -> Result<()> {
         "warmup_seconds": measured.warmup_seconds,
         "samples": measured.samples,
         "cosine_reference": Value::Null,
-        "peak_rss_bytes": probe::peak_rss(Process::Current),
+        "peak_rss_bytes": peak_rss_bytes,
         "sampled_peak_rss_bytes": Value::Null,
         "environment": environment,
         "error": Value::Null,

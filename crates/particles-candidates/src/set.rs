@@ -691,8 +691,6 @@ impl CandidateSet {
         out
     }
 
-    /// This set without the rows `removed`, plus the rows of `added`
-    /// (re-interned), in the order key's order: the delta refresh of a cache.
     /// [`CandidateSet::replaced_in`] with the vectors in plain heap memory.
     pub fn replaced(&self, removed: &[usize], added: &CandidateSet) -> Replaced {
         self.replaced_in(removed, added, |len, fill| {
@@ -702,9 +700,10 @@ impl CandidateSet {
         })
     }
 
-    /// [`CandidateSet::replaced`], the new set's vector column made by
-    /// `vectors`: given its length in floats and what fills it, it returns the
-    /// column (a long-lived cache gives huge pages, so the scans after a delta
+    /// This set without the rows `removed`, plus the rows of `added`
+    /// (re-interned), in the order key's order: the delta refresh of a cache.
+    /// The new set's vector column is made by `vectors`: given its length in
+    /// floats and what fills it, it returns the column (a long-lived cache gives huge pages, so the scans after a delta
     /// keep them and the delta faults in 2 MiB pages, not 4 KiB ones).
     ///
     /// One pass, one copy: the kept rows (already in order when this set is, as a

@@ -112,10 +112,11 @@ pub(crate) type Shared = Arc<AppState>;
 /// The `Server-Timing` header of a `/query` answer (W3C Server Timing), in
 /// milliseconds: `thread` (waiting for a blocking thread), `encode` (with its
 /// wait for a pass of the shared encoder), `queue` (the passes ahead of this
-/// request's batch), `pass` (its batch's shared passes), `batch` (from its batch's start to its own answer; `desc` is how
-/// many requests the batch answered), `rank` (the ranking and response, queue
-/// and batch included), `answer` (the answer step) and `total` (all of it, from the
-/// handler's hand-off to the engine). Read by `benchmark serve-load`.
+/// request's batch), `pass` (its batch's shared passes), `batch` (from its
+/// batch's start to its own answer; `desc` is how many requests the batch
+/// answered), `rank` (the ranking and response, queue and batch included),
+/// `answer` (the answer step) and `total` (all of it, from the handler's
+/// hand-off to the engine). Read by `benchmark serve-load`.
 pub(crate) const SERVER_TIMING: &str = "server-timing";
 
 fn server_timing(

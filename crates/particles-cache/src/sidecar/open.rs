@@ -197,7 +197,7 @@ impl<'p> Mapped<'p> {
     fn populate(&self, _vectors_in: VectorsIn) {}
 
     /// The set over views of the map (its vectors in the map or read into huge
-    /// pages), after checking that its columns agree with each other and with the
+    /// pages; `vectors_in` as [`open`] resolved it), after checking that its columns agree with each other and with the
     /// header and that the id index is in range. The claims' checksum goes with the
     /// set, which checks it on first use.
     ///
@@ -243,7 +243,7 @@ impl<'p> Mapped<'p> {
             norms: column!(SectionKind::Norms),
             checks: column!(SectionKind::Checks),
             offsets: column!(SectionKind::Offsets),
-            vectors: match vectors_in.resolve(table.range(SectionKind::Vectors).len()) {
+            vectors: match vectors_in {
                 VectorsIn::Map => column!(SectionKind::Vectors),
                 VectorsIn::HugePages | VectorsIn::HugePagesBelow(_) => {
                     let range = table.range(SectionKind::Vectors);

@@ -323,6 +323,16 @@ fn in_a_map_of(address: usize, file: &Path) -> bool {
         })
 }
 
+/// A server's cache over `sidecar`: huge pages, and a half copy of vectors of
+/// at least `half` bytes.
+#[cfg(target_os = "linux")]
+fn server_cache(sidecar: &Path, half: Option<usize>) -> CandidateCache {
+    let mut cache = cache_at(sidecar, SidecarWrite::OnRebuild);
+    cache.set_huge_pages(true);
+    cache.set_half_precision(half);
+    cache
+}
+
 /// A long-lived process whose scans read a half copy serves the `f32` rows
 /// from the sidecar's map (no private copy of them); without a half copy it
 /// copies them into its own memory, as before. Answers are exact either way,
@@ -334,9 +344,7 @@ fn with_a_half_copy_a_server_reads_the_sidecars_vectors_in_its_map() {
     one_shot(&store, &sidecar, "first build");
     let handle = Store::open_read_only(&store).unwrap();
     for (half, mapped) in [(Some(0), true), (None, false)] {
-        let mut serve = cache_at(&sidecar, SidecarWrite::OnRebuild);
-        serve.set_huge_pages(true);
-        serve.set_half_precision(half);
+        let mut serve = server_cache(&sidecar, half);
         let step = format!("serve start, half {half:?}");
         assert_eq!(
             assert_cache_exact(&handle, &mut serve, None, &step),
@@ -349,9 +357,7 @@ fn with_a_half_copy_a_server_reads_the_sidecars_vectors_in_its_map() {
     }
 
     // A write: the delta's set answers exactly from its own copy.
-    let mut serve = cache_at(&sidecar, SidecarWrite::OnRebuild);
-    serve.set_huge_pages(true);
-    serve.set_half_precision(Some(0));
+    let mut serve = server_cache(&sidecar, Some(0));
     assert_cache_exact(&handle, &mut serve, None, "mapped start");
     let mut writer = Writer::open(&store).unwrap();
     let tx = writer.transaction().unwrap();
