@@ -71,6 +71,9 @@ pub(crate) fn decode_embedding_into(text: &str, out: &mut Vec<f32>) -> Result<()
 /// One array element at `pos`: its f32 value (as numpy converts it) and its end.
 fn element(text: &str, pos: usize) -> Result<(f32, usize), EmbeddingError> {
     let bytes = text.as_bytes();
+    if let Some(fast) = short_decimal(bytes, pos) {
+        return Ok(fast);
+    }
     if let Some(end) = json_number_end(bytes, pos) {
         // The token is ASCII by construction.
         let token = &text[pos..end];
@@ -117,6 +120,156 @@ fn element(text: &str, pos: usize) -> Result<(f32, usize), EmbeddingError> {
     Err(EmbeddingError(format!(
         "element at byte {pos} is not a number (an array, an object or invalid JSON)"
     )))
+}
+
+/// The powers of ten an `f64` holds exactly.
+const EXACT_POWERS_OF_TEN: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
+/// The common element in one pass, or `None` to take the general path: a JSON
+/// number with a fraction or an exponent (an integer is a Python int first), at
+/// most 19 significant digits, and a decimal exponent within 22, such as the
+/// reference writes (Python's `repr` of an `f32` widened to `f64`: 14 to 17
+/// digits, about 10^-2 after the point).
+///
+/// Why not `str::parse`: this runs for every number of every row a build
+/// decodes, and scanning each token twice (once for JSON's grammar, once in
+/// the parser) was about half of a first query's time (perf, 100k rows).
+///
+/// Exactness: the value must be the correctly rounded `f64`, then rounded to
+/// `f32`. With the digits `m` and the exponent `e`, `m as f64` and one product
+/// or quotient by the exact `10^|e|` each round once. When `m <= 2^53` the
+/// conversion is exact and the one rounding is the correct one (Clinger's fast
+/// path). Otherwise the result is within 2.5 `f64` ulps of the correct `f64`,
+/// and rounding to `f32` is monotone: when the points 8 ulps either side round
+/// to the same `f32`, so does the correct `f64`. When they do not (the value
+/// lies within 8 ulps of a midpoint between two `f32`s), the general path
+/// decides. The tests compare this path with `str::parse` on values that lie
+/// on, beside and between such midpoints.
+fn short_decimal(bytes: &[u8], start: usize) -> Option<(f32, usize)> {
+    let mut pos = start;
+    let negative = bytes.get(pos) == Some(&b'-');
+    pos += usize::from(negative);
+    let mut digits: u64 = 0;
+    // Significant digits in `digits` (leading zeros are not).
+    let mut significant = 0u32;
+    match bytes.get(pos) {
+        Some(b'0') => pos += 1,
+        Some(b'1'..=b'9') => {
+            while let Some(&digit @ b'0'..=b'9') = bytes.get(pos) {
+                digits = digits
+                    .wrapping_mul(10)
+                    .wrapping_add(u64::from(digit - b'0'));
+                significant += 1;
+                pos += 1;
+            }
+        }
+        _ => return None,
+    }
+    let mut exponent: i32 = 0;
+    let mut integer = true;
+    if bytes.get(pos) == Some(&b'.') {
+        integer = false;
+        pos += 1;
+        let first = pos;
+        if digits == 0 {
+            // Leading zeros place the point, they are not digits of the value.
+            while bytes.get(pos) == Some(&b'0') {
+                pos += 1;
+            }
+        }
+        while significant + 8 <= 19 {
+            let Some(eight) = eight_digits(bytes, pos) else {
+                break;
+            };
+            digits = digits * 100_000_000 + eight;
+            significant += 8;
+            pos += 8;
+        }
+        while let Some(&digit @ b'0'..=b'9') = bytes.get(pos) {
+            digits = digits
+                .wrapping_mul(10)
+                .wrapping_add(u64::from(digit - b'0'));
+            significant += 1;
+            pos += 1;
+        }
+        if pos == first {
+            return None;
+        }
+        exponent = -i32::try_from(pos - first).ok()?;
+    }
+    if matches!(bytes.get(pos), Some(b'e' | b'E')) {
+        integer = false;
+        pos += 1;
+        let sign = match bytes.get(pos) {
+            Some(b'-') => {
+                pos += 1;
+                -1
+            }
+            Some(b'+') => {
+                pos += 1;
+                1
+            }
+            _ => 1,
+        };
+        let first = pos;
+        let mut written: i32 = 0;
+        while let Some(&digit @ b'0'..=b'9') = bytes.get(pos) {
+            if pos - first >= 4 {
+                return None;
+            }
+            written = written * 10 + i32::from(digit - b'0');
+            pos += 1;
+        }
+        if pos == first {
+            return None;
+        }
+        exponent += sign * written;
+    }
+    if integer || significant > 19 || !(-22..=22).contains(&exponent) {
+        return None;
+    }
+    let power = EXACT_POWERS_OF_TEN[exponent.unsigned_abs() as usize];
+    #[allow(clippy::cast_precision_loss)] // the rounding is what is reasoned about
+    let approximate = if exponent < 0 {
+        digits as f64 / power
+    } else {
+        digits as f64 * power
+    };
+    let magnitude = if digits <= 1 << 53 {
+        approximate as f32
+    } else {
+        let bits = approximate.to_bits();
+        let (below, above) = (f64::from_bits(bits - 8), f64::from_bits(bits + 8));
+        if below as f32 != above as f32 {
+            return None;
+        }
+        approximate as f32
+    };
+    Some((if negative { -magnitude } else { magnitude }, pos))
+}
+
+/// The eight ASCII digits at `pos` as a number, or `None` when the next eight
+/// bytes are not all digits: one load and a few multiplies instead of eight
+/// rounds of the digit loop (the reference's numbers have 16 or 17 digits).
+fn eight_digits(bytes: &[u8], pos: usize) -> Option<u64> {
+    let chunk: [u8; 8] = bytes.get(pos..pos + 8)?.try_into().ok()?;
+    // The first digit in the lowest byte.
+    let word = u64::from_le_bytes(chunk);
+    const LANES: u64 = 0x0101_0101_0101_0101;
+    // A digit is 0x30..=0x39: its high nibble is 3, and still 3 after adding 6.
+    let high = word & (0xf0 * LANES);
+    let past_nine = (word.wrapping_add(0x06 * LANES) & (0xf0 * LANES)) >> 4;
+    if high | past_nine != 0x33 * LANES {
+        return None;
+    }
+    // Pairs, then fours, then all eight, each step in the lanes at once.
+    let values = word - 0x30 * LANES;
+    let pairs = (values * 10 + (values >> 8)) & 0x00ff_00ff_00ff_00ff;
+    let fours = (pairs * 100 + (pairs >> 16)) & 0x0000_ffff_0000_ffff;
+    Some((fours * 10_000 + (fours >> 32)) & 0xffff_ffff)
 }
 
 fn skip_ws(bytes: &[u8], mut pos: usize) -> usize {
@@ -220,6 +373,97 @@ mod tests {
         assert_eq!(decode_embedding("[1e400]").unwrap()[0], f32::INFINITY);
         let past_f32 = format!("[1{}]", "0".repeat(40));
         assert_eq!(decode_embedding(&past_f32).unwrap()[0], f32::INFINITY);
+    }
+
+    /// What the general path (`str::parse`, then to `f32`) makes of `token`.
+    fn parsed(token: &str) -> f32 {
+        token.parse::<f64>().unwrap() as f32
+    }
+
+    fn assert_short_path_exact(token: &str) {
+        let decoded = decode_embedding(&format!("[{token}]")).unwrap()[0];
+        assert_eq!(decoded.to_bits(), parsed(token).to_bits(), "{token}");
+    }
+
+    #[test]
+    fn the_short_path_rounds_as_the_general_one() {
+        for token in [
+            "0.08798161894083023",
+            "-0.04778677225112915",
+            "0.0015663726953789592",
+            "-0.0",
+            "0.0",
+            "1.5e-05",
+            "9007199254740993.0",
+            "3.4028235677973366e38",
+            "3.4028235677973362e38",
+            "1.00000005960464477539062499",
+            "1.0000000596046448",
+            "1.000000059604644775390625",
+            "9999999999999999999.5",
+            "123456789012345678.9e-30",
+        ] {
+            assert_short_path_exact(token);
+        }
+        // Which path each takes: the reference's usual value is short; a value
+        // within ulps of an f32 midpoint, an integer, 20 digits and an exponent
+        // past 22 are left to the general path.
+        assert!(short_decimal(b"0.08798161894083023", 0).is_some());
+        assert!(short_decimal(b"-1.5e-05", 0).is_some());
+        for general in [
+            &b"1.0000000596046448"[..],
+            b"15",
+            b"0.12345678901234567890",
+            b"1.5e-30",
+            b"1.",
+        ] {
+            assert!(short_decimal(general, 0).is_none(), "{general:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4000))]
+
+        /// The eight-digit step against the digit loop, on digits and on
+        /// bytes that are not (one of them anywhere in the eight).
+        #[test]
+        fn eight_digits_reads_as_the_digit_loop(text in "[0-9]{8}", at in 0usize..8, other in 0u8..=255) {
+            let mut bytes = text.into_bytes();
+            proptest::prop_assert_eq!(
+                eight_digits(&bytes, 0),
+                Some(bytes.iter().fold(0u64, |n, d| n * 10 + u64::from(d - b'0')))
+            );
+            bytes[at] = other;
+            proptest::prop_assert_eq!(eight_digits(&bytes, 0).is_some(), other.is_ascii_digit());
+        }
+
+        /// Python's `repr` of an `f32` widened to `f64` (what the reference
+        /// writes), in both of Rust's shortest forms.
+        #[test]
+        fn reference_written_values_take_the_short_path_exactly(bits in proptest::prelude::any::<u32>()) {
+            let value = f32::from_bits(bits);
+            proptest::prop_assume!(value.is_finite());
+            let wide = f64::from(value);
+            assert_short_path_exact(&format!("{wide:?}"));
+            assert_short_path_exact(&format!("{wide:e}"));
+        }
+
+        /// Decimals on, beside and between two `f32`s' midpoint, written to
+        /// 15-20 significant digits: where rounding twice can go wrong.
+        #[test]
+        fn decimals_near_f32_midpoints_round_as_the_general_path(
+            bits in 0x0080_0000u32..0x7f00_0000,
+            digits in 15usize..21,
+            nudge in -3i64..4,
+        ) {
+            let low = f64::from(f32::from_bits(bits));
+            let high = f64::from(f32::from_bits(bits + 1));
+            // Exact in f64: an f32's midpoint needs 25 bits.
+            let midpoint = f64::from_bits(((low + high) / 2.0).to_bits().wrapping_add_signed(nudge));
+            let token = format!("{midpoint:.*e}", digits - 1);
+            assert_short_path_exact(&token);
+            assert_short_path_exact(&format!("-{token}"));
+        }
     }
 
     #[test]
