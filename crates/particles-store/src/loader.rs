@@ -10,7 +10,7 @@ use crate::{
     chunked::{for_each_in_chunks, SqlClock},
     embedding::decode_embedding,
     error::{query_error, Error, Result},
-    row::{ParticleRow, PARTICLE_COLUMNS},
+    row::{copy_row, Cell, ParticleRow, COLUMN_COUNT, PARTICLE_COLUMNS},
     Store,
 };
 
@@ -64,8 +64,8 @@ pub trait CandidateLoader {
 pub struct Loaded {
     /// The candidates.
     pub selection: Selection,
-    /// SQLite and hydration time, rows hydrated, embedding text decoded (on this
-    /// thread; a parallel build's decoder thread is not counted).
+    /// SQLite and hydration time on this thread; the rows hydrated and the
+    /// embedding text decoded, a full build's worker thread's included.
     pub counters: crate::LoadCounters,
     /// The load's wall time, in seconds.
     pub seconds: f64,
@@ -231,19 +231,24 @@ fn push_candidate(
     Ok(Pushed::Added)
 }
 
-/// Rows handed from the SQLite thread to a decoder and back: hydrated particles,
-/// their embedding text, then their decoded vectors. Batches are recycled, so
-/// their buffers are allocated once (a fresh `String` per row of a million cost
-/// more in the allocator and in page faults than the copy itself).
+/// Rows handed from the SQLite thread to a worker and back: copies of the rows
+/// as read, then their hydrated particles and decoded vectors. Batches are
+/// recycled, so their buffers are allocated once (a fresh `String` per row of a
+/// million cost more in the allocator and in page faults than the copy itself).
 struct RawBatch {
+    /// [`COLUMN_COUNT`] cells a row, their text in `arena`.
+    cells: Vec<Cell>,
+    arena: Vec<u8>,
     rowids: Vec<i64>,
     particles: Vec<Particle>,
     models: Vec<String>,
-    texts: String,
-    text_ends: Vec<usize>,
     /// Decoded vectors back to back, and each one's end.
     vectors: Vec<f32>,
     vector_ends: Vec<usize>,
+    /// What the worker's hydration of the batch did, for the reading thread's
+    /// counters (a batch it hydrates itself counts there directly).
+    hydrated: u64,
+    decoded_bytes: u64,
 }
 
 impl RawBatch {
@@ -251,41 +256,57 @@ impl RawBatch {
 
     fn new() -> RawBatch {
         RawBatch {
+            cells: Vec::with_capacity(Self::ROWS * COLUMN_COUNT),
+            arena: Vec::with_capacity(Self::ROWS * 12_000),
             rowids: Vec::with_capacity(Self::ROWS),
             particles: Vec::with_capacity(Self::ROWS),
             models: Vec::with_capacity(Self::ROWS),
-            texts: String::with_capacity(Self::ROWS * 10_000),
-            text_ends: Vec::with_capacity(Self::ROWS),
             vectors: Vec::with_capacity(Self::ROWS * 384),
             vector_ends: Vec::with_capacity(Self::ROWS),
+            hydrated: 0,
+            decoded_bytes: 0,
         }
     }
 
+    /// Rows copied and not yet pushed.
     fn len(&self) -> usize {
-        self.rowids.len()
+        self.cells.len() / COLUMN_COUNT
     }
 
-    /// Decodes every text into `vectors`.
-    fn decode(&mut self, scratch: &mut Vec<f32>) -> Result<()> {
+    /// Hydrates and decodes every copied row, in row order: the first failing
+    /// row's error is the one returned.
+    fn hydrate(&mut self, scratch: &mut Vec<f32>) -> Result<()> {
+        self.rowids.clear();
+        self.particles.clear();
+        self.models.clear();
         self.vectors.clear();
         self.vector_ends.clear();
-        let mut start = 0;
-        for (i, &end) in self.text_ends.iter().enumerate() {
-            let text = &self.texts[start..end];
-            start = end;
+        for cells in self.cells.chunks_exact(COLUMN_COUNT) {
+            let row = ParticleRow::copied(cells, &self.arena)?;
+            let Some(text) = row.embedding_json()? else {
+                continue;
+            };
+            let particle = crate::profile::hydrate(|| row.to_particle())?;
             crate::embedding::decode_embedding_into(text, scratch).map_err(|e| {
                 Error::BadEmbedding {
-                    id: self.particles[i].id.clone(),
+                    id: row.id().to_owned(),
                     reason: e.0,
                 }
             })?;
+            crate::profile::decoded(text.len());
+            self.rowids.push(row.rowid());
+            self.particles.push(particle);
+            self.models.push(row.embedding_model_id()?.to_owned());
             self.vectors.extend_from_slice(scratch);
             self.vector_ends.push(self.vectors.len());
         }
         Ok(())
     }
 
-    /// Appends the decoded rows to `set` and empties the batch for reuse.
+    /// Appends the hydrated rows to `set`, counts them on this thread, and
+    /// empties the batch for reuse. The particles are dropped by the next
+    /// [`RawBatch::hydrate`], most often on the worker: freeing a row's
+    /// strings costs about what hydrating them did.
     fn push_into(&mut self, set: &mut CandidateSet) {
         let mut start = 0;
         for (i, &end) in self.vector_ends.iter().enumerate() {
@@ -297,20 +318,23 @@ impl RawBatch {
             );
             start = end;
         }
+        crate::profile::add_counts(self.hydrated, self.decoded_bytes);
+        self.hydrated = 0;
+        self.decoded_bytes = 0;
+        self.cells.clear();
+        self.arena.clear();
         self.rowids.clear();
-        self.particles.clear();
-        self.models.clear();
-        self.texts.clear();
-        self.text_ends.clear();
         self.vectors.clear();
         self.vector_ends.clear();
     }
 }
 
 /// [`read_candidates`] on two cores, for full builds: this thread steps SQLite,
-/// hydrates rows and fills the set; a second thread decodes embedding JSON (the
-/// larger share of the work) and hands the vectors back; this thread decodes a
-/// batch itself whenever the second is behind. Every row with an embedding is
+/// copies each row and fills the set; a second thread hydrates the copies and
+/// decodes their embedding JSON (the larger share of the work) and hands them
+/// back; this thread does a batch itself whenever the second is behind. (It
+/// hydrated every row itself before, and the second core idled for about a
+/// third of a build, waiting on it.) Every row with an embedding is
 /// kept whatever its model. Rows land in the set in no particular order (the
 /// statement can then walk the table in rowid order, several times faster than
 /// the confidence index on a large store); the returned permutation lists them in
@@ -334,7 +358,12 @@ pub(crate) fn read_candidates_parallel<P: rusqlite::Params>(
         scope.spawn(move || {
             let mut scratch = Vec::new();
             for mut batch in to_decode {
-                let done = batch.decode(&mut scratch).map(|()| batch);
+                let done = batch.hydrate(&mut scratch).map(|()| {
+                    let worked = crate::profile::take_load_counters();
+                    batch.hydrated = worked.models_hydrated;
+                    batch.decoded_bytes = worked.embedding_json_bytes;
+                    batch
+                });
                 let failed = done.is_err();
                 if to_reader.send(done).is_err() || failed {
                     break;
@@ -380,18 +409,8 @@ pub(crate) fn read_candidates_parallel<P: rusqlite::Params>(
                 }
             };
             while let Some(row) = crate::profile::sql(|| rows.next()).map_err(query_error(name))? {
-                let row = ParticleRow::new(row)?;
                 seen += 1;
-                let Some(text) = row.embedding_json()? else {
-                    continue;
-                };
-                crate::profile::decoded(text.len());
-                let particle = crate::profile::hydrate(|| row.to_particle())?;
-                batch.rowids.push(row.rowid());
-                batch.particles.push(particle);
-                batch.models.push(row.embedding_model_id()?.to_owned());
-                batch.texts.push_str(text);
-                batch.text_ends.push(batch.texts.len());
+                copy_row(row, &mut batch.cells, &mut batch.arena)?;
                 if batch.len() == RawBatch::ROWS {
                     collect(&mut set, &mut spare, &mut in_flight, false)?;
                     let next = spare.pop().unwrap_or_else(RawBatch::new);
@@ -399,7 +418,7 @@ pub(crate) fn read_candidates_parallel<P: rusqlite::Params>(
                         Ok(()) => in_flight += 1,
                         // The decoder is behind: decode this one here.
                         Err(TrySendError::Full(mut behind)) => {
-                            behind.decode(&mut scratch)?;
+                            behind.hydrate(&mut scratch)?;
                             behind.push_into(&mut set);
                             spare.push(behind);
                         }
@@ -412,7 +431,7 @@ pub(crate) fn read_candidates_parallel<P: rusqlite::Params>(
                 }
             }
             collect(&mut set, &mut spare, &mut in_flight, true)?;
-            batch.decode(&mut scratch)?;
+            batch.hydrate(&mut scratch)?;
             batch.push_into(&mut set);
             progress(seen);
             Ok(())

@@ -65,3 +65,12 @@ pub(crate) fn hydrate<T>(f: impl FnOnce() -> T) -> T {
 pub(crate) fn decoded(bytes: usize) {
     update(|c| c.embedding_json_bytes += bytes as u64);
 }
+
+/// Counts rows hydrated and embedding text decoded by another thread for this
+/// one (a build's worker hands its batches back to the reading thread).
+pub(crate) fn add_counts(hydrated: u64, decoded_bytes: u64) {
+    update(|c| {
+        c.models_hydrated += hydrated;
+        c.embedding_json_bytes += decoded_bytes;
+    });
+}

@@ -67,22 +67,120 @@ const STRUCTURED_CLAIM_GENERATED_AT: usize = 34;
 const CANONICAL_FORM: usize = 35;
 const MODALITY_CLASSIFIED_AT: usize = 36;
 
+/// How many columns [`PARTICLE_COLUMNS`] selects.
+pub(crate) const COLUMN_COUNT: usize = MODALITY_CLASSIFIED_AT + 1;
+
+/// One value of a copied row ([`copy_row`]): numbers inline, text and blobs as
+/// a span of the copy's byte arena.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Cell {
+    Null,
+    Integer(i64),
+    Real(f64),
+    Text(usize, usize),
+    Blob(usize, usize),
+}
+
+/// Copies the current row's [`COLUMN_COUNT`] values to the end of `cells`, their
+/// bytes to `arena`: SQLite's row lasts until the next step, the copy as long
+/// as the caller keeps it (a build hydrates it on another thread).
+///
+/// # Errors
+///
+/// [`Error::InvalidRow`] when the statement does not select the particle columns.
+pub(crate) fn copy_row(row: &Row<'_>, cells: &mut Vec<Cell>, arena: &mut Vec<u8>) -> Result<()> {
+    for index in 0..COLUMN_COUNT {
+        let value = row.get_ref(index).map_err(|e| Error::InvalidRow {
+            id: "?".into(),
+            rowid: 0,
+            field: "column".into(),
+            reason: e.to_string(),
+        })?;
+        let mut span = |bytes: &[u8]| {
+            let start = arena.len();
+            arena.extend_from_slice(bytes);
+            (start, arena.len())
+        };
+        cells.push(match value {
+            ValueRef::Null => Cell::Null,
+            ValueRef::Integer(value) => Cell::Integer(value),
+            ValueRef::Real(value) => Cell::Real(value),
+            ValueRef::Text(bytes) => {
+                let (start, end) = span(bytes);
+                Cell::Text(start, end)
+            }
+            ValueRef::Blob(bytes) => {
+                let (start, end) = span(bytes);
+                Cell::Blob(start, end)
+            }
+        });
+    }
+    Ok(())
+}
+
+/// Where a row's values are read: SQLite's current row, or a copy of one.
+#[derive(Clone, Copy)]
+enum Values<'stmt, 'row> {
+    Live(&'row Row<'stmt>),
+    Copied {
+        cells: &'row [Cell],
+        arena: &'row [u8],
+    },
+}
+
+impl<'row> Values<'_, 'row> {
+    fn get(self, index: usize) -> rusqlite::Result<ValueRef<'row>> {
+        match self {
+            Values::Live(row) => row.get_ref(index),
+            Values::Copied { cells, arena } => {
+                let cell = cells
+                    .get(index)
+                    .ok_or(rusqlite::Error::InvalidColumnIndex(index))?;
+                Ok(match *cell {
+                    Cell::Null => ValueRef::Null,
+                    Cell::Integer(value) => ValueRef::Integer(value),
+                    Cell::Real(value) => ValueRef::Real(value),
+                    Cell::Text(start, end) => ValueRef::Text(&arena[start..end]),
+                    Cell::Blob(start, end) => ValueRef::Blob(&arena[start..end]),
+                })
+            }
+        }
+    }
+}
+
 /// A particle row as read, before hydration.
 pub(crate) struct ParticleRow<'stmt, 'row> {
-    row: &'row Row<'stmt>,
+    values: Values<'stmt, 'row>,
     rowid: i64,
     id: String,
 }
 
 impl<'stmt, 'row> ParticleRow<'stmt, 'row> {
     pub(crate) fn new(row: &'row Row<'stmt>) -> Result<Self> {
-        let rowid: i64 = row.get(ROWID).map_err(|e| Error::InvalidRow {
-            id: "?".into(),
-            rowid: 0,
-            field: "rowid".into(),
-            reason: e.to_string(),
-        })?;
-        let id = match row.get_ref(ID) {
+        Self::from_values(Values::Live(row))
+    }
+
+    /// A row copied by [`copy_row`]: `cells` holds its [`COLUMN_COUNT`] values.
+    pub(crate) fn copied(cells: &'row [Cell], arena: &'row [u8]) -> Result<Self> {
+        Self::from_values(Values::Copied { cells, arena })
+    }
+
+    fn from_values(values: Values<'stmt, 'row>) -> Result<Self> {
+        let rowid = match values.get(ROWID) {
+            Ok(ValueRef::Integer(rowid)) => rowid,
+            other => {
+                return Err(Error::InvalidRow {
+                    id: "?".into(),
+                    rowid: 0,
+                    field: "rowid".into(),
+                    reason: match other {
+                        Err(e) => e.to_string(),
+                        Ok(value) => format!("not an integer: {:?}", value.data_type()),
+                    },
+                })
+            }
+        };
+        let id = match values.get(ID) {
             Ok(ValueRef::Text(text)) => String::from_utf8_lossy(text).into_owned(),
             other => {
                 return Err(Error::InvalidRow {
@@ -93,7 +191,7 @@ impl<'stmt, 'row> ParticleRow<'stmt, 'row> {
                 })
             }
         };
-        Ok(ParticleRow { row, rowid, id })
+        Ok(ParticleRow { values, rowid, id })
     }
 
     pub(crate) fn rowid(&self) -> i64 {
@@ -114,8 +212,8 @@ impl<'stmt, 'row> ParticleRow<'stmt, 'row> {
     }
 
     fn value(&self, index: usize) -> Result<ValueRef<'row>> {
-        self.row
-            .get_ref(index)
+        self.values
+            .get(index)
             .map_err(|e| self.invalid("column", e))
     }
 

@@ -1,5 +1,6 @@
 //! Integration tests of the candidate cache: one module per topic.
 
+mod build;
 mod equivalence;
 mod freshness;
 mod shared;
