@@ -332,9 +332,10 @@ impl RawBatch {
 /// [`read_candidates`] on two cores, for full builds: this thread steps SQLite,
 /// copies each row and fills the set; a second thread hydrates the copies and
 /// decodes their embedding JSON (the larger share of the work) and hands them
-/// back; this thread does a batch itself whenever the second is behind. (It
-/// hydrated every row itself before, and the second core idled for about a
-/// third of a build, waiting on it.) Every row with an embedding is
+/// back; this thread does a batch itself whenever the second is behind.
+/// Hydration is the worker's because this thread bounds a build: stepping
+/// SQLite through each row's embedding text is already about a quarter of a
+/// build's work (measured at 1M). Every row with an embedding is
 /// kept whatever its model. Rows land in the set in no particular order (the
 /// statement can then walk the table in rowid order, several times faster than
 /// the confidence index on a large store); the returned permutation lists them in
@@ -371,8 +372,8 @@ pub(crate) fn read_candidates_parallel<P: rusqlite::Params>(
             }
         });
         let mut in_flight = 0usize;
-        // Set when the error came back from the decoder (then it is the earliest).
-        let decoder_failed = std::cell::Cell::new(false);
+        // Set when the error came back from the worker (then it is the earliest).
+        let worker_failed = std::cell::Cell::new(false);
         let read = (|| -> Result<()> {
             let mut statement = crate::profile::sql(|| store.connection().prepare(sql))
                 .map_err(query_error(name))?;
@@ -382,7 +383,7 @@ pub(crate) fn read_candidates_parallel<P: rusqlite::Params>(
             let mut spare: Vec<RawBatch> = Vec::new();
             let mut batch = RawBatch::new();
             let mut seen = 0usize;
-            // Fills the set with what the decoder returned, keeping the buffers.
+            // Fills the set with what the worker returned, keeping the buffers.
             let collect = |set: &mut CandidateSet,
                            spare: &mut Vec<RawBatch>,
                            in_flight: &mut usize,
@@ -392,7 +393,7 @@ pub(crate) fn read_candidates_parallel<P: rusqlite::Params>(
                     let next = if wait && *in_flight > 0 {
                         decoded
                             .recv()
-                            .map_err(|_| Error::Internal("the embedding decoder stopped"))?
+                            .map_err(|_| Error::Internal("the cache build's worker stopped"))?
                     } else {
                         match decoded.try_recv() {
                             Ok(next) => next,
@@ -400,7 +401,7 @@ pub(crate) fn read_candidates_parallel<P: rusqlite::Params>(
                         }
                     };
                     *in_flight -= 1;
-                    let mut done = next.inspect_err(|_| decoder_failed.set(true))?;
+                    let mut done = next.inspect_err(|_| worker_failed.set(true))?;
                     done.push_into(set);
                     spare.push(done);
                     if wait && *in_flight == 0 {
@@ -416,15 +417,15 @@ pub(crate) fn read_candidates_parallel<P: rusqlite::Params>(
                     let next = spare.pop().unwrap_or_else(RawBatch::new);
                     match to_worker.try_send(std::mem::replace(&mut batch, next)) {
                         Ok(()) => in_flight += 1,
-                        // The decoder is behind: decode this one here.
+                        // The worker is behind: hydrate this one here.
                         Err(TrySendError::Full(mut behind)) => {
                             behind.hydrate(&mut scratch)?;
                             behind.push_into(&mut set);
                             spare.push(behind);
                         }
-                        // The decoder stopped on an error: the drain below finds it.
+                        // The worker stopped on an error: the drain below finds it.
                         Err(TrySendError::Disconnected(_)) => {
-                            return Err(Error::Internal("the embedding decoder stopped"))
+                            return Err(Error::Internal("the cache build's worker stopped"))
                         }
                     }
                     progress(seen);
@@ -437,10 +438,10 @@ pub(crate) fn read_candidates_parallel<P: rusqlite::Params>(
             Ok(())
         })();
         drop(to_worker);
-        // On an error, batches still with the decoder hold earlier rows: their
+        // On an error, batches still with the worker hold earlier rows: their
         // error, the first in row order, is the one a sequential read reports.
         if let Err(error) = read {
-            if decoder_failed.get() {
+            if worker_failed.get() {
                 return Err(error);
             }
             while in_flight > 0 {
