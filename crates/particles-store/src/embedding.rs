@@ -157,15 +157,7 @@ fn short_decimal(bytes: &[u8], start: usize) -> Option<(f32, usize)> {
     let mut significant = 0u32;
     match bytes.get(pos) {
         Some(b'0') => pos += 1,
-        Some(b'1'..=b'9') => {
-            while let Some(&digit @ b'0'..=b'9') = bytes.get(pos) {
-                digits = digits
-                    .wrapping_mul(10)
-                    .wrapping_add(u64::from(digit - b'0'));
-                significant += 1;
-                pos += 1;
-            }
-        }
+        Some(b'1'..=b'9') => pos = append_digits(bytes, pos, &mut digits, &mut significant),
         _ => return None,
     }
     let mut exponent: i32 = 0;
@@ -188,13 +180,7 @@ fn short_decimal(bytes: &[u8], start: usize) -> Option<(f32, usize)> {
             significant += 8;
             pos += 8;
         }
-        while let Some(&digit @ b'0'..=b'9') = bytes.get(pos) {
-            digits = digits
-                .wrapping_mul(10)
-                .wrapping_add(u64::from(digit - b'0'));
-            significant += 1;
-            pos += 1;
-        }
+        pos = append_digits(bytes, pos, &mut digits, &mut significant);
         if pos == first {
             return None;
         }
@@ -249,6 +235,20 @@ fn short_decimal(bytes: &[u8], start: usize) -> Option<(f32, usize)> {
         approximate as f32
     };
     Some((if negative { -magnitude } else { magnitude }, pos))
+}
+
+/// Appends the ASCII digits from `pos` to `digits`, counting them in
+/// `significant`, and returns where they end. Past 19 digits `digits` wraps:
+/// the caller then gives up on it.
+fn append_digits(bytes: &[u8], mut pos: usize, digits: &mut u64, significant: &mut u32) -> usize {
+    while let Some(&digit @ b'0'..=b'9') = bytes.get(pos) {
+        *digits = digits
+            .wrapping_mul(10)
+            .wrapping_add(u64::from(digit - b'0'));
+        *significant += 1;
+        pos += 1;
+    }
+    pos
 }
 
 /// The eight ASCII digits at `pos` as a number, or `None` when the next eight
