@@ -42,7 +42,7 @@ use std::{
     sync::Arc,
 };
 
-use particles_candidates::{column::Column, CandidateSet, Replaced, Selection};
+use particles_candidates::{column::Column, CandidateSet, HalfOrigin, Replaced, Selection};
 use particles_store::{CandidateLoader, JournalHead, Result, Store};
 
 pub use shared::{SharedCache, SharedLoader};
@@ -347,6 +347,13 @@ impl CandidateCache {
         }
     }
 
+    /// Whether this cache writes its sidecar at all.
+    fn writes_sidecar(&self) -> bool {
+        self.sidecar
+            .as_ref()
+            .is_some_and(|c| c.write != SidecarWrite::Never)
+    }
+
     /// Copies a built set's vectors into huge-page backed memory (the `Vec` is
     /// freed); on failure the set keeps its `Vec` and a note says why.
     fn move_vectors_to_huge_pages(&mut self, set: &mut CandidateSet) {
@@ -583,7 +590,27 @@ impl CandidateLoader for CandidateCache {
             .half_precision
             .is_some_and(|min| std::mem::size_of_val(state.set.vector_data()) >= min)
         {
-            state.set.prepare_half();
+            match state.set.prepare_half() {
+                HalfOrigin::Present | HalfOrigin::Stored => {}
+                // A copy made in memory: the sidecar should carry it, so the next
+                // process serves it from the file's pages instead of making its own.
+                HalfOrigin::Made => self.dirty |= self.writes_sidecar(),
+                HalfOrigin::StoredDamaged => {
+                    self.dirty |= self.writes_sidecar();
+                    if let Some(config) = &self.sidecar {
+                        self.notes.push(format!(
+                            "the sidecar {}'s half-precision copy failed its checksum; \
+                             it was made again from the vectors{}",
+                            config.path.display(),
+                            if self.writes_sidecar() {
+                                ", and the file will be replaced"
+                            } else {
+                                ""
+                            }
+                        ));
+                    }
+                }
+            }
         }
         if self
             .keep_particles

@@ -24,35 +24,46 @@
 
 use half::{f16, slice::HalfFloatSliceExt};
 
+use crate::{claims::BytesCheck, column::Column};
+
 /// The half copy of a set's vectors (same offsets as the set's `f32` column)
-/// and each row's radius.
+/// and each row's radius: owned when made here, or views of a sidecar's map.
 #[derive(Debug, Clone, Default)]
 pub struct HalfVectors {
-    pub(crate) data: Vec<f16>,
-    pub(crate) radius: Vec<f32>,
+    pub(crate) data: Column<f16>,
+    pub(crate) radius: Column<f32>,
 }
 
 impl HalfVectors {
-    /// The bytes it holds.
+    /// The heap bytes it holds (nothing for views of a map).
     pub fn heap_bytes(&self) -> usize {
-        self.data.len() * 2 + self.radius.len() * 4
+        self.data.heap_bytes() + self.radius.heap_bytes()
     }
 
     /// An empty copy with room for `values` values of `rows` rows.
     pub(crate) fn with_capacity(values: usize, rows: usize) -> HalfVectors {
         HalfVectors {
-            data: Vec::with_capacity(values),
-            radius: Vec::with_capacity(rows),
+            data: Column::from(Vec::with_capacity(values)),
+            radius: Column::from(Vec::with_capacity(rows)),
         }
     }
 
     /// Appends the half copy of `vector` and its radius.
     pub(crate) fn push(&mut self, vector: &[f32]) {
-        let start = self.data.len();
-        self.data.resize(start + vector.len(), f16::ZERO);
-        let copy = &mut self.data[start..];
+        let data = self.data.to_mut();
+        let start = data.len();
+        data.resize(start + vector.len(), f16::ZERO);
+        let copy = &mut data[start..];
         copy.convert_from_f32_slice(vector);
         self.radius.push(radius(vector, copy));
+    }
+
+    /// Marks the last row pushed as having no interval (its `f32` row fails its
+    /// check, so the scan must read it exactly and report it).
+    pub(crate) fn forget_last_interval(&mut self) {
+        if let Some(radius) = self.radius.to_mut().last_mut() {
+            *radius = f32::NAN;
+        }
     }
 
     /// Appends rows `rows` of `other` as they are (`span`: their values).
@@ -62,9 +73,47 @@ impl HalfVectors {
         span: std::ops::Range<usize>,
         rows: std::ops::Range<usize>,
     ) {
-        self.data.extend_from_slice(&other.data[span]);
-        self.radius.extend_from_slice(&other.radius[rows]);
+        self.data.to_mut().extend_from_slice(&other.data[span]);
+        self.radius.to_mut().extend_from_slice(&other.radius[rows]);
     }
+
+    /// Appends all of `other`.
+    pub(crate) fn append(&mut self, other: &HalfVectors) {
+        self.data.to_mut().extend_from_slice(&other.data);
+        self.radius.to_mut().extend_from_slice(&other.radius);
+    }
+}
+
+/// A half copy read back from a file (a sidecar): its values, each row's
+/// radius, and the check of the values' bytes, which
+/// [`crate::CandidateSet::prepare_half`] runs before the scan first trusts
+/// them. The radii are small and the reader checks them on open.
+///
+/// A stored copy serves a long-lived process from the file's pages instead of
+/// a private copy (768 MB of anonymous memory at 1M rows), and spares it the
+/// conversion.
+#[derive(Debug, Clone)]
+pub struct StoredHalf {
+    /// The half values, row after row, at the set's vector offsets.
+    pub data: Column<f16>,
+    /// Each row's radius (NaN: no interval).
+    pub radius: Column<f32>,
+    /// Checks `data`'s bytes (its section checksum).
+    pub check: Option<BytesCheck>,
+}
+
+/// Where [`crate::CandidateSet::prepare_half`] found the half copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HalfOrigin {
+    /// The set had one already (made or checked by an earlier call).
+    Present,
+    /// The set's stored copy, which passed its check.
+    Stored,
+    /// Made now from the `f32` vectors: the set had no stored copy.
+    Made,
+    /// Made now from the `f32` vectors because the stored copy failed its
+    /// check: the file it came from is damaged and should be replaced.
+    StoredDamaged,
 }
 
 /// The radius of one row (see the module doc); NaN when the row has no
@@ -135,6 +184,16 @@ impl<'a> HalfView<'a> {
     #[inline]
     pub fn vector(&self, row: usize) -> &'a [f16] {
         &self.copy.data[self.offsets[row] as usize..self.offsets[row + 1] as usize]
+    }
+
+    /// Every row's half values back to back, as [`HalfView::vector`] slices them.
+    pub fn values(&self) -> &'a [f16] {
+        &self.copy.data
+    }
+
+    /// Every row's radius.
+    pub fn radii(&self) -> &'a [f32] {
+        &self.copy.radius
     }
 
     /// Row `row`'s radius: the reference's dot of a question `x` with the row

@@ -45,7 +45,10 @@ pub use crate::{
         document_meta_flag, has_stance_marker, keys, non_asserted_flag, passes_filters,
         within_recency_window, FilterFlag, RowFilter,
     },
-    half::{half_dot_kernel, half_dot_portable, round_down_f32, round_up_f32, HalfDot, HalfView},
+    half::{
+        half_dot_kernel, half_dot_portable, round_down_f32, round_up_f32, HalfDot, HalfOrigin,
+        HalfView, StoredHalf,
+    },
     selection::Selection,
     set::{
         row_check, CandidateColumns, CandidateSet, ColumnSlices, ColumnsError, Replaced,

@@ -13,7 +13,7 @@ use crate::{
     claims::{BytesCheck, Claims},
     column::{Column, StrColumn},
     filters::{document_meta_flag, has_stance_marker, non_asserted_flag},
-    half::{HalfVectors, HalfView},
+    half::{HalfOrigin, HalfVectors, HalfView, StoredHalf},
     interner::Interner,
     traits::{PackedTraits, RowTraits},
 };
@@ -50,6 +50,10 @@ pub struct CandidateSet {
     /// long-lived process asks for it ([`CandidateSet::prepare_half`]), carried
     /// over by [`CandidateSet::replaced`], dropped when rows change otherwise.
     half: OnceLock<HalfVectors>,
+    /// The half copy a sidecar stored, not yet checked: what
+    /// [`CandidateSet::prepare_half`] takes, once it passes its check, instead
+    /// of making one. Dropped when rows change.
+    stored_half: Option<StoredHalf>,
     /// Every row's particle, hydrated, when a long-lived process keeps them
     /// ([`CandidateSet::keep_particles`]; small sets): a query's hits are then
     /// read from memory. Dropped when rows change.
@@ -103,6 +107,8 @@ pub struct CandidateColumns {
     pub claims_json: Column<u8>,
     /// Checks the claims' bytes before their first parse.
     pub claims_check: Option<BytesCheck>,
+    /// A stored half copy of the vectors, checked on first use.
+    pub half: Option<StoredHalf>,
 }
 
 /// Borrowed views of every column of a set ([`CandidateSet::column_slices`]).
@@ -157,6 +163,7 @@ impl CandidateSet {
     ) {
         self.sources.take();
         self.half.take();
+        self.stored_half = None;
         self.particles.take();
         if self.offsets.is_empty() {
             self.offsets.push(0);
@@ -413,6 +420,13 @@ impl CandidateSet {
         if columns.model_current.iter().any(|&m| m > 1) {
             return Err(ColumnsError("a model flag is neither 0 nor 1"));
         }
+        if columns.half.as_ref().is_some_and(|half| {
+            half.data.len() != columns.vectors.len() || half.radius.len() != rows
+        }) {
+            return Err(ColumnsError(
+                "the half copy's lengths do not match the vectors and rows",
+            ));
+        }
         Ok(CandidateSet {
             ids: columns.ids,
             rowids: columns.rowids,
@@ -435,6 +449,7 @@ impl CandidateSet {
             },
             sources: OnceLock::new(),
             half: OnceLock::new(),
+            stored_half: columns.half,
             particles: OnceLock::new(),
         })
     }
@@ -464,8 +479,32 @@ impl CandidateSet {
     /// server, a warm cache): the scan then reads half the bytes. A row whose
     /// integrity check fails gets no interval, so the scan reads it exactly and
     /// reports it.
-    pub fn prepare_half(&self) {
-        self.half.get_or_init(|| self.build_half());
+    ///
+    /// A set read from a sidecar that stored its half copy takes that copy (a
+    /// view of the file's pages) once its bytes pass their check; one that
+    /// fails is made anew, and [`HalfOrigin::StoredDamaged`] says so.
+    pub fn prepare_half(&self) -> HalfOrigin {
+        let mut origin = HalfOrigin::Present;
+        self.half.get_or_init(|| {
+            if let Some(stored) = &self.stored_half {
+                let intact = stored
+                    .check
+                    .as_ref()
+                    .is_none_or(|check| (check.0)(bytemuck::cast_slice(&stored.data)));
+                if intact {
+                    origin = HalfOrigin::Stored;
+                    return HalfVectors {
+                        data: stored.data.clone(),
+                        radius: stored.radius.clone(),
+                    };
+                }
+                origin = HalfOrigin::StoredDamaged;
+            } else {
+                origin = HalfOrigin::Made;
+            }
+            self.build_half()
+        });
+        origin
     }
 
     /// The half-precision copy, when [`CandidateSet::prepare_half`] made one.
@@ -494,9 +533,7 @@ impl CandidateSet {
                         for row in start..end {
                             part.push(self.vector(row));
                             if row_check(self.vector(row), self.norm(row)) != self.check(row) {
-                                if let Some(radius) = part.radius.last_mut() {
-                                    *radius = f32::NAN;
-                                }
+                                part.forget_last_interval();
                             }
                         }
                         part
@@ -520,8 +557,7 @@ impl CandidateSet {
         }
         let mut whole = HalfVectors::with_capacity(self.vectors.len(), rows);
         for part in parts {
-            whole.data.extend_from_slice(&part.data);
-            whole.radius.extend_from_slice(&part.radius);
+            whole.append(&part);
         }
         whole
     }
@@ -639,6 +675,7 @@ impl CandidateSet {
     fn push_row_meta(&mut self, from: &CandidateSet, row: usize, remap: Option<&[u32]>, end: u64) {
         self.sources.take();
         self.half.take();
+        self.stored_half = None;
         self.particles.take();
         if self.offsets.is_empty() {
             self.offsets.push(0);
@@ -841,9 +878,7 @@ impl CandidateSet {
             if first == u32::MAX {
                 copy.push(new.vector(row));
                 if row_check(new.vector(row), new.norm(row)) != new.check(row) {
-                    if let Some(radius) = copy.radius.last_mut() {
-                        *radius = f32::NAN;
-                    }
+                    copy.forget_last_interval();
                 }
                 row += 1;
                 continue;

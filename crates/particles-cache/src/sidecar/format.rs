@@ -2,15 +2,17 @@
 //!
 //! ```text
 //! 0     file kind "PRSCAR"
-//! 6     format version, two ASCII digits: "02"
+//! 6     format version, two ASCII digits: "04"
 //! 8     byte-order marker: the u32 0x01020304 in the writer's byte order
 //! 12    zero (u32)
 //! 16    header length (u64)
 //! 24    header XXH3-64 (u64)
 //! 32    header: JSON [`Header`]: the journal head, the store's path, the column
 //!       lengths and one XXH3-64 per section
-//! 4096  the sections in `SectionKind::ALL` order: the vectors first (page
-//!       aligned), every other one 64-byte aligned, zeros between
+//! 4096  the sections in `SectionKind::ALL` order: the vectors first and the
+//!       half copy's values (page aligned), every other one 64-byte aligned,
+//!       zeros between; the half copy's two sections are empty in a file
+//!       written without one
 //! ```
 //!
 //! Every number in the file, preamble and columns alike, is in the byte order of the
@@ -43,8 +45,10 @@ const KIND: &[u8; 6] = b"PRSCAR";
 /// derives section offsets from the column lengths, and packs each row's
 /// calibration source into its traits (bits 24-27); version 3 adds each row's
 /// integrity check (the `checks` section), which every scan verifies as it reads
-/// the vectors and norms.
-pub(crate) const VERSION: u32 = 3;
+/// the vectors and norms; version 4 adds the half-precision copy and its radii
+/// (`half.vectors`, `half.radius`), written when the writer's set has one, so a
+/// long-lived process serves them from the map instead of a private copy.
+pub(crate) const VERSION: u32 = 4;
 
 /// Written in the writer's byte order; read back swapped on a machine of the other.
 const BYTE_ORDER_MARKER: u32 = 0x0102_0304;
@@ -87,6 +91,8 @@ pub(crate) enum SectionKind {
     ById,
     Premises,
     Claims,
+    HalfVectors,
+    HalfRadius,
 }
 
 /// When a section's checksum is checked.
@@ -94,8 +100,10 @@ pub(crate) enum SectionKind {
 pub(crate) enum Checked {
     /// On every open.
     OnOpen,
-    /// When the set first reads it (`CandidateSet::claims_intact`): most queries
-    /// have no claim filter.
+    /// When the set first reads it: the claims when a claim filter first reads
+    /// them (`CandidateSet::claims_intact`; most queries have none), the half
+    /// copy when a long-lived process first asks for it
+    /// (`CandidateSet::prepare_half`; a one-shot query never reads it).
     OnFirstUse,
     /// Hashed only by `verify`: hashing 1.5 GB of vectors on every open would cost
     /// more than the query. Every scan checks the rows it reads against the
@@ -105,7 +113,7 @@ pub(crate) enum Checked {
 
 impl SectionKind {
     /// How many kinds there are.
-    pub(crate) const COUNT: usize = 15;
+    pub(crate) const COUNT: usize = 17;
 
     /// Every kind, in file order (which is also discriminant order).
     pub(crate) const ALL: [SectionKind; SectionKind::COUNT] = [
@@ -124,6 +132,8 @@ impl SectionKind {
         SectionKind::ById,
         SectionKind::Premises,
         SectionKind::Claims,
+        SectionKind::HalfVectors,
+        SectionKind::HalfRadius,
     ];
 
     /// The name in the header and in messages.
@@ -144,22 +154,25 @@ impl SectionKind {
             SectionKind::ById => "by_id",
             SectionKind::Premises => "premises",
             SectionKind::Claims => "claims",
+            SectionKind::HalfVectors => "half.vectors",
+            SectionKind::HalfRadius => "half.radius",
         }
     }
 
     pub(crate) fn checked(self) -> Checked {
         match self {
             SectionKind::Vectors | SectionKind::Norms => Checked::ByVerify,
-            SectionKind::Claims => Checked::OnFirstUse,
+            SectionKind::Claims | SectionKind::HalfVectors => Checked::OnFirstUse,
             _ => Checked::OnOpen,
         }
     }
 
     fn align(self) -> usize {
         match self {
-            // Page aligned: the vectors are the bulk of the file, and a scan over
-            // them (or a read into huge pages) starts on a page boundary.
-            SectionKind::Vectors => HEADER_SPACE,
+            // Page aligned: the vectors and their half copy are the bulk of the
+            // file, and a scan over them (or a read into huge pages) starts on a
+            // page boundary.
+            SectionKind::Vectors | SectionKind::HalfVectors => HEADER_SPACE,
             _ => SECTION_ALIGN,
         }
     }
@@ -183,6 +196,8 @@ impl SectionKind {
             SectionKind::ById => (size_of::<u32>(), lengths.rows),
             SectionKind::Premises => (1, lengths.premises_bytes),
             SectionKind::Claims => (1, lengths.claims_bytes),
+            SectionKind::HalfVectors => (2, if lengths.half { lengths.vector_floats } else { 0 }),
+            SectionKind::HalfRadius => (size_of::<f32>(), if lengths.half { lengths.rows } else { 0 }),
         };
         size.checked_mul(count)
     }
@@ -222,6 +237,9 @@ pub(crate) struct Lengths {
     pub(crate) premises_bytes: usize,
     /// Bytes of the structured claims' JSON.
     pub(crate) claims_bytes: usize,
+    /// Whether the file holds the half copy of the vectors (binary16 values,
+    /// at the vectors' offsets) and each row's radius.
+    pub(crate) half: bool,
 }
 
 /// Where every section lies, derived from [`Lengths`].
@@ -256,7 +274,8 @@ impl SectionTable {
             .zip(self.ranges.iter().cloned())
     }
 
-    /// The file's length: the end of the last section.
+    /// The file's length: the end of the last section (an empty last section
+    /// ends where it starts, which is aligned: the file's zeros run up to it).
     pub(crate) fn file_len(&self) -> usize {
         self.ranges[SectionKind::COUNT - 1].end
     }
@@ -510,10 +529,10 @@ mod tests {
     fn small_lengths() -> impl Strategy<Value = Lengths> {
         (
             (0usize..300, 0usize..5000, 0usize..3000),
-            (0usize..50, 0usize..800, 0usize..900, 0usize..900),
+            (0usize..50, 0usize..800, 0usize..900, 0usize..900, any::<bool>()),
         )
             .prop_map(
-                |((rows, vector_floats, id_bytes), (strings, string_bytes, p, c))| Lengths {
+                |((rows, vector_floats, id_bytes), (strings, string_bytes, p, c, half))| Lengths {
                     rows,
                     vector_floats,
                     id_bytes,
@@ -521,6 +540,7 @@ mod tests {
                     string_bytes,
                     premises_bytes: p,
                     claims_bytes: c,
+                    half,
                 },
             )
     }
@@ -563,7 +583,7 @@ mod tests {
         // `PackedTraits` is written as it lies in memory: a change to it changes
         // the file's layout and must bump `VERSION` (then update this size).
         assert_eq!(std::mem::size_of::<PackedTraits>(), 32);
-        assert_eq!(VERSION, 3);
+        assert_eq!(VERSION, 4);
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::{collections::HashMap, fs::File, path::Path, sync::Arc};
 
 use particles_candidates::{
     column::{Column, ColumnError, SharedBytes, StrColumn},
-    BytesCheck, CandidateColumns, CandidateSet,
+    BytesCheck, CandidateColumns, CandidateSet, StoredHalf,
 };
 use particles_store::JournalHead;
 
@@ -233,6 +233,7 @@ impl<'p> Mapped<'p> {
             };
         }
         let claims_checksum = header.checksums.get(SectionKind::Claims);
+        let half_checksum = header.checksums.get(SectionKind::HalfVectors);
         let columns = CandidateColumns {
             ids: StrColumn::shared(column!(SectionKind::IdBytes), column!(SectionKind::IdEnds))
                 .map_err(column_error)?,
@@ -266,6 +267,19 @@ impl<'p> Mapped<'p> {
             claims_check: Some(BytesCheck(Arc::new(move |bytes: &[u8]| {
                 Checksum::of(bytes) == claims_checksum
             }))),
+            // The values stay in the map whatever `vectors_in` says: serving them
+            // from the file's pages is what storing them is for.
+            half: if header.lengths.half {
+                Some(StoredHalf {
+                    data: column!(SectionKind::HalfVectors),
+                    radius: column!(SectionKind::HalfRadius),
+                    check: Some(BytesCheck(Arc::new(move |bytes: &[u8]| {
+                        Checksum::of(bytes) == half_checksum
+                    }))),
+                })
+            } else {
+                None
+            },
         };
         let set = CandidateSet::from_columns(columns).map_err(|e| invalid(e.to_string()))?;
         let by_id: Column<u32> = column!(SectionKind::ById);

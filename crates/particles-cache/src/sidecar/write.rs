@@ -7,7 +7,7 @@ use std::{
     path::Path,
 };
 
-use particles_candidates::{column::StrColumn, CandidateSet, PackedTraits};
+use particles_candidates::{column::StrColumn, CandidateSet, HalfView, PackedTraits};
 use particles_store::JournalHead;
 
 use super::{
@@ -15,11 +15,13 @@ use super::{
     SidecarError,
 };
 
-/// One section's bytes: a slice, or the vectors of a set row by row in a given
-/// order (so an unordered set is written in order without copying it first).
+/// One section's bytes: a slice, or the vectors of a set (or their half copy)
+/// row by row in a given order (so an unordered set is written in order without
+/// copying it first).
 enum Body<'a> {
     Bytes(&'a [u8]),
     Rows(&'a CandidateSet, &'a [u32]),
+    HalfRows(HalfView<'a>, &'a [u32]),
 }
 
 impl Body<'_> {
@@ -31,18 +33,30 @@ impl Body<'_> {
                 Ok((bytes.len(), Checksum::of(bytes)))
             }
             Body::Rows(set, order) => {
-                let mut hasher = xxhash_rust::xxh3::Xxh3::new();
-                let mut len = 0;
-                for &row in order.iter() {
-                    let bytes: &[u8] = bytemuck::cast_slice(set.vector(row as usize));
-                    hasher.update(bytes);
-                    out.write_all(bytes)?;
-                    len += bytes.len();
-                }
-                Ok((len, Checksum(hasher.digest())))
+                write_rows(out, order, |row| bytemuck::cast_slice(set.vector(row)))
+            }
+            Body::HalfRows(half, order) => {
+                write_rows(out, order, |row| bytemuck::cast_slice(half.vector(row)))
             }
         }
     }
+}
+
+/// Writes each row's bytes in `order`, returning their length and checksum.
+fn write_rows<'a>(
+    out: &mut impl Write,
+    order: &[u32],
+    bytes_of: impl Fn(usize) -> &'a [u8],
+) -> std::io::Result<(usize, Checksum)> {
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    let mut len = 0;
+    for &row in order {
+        let bytes = bytes_of(row as usize);
+        hasher.update(bytes);
+        out.write_all(bytes)?;
+        len += bytes.len();
+    }
+    Ok((len, Checksum(hasher.digest())))
 }
 
 /// The per-row columns of `set` in `order`, owned (the vectors stay where they are).
@@ -56,6 +70,7 @@ struct Permuted {
     model_current: Vec<u8>,
     traits: Vec<PackedTraits>,
     by_id: Vec<u32>,
+    half_radius: Vec<f32>,
 }
 
 impl Permuted {
@@ -86,12 +101,18 @@ impl Permuted {
             model_current: order.iter().map(|r| c.model_current[pick(r)]).collect(),
             traits: order.iter().map(|r| c.traits[pick(r)]).collect(),
             by_id: by_id.iter().map(|&row| rank[row as usize]).collect(),
+            half_radius: set
+                .half()
+                .map(|half| order.iter().map(|&row| half.radius(row as usize)).collect())
+                .unwrap_or_default(),
         }
     }
 }
 
 /// Writes `set` (exact at `head`) and its id index to `path`, atomically. With
 /// `order`, rows are written in that order (the file is always in loader order).
+/// The set's half copy goes with it when it has one (a long-lived process made
+/// or kept it), so the next such process serves it from the map.
 ///
 /// # Errors
 ///
@@ -129,7 +150,9 @@ pub(crate) fn write(
         string_bytes: c.strings.0.len(),
         premises_bytes: premises.len(),
         claims_bytes: claims.len(),
+        half: set.half().is_some(),
     };
+    let half = set.half();
     let table = SectionTable::new(&lengths)
         .ok_or_else(|| invalid("the column lengths overflow; not written".into()))?;
     let permuted = order.map(|order| Permuted::new(set, order, by_id));
@@ -152,6 +175,11 @@ pub(crate) fn write(
                 SectionKind::ById => bytes(bytemuck::cast_slice(&p.by_id)),
                 SectionKind::Premises => bytes(&premises),
                 SectionKind::Claims => bytes(&claims),
+                SectionKind::HalfVectors => match half {
+                    Some(half) => Body::HalfRows(half, order),
+                    None => bytes(&[]),
+                },
+                SectionKind::HalfRadius => bytes(bytemuck::cast_slice(&p.half_radius)),
             },
             _ => match kind {
                 SectionKind::Vectors => bytes(bytemuck::cast_slice(c.vectors)),
@@ -169,6 +197,12 @@ pub(crate) fn write(
                 SectionKind::ById => bytes(bytemuck::cast_slice(by_id)),
                 SectionKind::Premises => bytes(&premises),
                 SectionKind::Claims => bytes(&claims),
+                SectionKind::HalfVectors => {
+                    bytes(half.map_or(&[][..], |half| bytemuck::cast_slice(half.values())))
+                }
+                SectionKind::HalfRadius => {
+                    bytes(half.map_or(&[][..], |half| bytemuck::cast_slice(half.radii())))
+                }
             },
         }
     };

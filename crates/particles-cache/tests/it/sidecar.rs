@@ -369,3 +369,116 @@ fn with_a_half_copy_a_server_reads_the_sidecars_vectors_in_its_map() {
         Route::Delta(1)
     );
 }
+
+/// The half copy's values and radii, bit for bit.
+fn half_bits(set: &particles_candidates::CandidateSet) -> (Vec<u16>, Vec<u32>) {
+    let half = set.half().expect("a half copy");
+    (
+        half.values().iter().map(|h| h.to_bits()).collect(),
+        half.radii().iter().map(|r| r.to_bits()).collect(),
+    )
+}
+
+/// A server that made its half copy in memory writes it into the sidecar; the
+/// next one serves it from the file's map, bit for bit the copy it would have
+/// made, its answers exact. A copy whose bytes are damaged is made anew with a
+/// note and the file replaced; damaged radii refuse the file on open.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_server_keeps_its_half_copy_in_the_sidecar_and_the_next_serves_it_from_the_map() {
+    use particles_candidates::HalfOrigin;
+
+    let (_dir, store, sidecar) = setup();
+    let handle = Store::open_read_only(&store).unwrap();
+    // A warm cache without huge pages ranks through a permutation and writes
+    // its rows (half copy included) in loader order.
+    let mut warm = cache_at(&sidecar, SidecarWrite::OnRebuild);
+    warm.set_half_precision(Some(0));
+    assert_eq!(
+        assert_cache_exact(&handle, &mut warm, None, "build with a half copy"),
+        Route::Rebuild
+    );
+    assert!(warm.persist(&store), "the rebuild is written");
+    let half_section = section(&sidecar, "half.vectors");
+    let radius_section = section(&sidecar, "half.radius");
+    assert!(!half_section.is_empty() && !radius_section.is_empty());
+    assert_eq!(half_section.start % 4096, 0, "page aligned");
+
+    let mut serve = server_cache(&sidecar, Some(0));
+    assert_eq!(
+        assert_cache_exact(&handle, &mut serve, None, "served from the map"),
+        Route::Sidecar
+    );
+    assert!(serve.take_notes().is_empty());
+    let set = serve.candidates().unwrap();
+    assert_eq!(set.prepare_half(), HalfOrigin::Present);
+    assert!(in_a_map_of(set.half().unwrap().values().as_ptr() as usize, &sidecar));
+    assert!(in_a_map_of(set.half().unwrap().radii().as_ptr() as usize, &sidecar));
+    let all: Vec<usize> = (0..set.len()).collect();
+    let made = set.select(&all);
+    assert_eq!(made.prepare_half(), HalfOrigin::Made);
+    assert_eq!(half_bits(&set), half_bits(&made), "the stored copy is the made one");
+    assert!(!serve.persist(&store), "nothing new to write");
+
+    // A one-shot process never reads (or checks) the copy; its rewrite after a
+    // delta carries none, and the next server makes one and writes it back.
+    one_shot(&store, &sidecar, "one-shot over a file with a half copy");
+    let mut writer = Writer::open(&store).unwrap();
+    let tx = writer.transaction().unwrap();
+    tx.insert(&particle("half-new", 0.6, &[]), Some(&unit_vector(9)))
+        .unwrap();
+    tx.commit().unwrap();
+    one_shot(&store, &sidecar, "one-shot delta");
+    assert!(section(&sidecar, "half.vectors").is_empty());
+    let mut serve = server_cache(&sidecar, Some(0));
+    assert_eq!(
+        assert_cache_exact(&handle, &mut serve, None, "server after the one-shot"),
+        Route::Sidecar
+    );
+    let set = serve.candidates().unwrap();
+    assert!(!in_a_map_of(set.half().unwrap().values().as_ptr() as usize, &sidecar));
+    assert!(serve.persist(&store), "the made copy is written");
+    let half_section = section(&sidecar, "half.vectors");
+    assert!(!half_section.is_empty());
+    let good = std::fs::read(&sidecar).unwrap();
+
+    // Damaged values: answered exactly from a copy made anew, with a note, and
+    // the file replaced by a sound one.
+    let mut bytes = good.clone();
+    bytes[half_section.start + half_section.len() / 3] ^= 0x10;
+    std::fs::write(&sidecar, &bytes).unwrap();
+    let mut serve = server_cache(&sidecar, Some(0));
+    assert_eq!(
+        assert_cache_exact(&handle, &mut serve, None, "damaged half values"),
+        Route::Sidecar
+    );
+    let notes = serve.take_notes();
+    assert!(
+        notes.len() == 1
+            && notes[0].contains("half-precision copy failed its checksum")
+            && notes[0].contains(&sidecar.display().to_string()),
+        "{notes:?}"
+    );
+    assert!(!in_a_map_of(
+        serve.candidates().unwrap().half().unwrap().values().as_ptr() as usize,
+        &sidecar
+    ));
+    assert!(serve.persist(&store));
+    particles_cache::verify_sidecar(&sidecar).expect("replaced by a sound file");
+
+    // Damaged radii: refused on open, rebuilt, exact.
+    let mut bytes = good;
+    let radius_section = section(&sidecar, "half.radius");
+    bytes[radius_section.start + 1] ^= 0x01;
+    std::fs::write(&sidecar, &bytes).unwrap();
+    let mut serve = server_cache(&sidecar, Some(0));
+    assert_eq!(
+        assert_cache_exact(&handle, &mut serve, None, "damaged radii"),
+        Route::Rebuild
+    );
+    let notes = serve.take_notes();
+    assert!(
+        notes.iter().any(|n| n.contains("section half.radius fails its checksum")),
+        "{notes:?}"
+    );
+}
