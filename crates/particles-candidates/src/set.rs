@@ -507,6 +507,27 @@ impl CandidateSet {
         origin
     }
 
+    /// Whether the stored half copy (from a sidecar) is, bit for bit, the one
+    /// [`CandidateSet::prepare_half`] would make from the vectors; `None` when
+    /// there is none. A full pass over the vectors: for `sidecar verify`, which
+    /// vouches for what a checksum cannot (that the writer wrote the right copy).
+    pub fn stored_half_matches(&self) -> Option<bool> {
+        let stored = self.stored_half.as_ref()?;
+        let made = self.build_half();
+        let same = |a: &[f32], b: &[f32]| {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+        };
+        Some(
+            made.data.len() == stored.data.len()
+                && made
+                    .data
+                    .iter()
+                    .zip(stored.data.iter())
+                    .all(|(x, y)| x.to_bits() == y.to_bits())
+                && same(&made.radius, &stored.radius),
+        )
+    }
+
     /// The half-precision copy, when [`CandidateSet::prepare_half`] made one.
     pub fn half(&self) -> Option<HalfView<'_>> {
         self.half.get().map(|copy| HalfView {
@@ -1031,6 +1052,61 @@ mod tests {
         assert_eq!(carried, Some(expected));
         push_vector(&mut replaced, 20, &vector(20));
         assert!(replaced.half().is_none());
+    }
+
+    /// A stored half copy is taken when its check passes, made anew when it
+    /// fails (and said so), and `stored_half_matches` tells a copy that passes
+    /// its check but is not the vectors' from the right one.
+    #[test]
+    fn a_stored_half_copy_is_taken_only_when_it_checks() {
+        use crate::{claims::BytesCheck, half::HalfOrigin};
+        let mut set = CandidateSet::new();
+        for row in 0..6 {
+            let vector: Vec<f32> = (0..8)
+                .map(|i| ((row * 8 + i) as f32 * 0.61).cos())
+                .collect();
+            push_vector(&mut set, row, &vector);
+        }
+        let made = set.clone();
+        assert_eq!(made.prepare_half(), HalfOrigin::Made);
+        assert_eq!(made.prepare_half(), HalfOrigin::Present);
+        assert_eq!(made.stored_half_matches(), None);
+        let copy = made.half.get().unwrap().clone();
+        let with_stored = |data: Vec<half::f16>, passes: bool| {
+            let mut with = set.clone();
+            with.stored_half = Some(StoredHalf {
+                data: Column::from(data),
+                radius: copy.radius.clone(),
+                check: Some(BytesCheck(std::sync::Arc::new(move |_: &[u8]| passes))),
+            });
+            with
+        };
+        let bits = |set: &CandidateSet| {
+            let h = set.half().unwrap();
+            (
+                h.values().iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                h.radii().iter().map(|r| r.to_bits()).collect::<Vec<_>>(),
+            )
+        };
+
+        let stored = with_stored(copy.data.to_vec(), true);
+        assert_eq!(stored.stored_half_matches(), Some(true));
+        assert_eq!(stored.prepare_half(), HalfOrigin::Stored);
+        assert_eq!(bits(&stored), bits(&made));
+
+        let mut wrong = copy.data.to_vec();
+        wrong[3] = half::f16::from_f32(7.0);
+        let failing = with_stored(wrong.clone(), false);
+        assert_eq!(failing.prepare_half(), HalfOrigin::StoredDamaged);
+        assert_eq!(bits(&failing), bits(&made), "made anew from the vectors");
+
+        let passing_but_wrong = with_stored(wrong, true);
+        assert_eq!(passing_but_wrong.stored_half_matches(), Some(false));
+
+        // A row pushed drops the stored copy with the rest.
+        let mut grown = with_stored(copy.data.to_vec(), true);
+        push_vector(&mut grown, 6, &[0.5; 8]);
+        assert_eq!(grown.prepare_half(), HalfOrigin::Made);
     }
 
     /// A belief for the delta oracle: `row` names its id and rowid; its

@@ -37,7 +37,9 @@ enum SidecarCommand {
     /// so that the next query starts warm.
     Build(Target),
     /// Check every section of the sidecar, vectors included (opening a sidecar
-    /// checks all but the vectors and their norms). Exit 1 when it is unusable.
+    /// checks all but the vectors, their norms, the claims and a server's half
+    /// copy), and that a stored half copy is the one its vectors give. Exit 1
+    /// when it is unusable.
     Verify(Target),
     /// Print where the store's sidecar lives.
     Path(Target),

@@ -196,8 +196,18 @@ impl SectionKind {
             SectionKind::ById => (size_of::<u32>(), lengths.rows),
             SectionKind::Premises => (1, lengths.premises_bytes),
             SectionKind::Claims => (1, lengths.claims_bytes),
-            SectionKind::HalfVectors => (2, if lengths.half { lengths.vector_floats } else { 0 }),
-            SectionKind::HalfRadius => (size_of::<f32>(), if lengths.half { lengths.rows } else { 0 }),
+            SectionKind::HalfVectors => (
+                2,
+                if lengths.half {
+                    lengths.vector_floats
+                } else {
+                    0
+                },
+            ),
+            SectionKind::HalfRadius => (
+                size_of::<f32>(),
+                if lengths.half { lengths.rows } else { 0 },
+            ),
         };
         size.checked_mul(count)
     }
@@ -529,7 +539,13 @@ mod tests {
     fn small_lengths() -> impl Strategy<Value = Lengths> {
         (
             (0usize..300, 0usize..5000, 0usize..3000),
-            (0usize..50, 0usize..800, 0usize..900, 0usize..900, any::<bool>()),
+            (
+                0usize..50,
+                0usize..800,
+                0usize..900,
+                0usize..900,
+                any::<bool>(),
+            ),
         )
             .prop_map(
                 |((rows, vector_floats, id_bytes), (strings, string_bytes, p, c, half))| Lengths {

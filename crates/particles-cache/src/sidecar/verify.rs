@@ -1,5 +1,6 @@
 //! `sidecar verify`: everything opening checks, plus what it leaves out (the
-//! vectors', norms' and claims' checksums) and the id index's order.
+//! vectors', norms', claims' and half copy's checksums), the id index's order,
+//! and that a stored half copy is the one its vectors give.
 
 use std::{ops::Range, path::Path};
 
@@ -29,7 +30,8 @@ pub struct VerifiedSection {
 }
 
 /// Checks a sidecar completely: its header, every section's checksum (vectors
-/// included), the consistency of its columns and the order of its id index.
+/// included), the consistency of its columns, the order of its id index, and
+/// that a stored half copy is, bit for bit, the one its vectors give.
 ///
 /// # Errors
 ///
@@ -56,6 +58,14 @@ pub fn verify(path: &Path) -> Result<VerifyReport, SidecarError> {
         return Err(SidecarError::Invalid {
             path: path.to_owned(),
             reason: "the id index is not sorted".into(),
+        });
+    }
+    // The checksums say the bytes are the writer's; this says the writer's half
+    // copy is the one the vectors give (the scan trusts its intervals).
+    if opened.set.stored_half_matches() == Some(false) {
+        return Err(SidecarError::Invalid {
+            path: path.to_owned(),
+            reason: "the half-precision copy is not the one its vectors give".into(),
         });
     }
     Ok(VerifyReport {

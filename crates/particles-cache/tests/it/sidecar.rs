@@ -412,12 +412,22 @@ fn a_server_keeps_its_half_copy_in_the_sidecar_and_the_next_serves_it_from_the_m
     assert!(serve.take_notes().is_empty());
     let set = serve.candidates().unwrap();
     assert_eq!(set.prepare_half(), HalfOrigin::Present);
-    assert!(in_a_map_of(set.half().unwrap().values().as_ptr() as usize, &sidecar));
-    assert!(in_a_map_of(set.half().unwrap().radii().as_ptr() as usize, &sidecar));
+    assert!(in_a_map_of(
+        set.half().unwrap().values().as_ptr() as usize,
+        &sidecar
+    ));
+    assert!(in_a_map_of(
+        set.half().unwrap().radii().as_ptr() as usize,
+        &sidecar
+    ));
     let all: Vec<usize> = (0..set.len()).collect();
     let made = set.select(&all);
     assert_eq!(made.prepare_half(), HalfOrigin::Made);
-    assert_eq!(half_bits(&set), half_bits(&made), "the stored copy is the made one");
+    assert_eq!(
+        half_bits(&set),
+        half_bits(&made),
+        "the stored copy is the made one"
+    );
     assert!(!serve.persist(&store), "nothing new to write");
 
     // A one-shot process never reads (or checks) the copy; its rewrite after a
@@ -436,7 +446,10 @@ fn a_server_keeps_its_half_copy_in_the_sidecar_and_the_next_serves_it_from_the_m
         Route::Sidecar
     );
     let set = serve.candidates().unwrap();
-    assert!(!in_a_map_of(set.half().unwrap().values().as_ptr() as usize, &sidecar));
+    assert!(!in_a_map_of(
+        set.half().unwrap().values().as_ptr() as usize,
+        &sidecar
+    ));
     assert!(serve.persist(&store), "the made copy is written");
     let half_section = section(&sidecar, "half.vectors");
     assert!(!half_section.is_empty());
@@ -460,7 +473,13 @@ fn a_server_keeps_its_half_copy_in_the_sidecar_and_the_next_serves_it_from_the_m
         "{notes:?}"
     );
     assert!(!in_a_map_of(
-        serve.candidates().unwrap().half().unwrap().values().as_ptr() as usize,
+        serve
+            .candidates()
+            .unwrap()
+            .half()
+            .unwrap()
+            .values()
+            .as_ptr() as usize,
         &sidecar
     ));
     assert!(serve.persist(&store));
@@ -478,7 +497,9 @@ fn a_server_keeps_its_half_copy_in_the_sidecar_and_the_next_serves_it_from_the_m
     );
     let notes = serve.take_notes();
     assert!(
-        notes.iter().any(|n| n.contains("section half.radius fails its checksum")),
+        notes
+            .iter()
+            .any(|n| n.contains("section half.radius fails its checksum")),
         "{notes:?}"
     );
 }
