@@ -596,13 +596,14 @@ impl CandidateLoader for CandidateCache {
                 // process serves it from the file's pages instead of making its own.
                 HalfOrigin::Made => self.dirty |= self.writes_sidecar(),
                 HalfOrigin::StoredDamaged => {
-                    self.dirty |= self.writes_sidecar();
+                    let replace = self.writes_sidecar();
+                    self.dirty |= replace;
                     if let Some(config) = &self.sidecar {
                         self.notes.push(format!(
                             "the sidecar {}'s half-precision copy failed its checksum; \
                              it was made again from the vectors{}",
                             config.path.display(),
-                            if self.writes_sidecar() {
+                            if replace {
                                 ", and the file will be replaced"
                             } else {
                                 ""

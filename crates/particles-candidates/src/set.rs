@@ -514,17 +514,13 @@ impl CandidateSet {
     pub fn stored_half_matches(&self) -> Option<bool> {
         let stored = self.stored_half.as_ref()?;
         let made = self.build_half();
-        let same = |a: &[f32], b: &[f32]| {
-            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
-        };
+        // Bit for bit: the bytes, so a NaN radius equals the same NaN.
+        fn bytes<T: bytemuck::Pod>(values: &[T]) -> &[u8] {
+            bytemuck::cast_slice(values)
+        }
         Some(
-            made.data.len() == stored.data.len()
-                && made
-                    .data
-                    .iter()
-                    .zip(stored.data.iter())
-                    .all(|(x, y)| x.to_bits() == y.to_bits())
-                && same(&made.radius, &stored.radius),
+            bytes(&made.data) == bytes(&stored.data)
+                && bytes(&made.radius) == bytes(&stored.radius),
         )
     }
 

@@ -370,6 +370,33 @@ fn with_a_half_copy_a_server_reads_the_sidecars_vectors_in_its_map() {
     );
 }
 
+/// Whether the half copy `cache` serves lies in a map of `sidecar`.
+#[cfg(target_os = "linux")]
+fn half_in_map(cache: &CandidateCache, sidecar: &Path) -> bool {
+    let set = cache.candidates().unwrap();
+    let values = set.half().unwrap().values().as_ptr() as usize;
+    in_a_map_of(values, sidecar)
+}
+
+/// A new server over `good` with one bit of it flipped, after its checked
+/// queries (served by `route`).
+#[cfg(target_os = "linux")]
+fn server_over_damage(
+    handle: &Store,
+    sidecar: &Path,
+    good: &[u8],
+    (at, bit): (usize, u8),
+    step: &str,
+    route: Route,
+) -> CandidateCache {
+    let mut bytes = good.to_vec();
+    bytes[at] ^= bit;
+    std::fs::write(sidecar, &bytes).unwrap();
+    let mut serve = server_cache(sidecar, Some(0));
+    assert_eq!(assert_cache_exact(handle, &mut serve, None, step), route);
+    serve
+}
+
 /// The half copy's values and radii, bit for bit.
 fn half_bits(set: &particles_candidates::CandidateSet) -> (Vec<u16>, Vec<u32>) {
     let half = set.half().expect("a half copy");
@@ -445,11 +472,7 @@ fn a_server_keeps_its_half_copy_in_the_sidecar_and_the_next_serves_it_from_the_m
         assert_cache_exact(&handle, &mut serve, None, "server after the one-shot"),
         Route::Sidecar
     );
-    let set = serve.candidates().unwrap();
-    assert!(!in_a_map_of(
-        set.half().unwrap().values().as_ptr() as usize,
-        &sidecar
-    ));
+    assert!(!half_in_map(&serve, &sidecar));
     assert!(serve.persist(&store), "the made copy is written");
     let half_section = section(&sidecar, "half.vectors");
     assert!(!half_section.is_empty());
@@ -457,13 +480,13 @@ fn a_server_keeps_its_half_copy_in_the_sidecar_and_the_next_serves_it_from_the_m
 
     // Damaged values: answered exactly from a copy made anew, with a note, and
     // the file replaced by a sound one.
-    let mut bytes = good.clone();
-    bytes[half_section.start + half_section.len() / 3] ^= 0x10;
-    std::fs::write(&sidecar, &bytes).unwrap();
-    let mut serve = server_cache(&sidecar, Some(0));
-    assert_eq!(
-        assert_cache_exact(&handle, &mut serve, None, "damaged half values"),
-        Route::Sidecar
+    let mut serve = server_over_damage(
+        &handle,
+        &sidecar,
+        &good,
+        (half_section.start + half_section.len() / 3, 0x10),
+        "damaged half values",
+        Route::Sidecar,
     );
     let notes = serve.take_notes();
     assert!(
@@ -472,28 +495,19 @@ fn a_server_keeps_its_half_copy_in_the_sidecar_and_the_next_serves_it_from_the_m
             && notes[0].contains(&sidecar.display().to_string()),
         "{notes:?}"
     );
-    assert!(!in_a_map_of(
-        serve
-            .candidates()
-            .unwrap()
-            .half()
-            .unwrap()
-            .values()
-            .as_ptr() as usize,
-        &sidecar
-    ));
+    assert!(!half_in_map(&serve, &sidecar));
     assert!(serve.persist(&store));
     particles_cache::verify_sidecar(&sidecar).expect("replaced by a sound file");
 
     // Damaged radii: refused on open, rebuilt, exact.
-    let mut bytes = good;
     let radius_section = section(&sidecar, "half.radius");
-    bytes[radius_section.start + 1] ^= 0x01;
-    std::fs::write(&sidecar, &bytes).unwrap();
-    let mut serve = server_cache(&sidecar, Some(0));
-    assert_eq!(
-        assert_cache_exact(&handle, &mut serve, None, "damaged radii"),
-        Route::Rebuild
+    let mut serve = server_over_damage(
+        &handle,
+        &sidecar,
+        &good,
+        (radius_section.start + 1, 0x01),
+        "damaged radii",
+        Route::Rebuild,
     );
     let notes = serve.take_notes();
     assert!(
