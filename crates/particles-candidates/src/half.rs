@@ -172,35 +172,60 @@ fn next_up(value: f32) -> f32 {
     f32::from_bits(if value > 0.0 { bits + 1 } else { bits - 1 })
 }
 
-/// A view of a set's half copy, row by row.
+/// One part's half copy: the part's vector offsets and its copy.
 #[derive(Debug, Clone, Copy)]
-pub struct HalfView<'a> {
+pub(crate) struct HalfPart<'a> {
     pub(crate) offsets: &'a [u64],
     pub(crate) copy: &'a HalfVectors,
 }
 
+/// A view of a set's half copy, row by row: of its base's rows (an extended
+/// set's, [`crate::CandidateSet::extended`]) and its own.
+#[derive(Debug, Clone, Copy)]
+pub struct HalfView<'a> {
+    pub(crate) base: Option<HalfPart<'a>>,
+    pub(crate) base_rows: usize,
+    pub(crate) own: HalfPart<'a>,
+}
+
 impl<'a> HalfView<'a> {
+    /// The part holding row `row`, and the row there (as
+    /// `CandidateSet::at`).
+    #[inline(always)]
+    fn at(&self, row: usize) -> (HalfPart<'a>, usize) {
+        if row < self.base_rows {
+            if let Some(base) = self.base {
+                return (base, row);
+            }
+        }
+        (self.own, row - self.base_rows)
+    }
+
     /// Row `row`'s half vector.
     #[inline]
     pub fn vector(&self, row: usize) -> &'a [f16] {
-        &self.copy.data[self.offsets[row] as usize..self.offsets[row + 1] as usize]
+        let (part, row) = self.at(row);
+        &part.copy.data[part.offsets[row] as usize..part.offsets[row + 1] as usize]
     }
 
-    /// Every row's half values back to back, as [`HalfView::vector`] slices them.
+    /// The half values back to back, as [`HalfView::vector`] slices them, of
+    /// the set's own rows (every row's when it extends none).
     pub fn values(&self) -> &'a [f16] {
-        &self.copy.data
+        &self.own.copy.data
     }
 
-    /// Every row's radius.
+    /// The radius of each of the set's own rows (every row's when it extends
+    /// none).
     pub fn radii(&self) -> &'a [f32] {
-        &self.copy.radius
+        &self.own.copy.radius
     }
 
     /// Row `row`'s radius: the reference's dot of a question `x` with the row
     /// lies within `half_dot(x, row) ± |x|·radius`. NaN: no interval.
     #[inline]
     pub fn radius(&self, row: usize) -> f32 {
-        self.copy.radius[row]
+        let (part, row) = self.at(row);
+        part.copy.radius[row]
     }
 }
 

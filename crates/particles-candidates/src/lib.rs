@@ -51,7 +51,7 @@ pub use crate::{
     },
     selection::Selection,
     set::{
-        row_check, CandidateColumns, CandidateSet, ColumnSlices, ColumnsError, Replaced,
+        row_check, CandidateColumns, CandidateSet, ColumnSlices, ColumnsError, Extended, Replaced,
         SourceIndex,
     },
     tiles::{

@@ -13,7 +13,7 @@ use crate::{
     claims::{BytesCheck, Claims},
     column::{Column, StrColumn},
     filters::{document_meta_flag, has_stance_marker, non_asserted_flag},
-    half::{HalfOrigin, HalfVectors, HalfView, StoredHalf},
+    half::{HalfOrigin, HalfPart, HalfVectors, HalfView, StoredHalf},
     interner::Interner,
     traits::{PackedTraits, RowTraits},
 };
@@ -58,6 +58,12 @@ pub struct CandidateSet {
     /// ([`CandidateSet::keep_particles`]; small sets): a query's hits are then
     /// read from memory. Dropped when rows change.
     particles: OnceLock<Vec<Arc<Particle>>>,
+    /// The set this one extends ([`CandidateSet::extended`]), whose rows are
+    /// this set's rows `0..base_rows`, shared rather than copied; the columns
+    /// above hold only the rows after them (`base_rows + i` is their row `i`).
+    /// A base never extends another, so every row is one step away.
+    base: Option<Arc<CandidateSet>>,
+    base_rows: usize,
 }
 
 /// Each row's first source ([`RowTraits::source`]) as a dense index into the set's
@@ -217,116 +223,164 @@ impl CandidateSet {
         self.offsets.push(self.vectors.len() as u64);
     }
 
-    /// The number of candidates.
+    /// The number of candidates (a base's rows included).
     pub fn len(&self) -> usize {
-        self.ids.len()
+        self.base_rows + self.ids.len()
     }
 
     /// Whether the set is empty.
     pub fn is_empty(&self) -> bool {
-        self.ids.is_empty()
+        self.len() == 0
+    }
+
+    /// The set holding row `row` in its own columns, and the row there: the
+    /// base for rows below `base_rows`, else this set. One comparison, so the
+    /// scan's accessors stay as cheap on an extended set as on a flat one.
+    #[inline(always)]
+    fn at(&self, row: usize) -> (&CandidateSet, usize) {
+        if row < self.base_rows {
+            if let Some(base) = &self.base {
+                return (base, row);
+            }
+        }
+        (self, row - self.base_rows)
+    }
+
+    /// Row `row`'s vector in this set's own columns (`row` counted from its
+    /// first own row).
+    #[inline(always)]
+    fn own_vector(&self, row: usize) -> &[f32] {
+        &self.vectors[self.offsets[row] as usize..self.offsets[row + 1] as usize]
     }
 
     /// The particle id of row `row`.
     pub fn id(&self, row: usize) -> &str {
-        self.ids.get(row)
+        let (set, row) = self.at(row);
+        set.ids.get(row)
     }
 
     /// The row's rowid.
     pub fn rowid(&self, row: usize) -> i64 {
-        self.rowids[row]
+        let (set, row) = self.at(row);
+        set.rowids[row]
     }
 
     /// The row's stored confidence value.
     #[inline]
     pub fn confidence(&self, row: usize) -> f64 {
-        self.confidence[row]
+        let (set, row) = self.at(row);
+        set.confidence[row]
     }
 
     /// Whether the row's vector is of the current embedding model.
     pub fn model_current(&self, row: usize) -> bool {
-        self.model_current[row] != 0
+        let (set, row) = self.at(row);
+        set.model_current[row] != 0
     }
 
     /// The row's vector.
     #[inline]
     pub fn vector(&self, row: usize) -> &[f32] {
-        &self.vectors[self.offsets[row] as usize..self.offsets[row + 1] as usize]
+        let (set, row) = self.at(row);
+        set.own_vector(row)
     }
 
     /// The row's vector norm (einsum order, f32 square root).
     #[inline]
     pub fn norm(&self, row: usize) -> f32 {
-        self.norms[row]
+        let (set, row) = self.at(row);
+        set.norms[row]
     }
 
     /// The row's integrity check, as stored ([`row_check`] of its vector and norm
     /// when it was added).
     #[inline]
     pub fn check(&self, row: usize) -> u32 {
-        self.checks[row]
+        let (set, row) = self.at(row);
+        set.checks[row]
     }
 
     /// The row's traits as stored (what [`crate::RowFilter`] tests).
     #[inline]
     pub(crate) fn packed_traits(&self, row: usize) -> PackedTraits {
-        self.traits[row]
+        let (set, row) = self.at(row);
+        set.traits[row]
     }
 
     /// Whether the row is a narrative (its traits' flag, without unpacking
     /// them: the scan's score bound reads it for every row).
     #[inline]
     pub fn narrative(&self, row: usize) -> bool {
-        self.traits[row].is_narrative()
+        self.packed_traits(row).is_narrative()
     }
 
     /// Whether the row is derived (has premises), without unpacking its traits.
     #[inline]
     pub fn derived(&self, row: usize) -> bool {
-        self.traits[row].is_derived()
+        self.packed_traits(row).is_derived()
     }
 
     /// The row's extractor id (interned), without unpacking its traits.
     pub fn extractor(&self, row: usize) -> Option<u32> {
-        self.traits[row].extractor()
+        self.packed_traits(row).extractor()
     }
 
     /// The row's calibration source, without unpacking its other traits.
     pub fn calibration_source(&self, row: usize) -> particles_model::CalibrationSource {
-        self.traits[row].calibration_source()
+        self.packed_traits(row).calibration_source()
     }
 
     /// The row's traits.
     #[inline]
     pub fn traits(&self, row: usize) -> RowTraits {
-        self.traits[row].unpack()
+        self.packed_traits(row).unpack()
     }
 
-    /// An interned string.
+    /// An interned string. An extended set's strings are its base's and then
+    /// its own rows' new ones, so a base row's ids hold here too.
     pub fn string(&self, at: u32) -> &str {
         self.strings.strings.get(at as usize)
     }
 
     /// The premise ids of a derived row, in provenance order.
     pub fn premises(&self, row: usize) -> &[String] {
-        self.premises.get(self.id(row)).map_or(&[], Vec::as_slice)
+        // Each part's map is keyed by its own rows' ids: a row a delta replaced
+        // keeps its old entry in the base, under the same id as its new row.
+        let (set, local) = self.at(row);
+        set.premises
+            .get(set.ids.get(local))
+            .map_or(&[], Vec::as_slice)
     }
 
     /// Whether the structured claims are intact: always for a built set; for one
     /// read from a sidecar, whether its claims section passes its check and
     /// parses (checked on first use).
     pub fn claims_intact(&self) -> bool {
-        self.claims.load().1
+        self.claims.load().1 && self.base.as_ref().is_none_or(|base| base.claims_intact())
     }
 
     /// The row's structured claim, if any.
     pub fn structured_claim(&self, row: usize) -> Option<&StructuredClaim> {
-        self.claims.map().get(self.id(row)).map(Arc::as_ref)
+        let (set, local) = self.at(row);
+        set.claims.map().get(set.ids.get(local)).map(Arc::as_ref)
     }
 
-    /// The row of a particle id, by linear scan (for tests and small sets).
+    /// The last row with a particle id, by linear scan (for tests and small
+    /// sets; an extended set may still hold rows a delta replaced, which its
+    /// owner no longer ranks, and the newest row of an id is the last).
     pub fn position(&self, id: &str) -> Option<usize> {
-        (0..self.len()).find(|&row| self.id(row) == id)
+        (0..self.len()).rev().find(|&row| self.id(row) == id)
+    }
+
+    /// How many of the rows are a base's, shared ([`CandidateSet::extended`]);
+    /// 0 for a set that extends none.
+    pub fn base_rows(&self) -> usize {
+        self.base_rows
+    }
+
+    /// The vector values of every row, base rows included.
+    pub fn vector_floats(&self) -> usize {
+        self.vectors.len() + self.base.as_ref().map_or(0, |base| base.vectors.len())
     }
 
     /// Heap bytes held, approximately: owned columns, premises and claims. Columns
@@ -353,9 +407,12 @@ impl CandidateSet {
             + self.strings.index.as_ref().map_or(0, |i| i.len() * 64)
             + premises
             + claims
+            + self.base.as_ref().map_or(0, |base| base.heap_bytes())
     }
 
-    /// Borrowed views of every column, for writing the set out.
+    /// Borrowed views of every column, for writing the set out: of this set's
+    /// own rows, so of every row only when it extends none
+    /// ([`CandidateSet::base_rows`] is 0; compact an extended set first).
     pub fn column_slices(&self) -> ColumnSlices<'_> {
         ColumnSlices {
             ids: self.ids.parts(),
@@ -373,8 +430,12 @@ impl CandidateSet {
     }
 
     /// The structured claims as one JSON object by particle id, or `None` when
-    /// they would not read back equal (a sidecar must not lose a claim).
+    /// they would not read back equal (a sidecar must not lose a claim), or
+    /// when the set extends another (its claims are in two parts).
     pub fn claims_json(&self) -> Option<Vec<u8>> {
+        if self.base.is_some() {
+            return None;
+        }
         let claims = self.claims.map();
         let json = serde_json::to_vec(claims).ok()?;
         let back: HashMap<String, Arc<StructuredClaim>> = serde_json::from_slice(&json).ok()?;
@@ -451,10 +512,13 @@ impl CandidateSet {
             half: OnceLock::new(),
             stored_half: columns.half,
             particles: OnceLock::new(),
+            base: None,
+            base_rows: 0,
         })
     }
 
-    /// The vectors back to back (row `i` at `offsets[i]..offsets[i + 1]`).
+    /// The vectors back to back (row `i` at `offsets[i]..offsets[i + 1]`): this
+    /// set's own rows', so every row's only when it extends none.
     pub fn vector_data(&self) -> &[f32] {
         &self.vectors
     }
@@ -484,7 +548,12 @@ impl CandidateSet {
     /// view of the file's pages) once its bytes pass their check; one that
     /// fails is made anew, and [`HalfOrigin::StoredDamaged`] says so.
     pub fn prepare_half(&self) -> HalfOrigin {
-        let mut origin = HalfOrigin::Present;
+        // An extended set's base makes (or takes) its own copy; the rows after it
+        // are few, so this set converts them.
+        let mut origin = self
+            .base
+            .as_ref()
+            .map_or(HalfOrigin::Present, |base| base.prepare_half());
         self.half.get_or_init(|| {
             if let Some(stored) = &self.stored_half {
                 let intact = stored
@@ -499,7 +568,9 @@ impl CandidateSet {
                     };
                 }
                 origin = HalfOrigin::StoredDamaged;
-            } else {
+            } else if self.base.is_none() {
+                // An extended set's own rows are converted whatever its base
+                // did; the base's origin is the one that says something.
                 origin = HalfOrigin::Made;
             }
             self.build_half()
@@ -526,14 +597,27 @@ impl CandidateSet {
 
     /// The half-precision copy, when [`CandidateSet::prepare_half`] made one.
     pub fn half(&self) -> Option<HalfView<'_>> {
-        self.half.get().map(|copy| HalfView {
-            offsets: &self.offsets,
-            copy,
+        let base = match &self.base {
+            Some(base) => Some(HalfPart {
+                offsets: &base.offsets,
+                copy: base.half.get()?,
+            }),
+            None => None,
+        };
+        Some(HalfView {
+            base,
+            base_rows: self.base_rows,
+            own: HalfPart {
+                offsets: &self.offsets,
+                copy: self.half.get()?,
+            },
         })
     }
 
+    /// The half copy of this set's own rows (all of them unless it extends
+    /// another).
     fn build_half(&self) -> HalfVectors {
-        let rows = self.len();
+        let rows = self.ids.len();
         let threads = std::thread::available_parallelism()
             .map_or(1, usize::from)
             .clamp(1, 8);
@@ -548,8 +632,9 @@ impl CandidateSet {
                         let values = (self.offsets[end] - self.offsets[start]) as usize;
                         let mut part = HalfVectors::with_capacity(values, end - start);
                         for row in start..end {
-                            part.push(self.vector(row));
-                            if row_check(self.vector(row), self.norm(row)) != self.check(row) {
+                            let vector = self.own_vector(row);
+                            part.push(vector);
+                            if row_check(vector, self.norms[row]) != self.checks[row] {
                                 part.forget_last_interval();
                             }
                         }
@@ -634,12 +719,7 @@ impl CandidateSet {
     /// tie in the ranking falls back on.
     pub fn sort_by_order_key(&mut self) {
         let mut order: Vec<usize> = (0..self.len()).collect();
-        order.sort_by(|&a, &b| {
-            order_key_cmp(
-                (self.confidence[a], self.rowids[a]),
-                (self.confidence[b], self.rowids[b]),
-            )
-        });
+        order.sort_by(|&a, &b| self.cmp_order_key(a, b));
         if order.iter().enumerate().all(|(i, &row)| i == row) {
             return;
         }
@@ -651,21 +731,15 @@ impl CandidateSet {
     /// written in it, instead of being copied into order.
     pub fn order_by_key(&self) -> Vec<u32> {
         let mut order: Vec<u32> = (0..self.len() as u32).collect();
-        order.sort_unstable_by(|&a, &b| {
-            let (a, b) = (a as usize, b as usize);
-            order_key_cmp(
-                (self.confidence[a], self.rowids[a]),
-                (self.confidence[b], self.rowids[b]),
-            )
-        });
+        order.sort_unstable_by(|&a, &b| self.cmp_order_key(a as usize, b as usize));
         order
     }
 
     /// Compares two rows by the loader's order key.
     pub fn cmp_order_key(&self, a: usize, b: usize) -> std::cmp::Ordering {
         order_key_cmp(
-            (self.confidence[a], self.rowids[a]),
-            (self.confidence[b], self.rowids[b]),
+            (self.confidence(a), self.rowid(a)),
+            (self.confidence(b), self.rowid(b)),
         )
     }
 
@@ -690,6 +764,8 @@ impl CandidateSet {
     /// [`CandidateSet::push_columns_of`] but for the vector: every column else,
     /// the row's vector ending at `end` in a vector column filled apart.
     fn push_row_meta(&mut self, from: &CandidateSet, row: usize, remap: Option<&[u32]>, end: u64) {
+        // `remap` maps `from`'s strings, which are its base's too.
+        let (from, row) = from.at(row);
         self.sources.take();
         self.half.take();
         self.stored_half = None;
@@ -711,7 +787,9 @@ impl CandidateSet {
             traits.snapshot = mapped(traits.snapshot);
             traits.source_key = mapped(traits.source_key);
         }
-        self.ids.push(from.id(row));
+        // Raw columns from here: `from` is a part and `row` its own row (an
+        // accessor would map the row again).
+        self.ids.push(from.ids.get(row));
         self.rowids.push(from.rowids[row]);
         self.confidence.push(from.confidence[row]);
         self.model_current.push(from.model_current[row]);
@@ -724,7 +802,8 @@ impl CandidateSet {
     /// Appends row `row` of `from` with its premises and claim.
     fn push_row_of(&mut self, from: &CandidateSet, row: usize, remap: Option<&[u32]>) {
         self.push_columns_of(from, row, remap);
-        let id = from.id(row);
+        let (from, row) = from.at(row);
+        let id = from.ids.get(row);
         if let Some(premises) = from.premises.get(id) {
             self.premises.insert(id.to_owned(), premises.clone());
         }
@@ -777,7 +856,7 @@ impl CandidateSet {
         added: &CandidateSet,
         vectors: impl FnOnce(usize, &mut dyn FnMut(&mut [f32])) -> Column<f32>,
     ) -> Replaced {
-        let key = |set: &CandidateSet, row: usize| (set.confidence[row], set.rowids[row]);
+        let key = |set: &CandidateSet, row: usize| (set.confidence(row), set.rowid(row));
         let mut gone = vec![false; self.len()];
         for &row in removed {
             if let Some(flag) = gone.get_mut(row) {
@@ -832,26 +911,46 @@ impl CandidateSet {
             let mut at = 0;
             for &(from_kept, first, rows) in &runs {
                 let source = if from_kept { self } else { added };
-                let span = source.offsets[first] as usize..source.offsets[first + rows] as usize;
-                let len = span.len();
-                into[at..at + len].copy_from_slice(&source.vectors[span]);
-                at += len;
+                for (part, span) in source.parts(first..first + rows) {
+                    let span = part.offsets[span.start] as usize..part.offsets[span.end] as usize;
+                    let len = span.len();
+                    into[at..at + len].copy_from_slice(&part.vectors[span]);
+                    at += len;
+                }
             }
         });
-        if let Some(old) = self.half.get() {
-            set.half
-                .get_or_init(|| self.carry_half(old, &set, &old_rows));
+        if self.half().is_some() {
+            set.half.get_or_init(|| self.carry_half(&set, &old_rows));
         }
-        let ids: HashSet<&str> = removed
-            .iter()
-            .filter(|&&row| row < self.len())
-            .map(|&row| self.id(row))
-            .collect();
-        let mut premises = self.premises.clone();
-        let mut claims = self.claims.map().clone();
-        for id in &ids {
-            premises.remove(*id);
-            claims.remove(*id);
+        // Each part's maps hold its own rows' entries, so a removed row's id
+        // leaves its own part's maps only: a replaced base row's id may name
+        // the new row after the base.
+        let mut premises: HashMap<String, Vec<String>> = HashMap::new();
+        let mut claims: HashMap<String, Arc<StructuredClaim>> = HashMap::new();
+        let base = self.base.as_deref().map(|base| (base, 0));
+        for (part, first) in base.into_iter().chain([(self, self.base_rows)]) {
+            let own = first..first + part.ids.len();
+            let ids: HashSet<&str> = removed
+                .iter()
+                .filter(|&row| own.contains(row))
+                .map(|&row| part.ids.get(row - first))
+                .collect();
+            let mut part_premises = part.premises.clone();
+            let mut part_claims = part.claims.map().clone();
+            for id in &ids {
+                part_premises.remove(*id);
+                part_claims.remove(*id);
+            }
+            if premises.is_empty() {
+                premises = part_premises;
+            } else {
+                premises.extend(part_premises);
+            }
+            if claims.is_empty() {
+                claims = part_claims;
+            } else {
+                claims.extend(part_claims);
+            }
         }
         premises.extend(
             added
@@ -879,9 +978,10 @@ impl CandidateSet {
 }
 
 impl CandidateSet {
-    /// The half copy of `new` (this set `replaced`): kept rows copied from `old`,
-    /// added rows converted, so a delta costs a copy, not a conversion.
-    fn carry_half(&self, old: &HalfVectors, new: &CandidateSet, old_rows: &[u32]) -> HalfVectors {
+    /// The half copy of `new` (this set `replaced`): kept rows copied from this
+    /// set's copy (its base's and its own), added rows converted, so a delta
+    /// costs a copy, not a conversion.
+    fn carry_half(&self, new: &CandidateSet, old_rows: &[u32]) -> HalfVectors {
         let mut from_old = vec![u32::MAX; new.len()];
         for (old_row, &new_row) in old_rows.iter().enumerate() {
             if let Some(slot) = from_old.get_mut(new_row as usize) {
@@ -900,7 +1000,8 @@ impl CandidateSet {
                 row += 1;
                 continue;
             }
-            // A run of rows that were consecutive in the old set: one copy.
+            // A run of rows that were consecutive in the old set: one copy per
+            // part it lies in.
             let mut rows = 1;
             while from_old
                 .get(row + rows)
@@ -909,12 +1010,114 @@ impl CandidateSet {
                 rows += 1;
             }
             let first = first as usize;
-            let span = self.offsets[first] as usize..self.offsets[first + rows] as usize;
-            copy.push_run_from(old, span, first..first + rows);
+            for (part, span) in self.parts(first..first + rows) {
+                match part.half.get() {
+                    Some(old) => {
+                        let values =
+                            part.offsets[span.start] as usize..part.offsets[span.end] as usize;
+                        copy.push_run_from(old, values, span);
+                    }
+                    // Not reached: `half()` holds only when every part has
+                    // its copy. Converting is right anyway.
+                    None => {
+                        for local in span {
+                            let vector = part.own_vector(local);
+                            copy.push(vector);
+                            if row_check(vector, part.norms[local]) != part.checks[local] {
+                                copy.forget_last_interval();
+                            }
+                        }
+                    }
+                }
+            }
             row += rows;
         }
         copy
     }
+
+    /// Rows `rows` of this set as runs of its parts' own rows: the base's
+    /// (rows below `base_rows`) and this set's own, each with its own row
+    /// numbers; empty runs left out.
+    fn parts(
+        &self,
+        rows: std::ops::Range<usize>,
+    ) -> impl Iterator<Item = (&CandidateSet, std::ops::Range<usize>)> {
+        let split = self.base_rows.clamp(rows.start, rows.end.max(rows.start));
+        let base = self
+            .base
+            .as_deref()
+            .filter(|_| rows.start < split)
+            .map(|base| (base, rows.start..split));
+        let own =
+            (split < rows.end).then(|| (self, split - self.base_rows..rows.end - self.base_rows));
+        base.into_iter().chain(own)
+    }
+
+    /// This set with the rows `removed` left out of its own rows and `added`'s
+    /// rows (re-interned) after them, every base row shared: the delta of a
+    /// large cache, whose cost is the rows it changes and this set's own rows,
+    /// not the base's.
+    ///
+    /// A flat set becomes the new set's base whole; an extended set's base
+    /// stays its base. So the base keeps the rows a delta removed (the
+    /// caller no longer ranks them: its order and id index leave them out)
+    /// and the new set's own rows hold only live ones, with unique ids. The
+    /// new rows are not in loader order: the caller ranks through its own
+    /// permutation, and compacts ([`CandidateSet::replaced_in`]) when the
+    /// dead and own rows grow.
+    pub fn extended(self: &Arc<Self>, removed: &[usize], added: &CandidateSet) -> Extended {
+        let (base, base_rows) = match &self.base {
+            Some(base) => (Arc::clone(base), self.base_rows),
+            None => (Arc::clone(self), self.len()),
+        };
+        let mut set = CandidateSet::new();
+        set.strings = self.strings.clone();
+        set.base = Some(base);
+        set.base_rows = base_rows;
+        let own_before = self.len() - base_rows;
+        let mut gone = vec![false; own_before];
+        for &row in removed {
+            if let Some(flag) = row.checked_sub(base_rows).and_then(|at| gone.get_mut(at)) {
+                *flag = true;
+            }
+        }
+        let mut moved = vec![u32::MAX; own_before];
+        for (at, slot) in moved.iter_mut().enumerate() {
+            if !gone[at] {
+                *slot = set.len() as u32;
+                set.push_row_of(self, base_rows + at, None);
+            }
+        }
+        let remap: Vec<u32> = (0..added.strings.strings.len())
+            .map(|at| set.strings.intern(added.strings.strings.get(at)))
+            .collect();
+        let mut added_rows = Vec::with_capacity(added.len());
+        for row in 0..added.len() {
+            added_rows.push(set.len() as u32);
+            set.push_row_of(added, row, Some(&remap));
+        }
+        if self.half().is_some() {
+            set.prepare_half();
+        }
+        Extended {
+            set,
+            moved,
+            added_rows,
+        }
+    }
+}
+
+/// [`CandidateSet::extended`]'s result: the new set, and where the old set's
+/// own rows and the added rows went (base rows keep their numbers).
+#[derive(Debug)]
+pub struct Extended {
+    /// The base's rows, then the kept own rows, then the added ones.
+    pub set: CandidateSet,
+    /// For each of the old set's own rows (row `base_rows + i` at `i`), its row
+    /// in `set` (`u32::MAX`: removed). Empty when the old set extended none.
+    pub moved: Vec<u32>,
+    /// For each row of `added`, its row in `set`.
+    pub added_rows: Vec<u32>,
 }
 
 /// [`CandidateSet::replaced`]'s result: the new set, and where each row went.
@@ -1287,6 +1490,158 @@ mod tests {
             }
             for (row, &to) in delta.added_rows.iter().enumerate() {
                 proptest::prop_assert_eq!(delta.set.id(to as usize), added.id(row));
+            }
+        }
+    }
+
+    /// One version of a particle for [`extended_sets_rank_as_copies_do`]: its
+    /// rowid, confidence step, vector seed, source entry and premises.
+    #[derive(Debug, Clone)]
+    struct Version {
+        rowid: i64,
+        confidence: u8,
+        seed: u32,
+        source: u8,
+        premises: u8,
+    }
+
+    fn push_version(set: &mut CandidateSet, id: &str, v: &Version) {
+        let premises: String = (0..v.premises)
+            .map(|p| format!(r#", {{"type": "PARTICLE", "corpus_entry_id": "q{p}"}}"#))
+            .collect();
+        let calibration = if v.premises > 0 {
+            r#", "calibration_source": "DERIVED""#
+        } else {
+            ""
+        };
+        let json = format!(
+            r#"{{"id": "{id}", "content": "belief", "confidence": {{"value": {}{calibration}}},
+                "uncertainty_nature": "EPISTEMIC", "asserted_by": "test",
+                "asserted_at": "2025-01-01T00:00:00",
+                "provenance": [{{"type": "SOURCE", "corpus_entry_id": "e{}"}}{premises}]}}"#,
+            f64::from(v.confidence) / 4.0,
+            v.source,
+        );
+        let particle = parse_particle_json(&json).unwrap().into_inner();
+        let vector: Vec<f32> = (0..6)
+            .map(|i| ((v.seed as usize * 6 + i) as f32 * 0.53).sin())
+            .collect();
+        set.push(v.rowid, &particle, &vector, None);
+    }
+
+    /// What ranking reads of a row, strings resolved.
+    fn row_view(set: &CandidateSet, row: usize) -> impl PartialEq + std::fmt::Debug {
+        let traits = set.traits(row);
+        let half = set
+            .half()
+            .map(|h| (h.vector(row).to_vec(), h.radius(row).to_bits()));
+        (
+            set.id(row).to_owned(),
+            set.rowid(row),
+            set.confidence(row).to_bits(),
+            set.vector(row).to_vec(),
+            set.norm(row).to_bits(),
+            set.check(row),
+            traits.source.map(|(entry, _)| set.string(entry).to_owned()),
+            set.string(traits.source_key).to_owned(),
+            set.premises(row).to_vec(),
+            half,
+        )
+    }
+
+    proptest::proptest! {
+        /// The shared-rows delta is the copying delta in another layout: after
+        /// any run of deltas (changes, deletions, additions, new strings), the
+        /// extended set's live rows in key order read exactly as the copied
+        /// set's rows, half copy included, and compacting it gives the copy.
+        #[test]
+        fn extended_sets_rank_as_copies_do(
+            start in proptest::collection::vec((0u8..5, 0u32..1000, 0u8..6, 0u8..3), 1..24),
+            deltas in proptest::collection::vec(
+                proptest::collection::vec((0usize..40, 0u8..3, 0u8..5, 0u32..1000, 0u8..12, 0u8..3), 0..6),
+                1..6,
+            ),
+            half in proptest::bool::ANY,
+        ) {
+            use std::collections::BTreeMap;
+            let mut live: BTreeMap<String, Version> = BTreeMap::new();
+            let mut next_rowid = 1;
+            let mut flat = CandidateSet::new();
+            for (at, &(confidence, seed, source, premises)) in start.iter().enumerate() {
+                let v = Version { rowid: next_rowid, confidence, seed, source, premises };
+                next_rowid += 1;
+                push_version(&mut flat, &format!("p{at}"), &v);
+                live.insert(format!("p{at}"), v);
+            }
+            flat.sort_by_order_key();
+            if half {
+                flat.prepare_half();
+            }
+            let mut shared = Arc::new(flat.clone());
+            // The extended set's rows by id (live ones only) and its dead rows.
+            let mut rows: HashMap<String, usize> =
+                (0..shared.len()).map(|row| (shared.id(row).to_owned(), row)).collect();
+            let mut dead: Vec<usize> = Vec::new();
+            for delta in deltas {
+                let mut added = CandidateSet::new();
+                let mut changed: Vec<String> = Vec::new();
+                for (pick, action, confidence, seed, source, premises) in delta {
+                    let id = format!("p{pick}");
+                    if changed.contains(&id) {
+                        continue;
+                    }
+                    changed.push(id.clone());
+                    if action == 0 {
+                        live.remove(&id);
+                        continue;
+                    }
+                    // A change keeps the rowid; a new id takes a new one.
+                    let rowid = live.get(&id).map_or_else(
+                        || { next_rowid += 1; next_rowid },
+                        |v| v.rowid,
+                    );
+                    let v = Version { rowid, confidence, seed, source, premises };
+                    push_version(&mut added, &id, &v);
+                    live.insert(id, v);
+                }
+                let flat_removed: Vec<usize> = changed
+                    .iter()
+                    .filter_map(|id| flat.position(id))
+                    .collect();
+                flat = flat.replaced(&flat_removed, &added).set;
+                let removed: Vec<usize> =
+                    changed.iter().filter_map(|id| rows.remove(id)).collect();
+                let extended = shared.extended(&removed, &added);
+                let base_rows = extended.set.base_rows();
+                for &row in &removed {
+                    if row < base_rows {
+                        dead.push(row);
+                    }
+                }
+                for row in rows.values_mut() {
+                    if let Some(own) = row.checked_sub(base_rows) {
+                        *row = extended.moved[own] as usize;
+                        proptest::prop_assert!(*row != u32::MAX as usize);
+                    }
+                }
+                for (at, &row) in extended.added_rows.iter().enumerate() {
+                    rows.insert(added.id(at).to_owned(), row as usize);
+                }
+                shared = Arc::new(extended.set);
+                proptest::prop_assert_eq!(shared.half().is_some(), half);
+
+                let mut order: Vec<usize> = rows.values().copied().collect();
+                order.sort_by(|&a, &b| shared.cmp_order_key(a, b));
+                proptest::prop_assert_eq!(order.len(), flat.len());
+                for (at, &row) in order.iter().enumerate() {
+                    proptest::prop_assert_eq!(row_view(&shared, row), row_view(&flat, at));
+                }
+            }
+            let compact = shared.replaced(&dead, &CandidateSet::new()).set;
+            proptest::prop_assert_eq!(compact.base_rows(), 0);
+            proptest::prop_assert_eq!(compact.len(), flat.len());
+            for row in 0..flat.len() {
+                proptest::prop_assert_eq!(row_view(&compact, row), row_view(&flat, row));
             }
         }
     }

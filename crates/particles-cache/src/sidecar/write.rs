@@ -135,6 +135,13 @@ pub(crate) fn write(
         path: path.to_owned(),
         reason,
     };
+    if set.base_rows() > 0 {
+        // Its columns are two parts and may hold replaced rows; the cache
+        // compacts it before writing.
+        return Err(invalid(
+            "the candidate set extends another and must be compacted first; not written".into(),
+        ));
+    }
     let c = set.column_slices();
     let premises = serde_json::to_vec(c.premises).map_err(|e| io(e.into()))?;
     let Some(claims) = set.claims_json() else {

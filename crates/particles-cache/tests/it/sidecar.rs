@@ -7,7 +7,7 @@ use particles_cache::{CandidateCache, Route, SidecarConfig, SidecarWrite};
 use particles_store::{Store, Writer};
 
 use crate::support::{
-    assert_cache_exact, cache_exact_or_error, particle, unit_vector, working_copy,
+    assert_cache_exact, cache_exact_or_error, particle, raw_strings, unit_vector, working_copy,
 };
 
 fn cache_at(path: &Path, write: SidecarWrite) -> CandidateCache {
@@ -516,4 +516,119 @@ fn a_server_keeps_its_half_copy_in_the_sidecar_and_the_next_serves_it_from_the_m
             .any(|n| n.contains("section half.radius fails its checksum")),
         "{notes:?}"
     );
+}
+
+/// A long-lived cache's small deltas share the rows they do not change: the
+/// set after each is its first set's rows (the same memory) plus the changed
+/// rows, every answer exact, the rows it replaced never ranked. Once the
+/// changed and replaced rows pass an eighth of the set it is copied whole
+/// (compacted), and a sidecar is always written from one flat set that
+/// verifies and serves the next process.
+#[test]
+fn small_deltas_share_the_rows_they_do_not_change_until_a_compaction() {
+    let (_dir, path, sidecar) = setup();
+    let store = Store::open_read_only(&path).unwrap();
+    let mut cache = cache_at(&sidecar, SidecarWrite::OnChange);
+    assert_eq!(
+        assert_cache_exact(&store, &mut cache, None, "first build"),
+        Route::Rebuild
+    );
+    let rows = cache.cached_rows().unwrap();
+    let first = cache.candidates().unwrap();
+    let base_ids: Vec<String> = (0..first.len())
+        .rev()
+        .take(12)
+        .map(|row| first.id(row).to_owned())
+        .collect();
+    let subject = raw_strings(
+        &path,
+        "SELECT subject_id FROM particle_subjects GROUP BY subject_id ORDER BY count(*) DESC LIMIT 1",
+    )
+    .remove(0);
+    let mut writer = Writer::open(&path).unwrap();
+    let now = particles_model::Timestamp::parse("2026-01-01T00:00:00").unwrap();
+    let (mut shared, mut compacted, mut live) = (0, 0, rows);
+    for step in 0..24 {
+        let tx = writer.transaction().unwrap();
+        let what = match step % 4 {
+            0 => {
+                tx.insert(
+                    &particle(&format!("shared-{step}"), 0.6, &[]),
+                    Some(&unit_vector(500 + step)),
+                )
+                .unwrap();
+                live += 1;
+                "insert"
+            }
+            // The row the last insert added, changed: an own row moves.
+            1 => {
+                tx.update(
+                    &particle(&format!("shared-{}", step - 1), 0.2, &[]),
+                    Some(&unit_vector(600 + step)),
+                )
+                .unwrap();
+                "update"
+            }
+            2 => {
+                assert!(tx.delete(&base_ids[step as usize / 4]).unwrap());
+                live -= 1;
+                "delete"
+            }
+            _ => {
+                assert!(tx.retract(&base_ids[6 + step as usize / 4], now).unwrap());
+                live -= 1;
+                "retract"
+            }
+        };
+        tx.commit().unwrap();
+        let route = assert_cache_exact(&store, &mut cache, None, &format!("{step}: {what}"));
+        assert!(route.changed().is_some(), "{step}: {route:?}");
+        assert_eq!(cache.cached_rows(), Some(live), "{step}: live rows");
+        let set = cache.candidates().unwrap();
+        if set.base_rows() > 0 {
+            shared += 1;
+            if compacted == 0 {
+                // Still the first set's rows, in the first set's memory.
+                assert_eq!(set.base_rows(), rows, "{step}");
+                assert_eq!(set.vector(0).as_ptr(), first.vector(0).as_ptr(), "{step}");
+            }
+        } else {
+            compacted += 1;
+            assert_eq!(
+                set.len(),
+                live,
+                "{step}: a compacted set holds live rows only"
+            );
+        }
+        // A subject query reads through the id index, which names live rows only.
+        assert_cache_exact(
+            &store,
+            &mut cache,
+            Some(&subject),
+            &format!("{step}: subject"),
+        );
+    }
+    assert!(
+        shared >= 8 && compacted >= 1,
+        "{shared} shared, {compacted} compacted"
+    );
+
+    // One more small delta, then the sidecar: written from a compacted set.
+    let tx = writer.transaction().unwrap();
+    tx.insert(&particle("shared-last", 0.7, &[]), Some(&unit_vector(999)))
+        .unwrap();
+    tx.commit().unwrap();
+    assert_cache_exact(&store, &mut cache, None, "last delta");
+    assert!(cache.candidates().unwrap().base_rows() > 0, "extended");
+    assert!(cache.persist(&path));
+    assert_eq!(
+        cache.candidates().unwrap().base_rows(),
+        0,
+        "compacted to write"
+    );
+    assert_eq!(cache.cached_rows(), Some(live + 1));
+    let report = particles_cache::verify_sidecar(&sidecar).unwrap();
+    assert_eq!(report.rows, live + 1);
+    assert_cache_exact(&store, &mut cache, None, "after the write");
+    assert_eq!(one_shot(&path, &sidecar, "next process").0, Route::Sidecar);
 }
