@@ -232,14 +232,17 @@ impl CacheState {
             added_rows,
         } = extended;
         let base_rows = set.base_rows();
-        let removed_base: std::collections::HashSet<u32> = removed
+        // Few (a delta is at most an eighth of the set): a sorted list beats a
+        // hash for the million lookups below.
+        let mut removed_base: Vec<u32> = removed
             .iter()
             .filter(|&&row| row < base_rows)
             .map(|&row| row as u32)
             .collect();
+        removed_base.sort_unstable();
         let renumber = |row: u32| -> u32 {
             match (row as usize).checked_sub(base_rows) {
-                None if removed_base.contains(&row) => u32::MAX,
+                None if removed_base.binary_search(&row).is_ok() => u32::MAX,
                 None => row,
                 Some(own) => moved.get(own).copied().unwrap_or(u32::MAX),
             }
@@ -257,22 +260,19 @@ impl CacheState {
         };
         let mut fresh = added_rows.clone();
         fresh.sort_unstable_by(|&a, &b| set.cmp_order_key(a as usize, b as usize));
+        // The added rows merged in by binary search: runs of kept rows are
+        // copied whole, and keys are unique, so this is the one order.
         let mut order = Vec::with_capacity(kept.len() + fresh.len());
-        let (mut i, mut j) = (0, 0);
-        while i < kept.len() || j < fresh.len() {
-            let from_kept = j == fresh.len()
-                || (i < kept.len()
-                    && set
-                        .cmp_order_key(kept[i] as usize, fresh[j] as usize)
-                        .is_le());
-            if from_kept {
-                order.push(kept[i]);
-                i += 1;
-            } else {
-                order.push(fresh[j]);
-                j += 1;
-            }
+        let mut start = 0;
+        for &row in &fresh {
+            let at = start
+                + kept[start..]
+                    .partition_point(|&k| set.cmp_order_key(k as usize, row as usize).is_le());
+            order.extend_from_slice(&kept[start..at]);
+            order.push(row);
+            start = at;
         }
+        order.extend_from_slice(&kept[start..]);
         let by_id: Vec<u32> = if added_rows.len() > INSERT_AT_MOST {
             let mut by_id = order.clone();
             by_id.sort_unstable_by(|&a, &b| set.id(a as usize).cmp(set.id(b as usize)));
@@ -292,7 +292,7 @@ impl CacheState {
             by_id
         };
         let mut dead = old.dead.clone();
-        dead.extend(removed_base);
+        dead.extend_from_slice(&removed_base);
         CacheState {
             head,
             set: Arc::new(set),

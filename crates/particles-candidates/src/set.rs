@@ -694,15 +694,29 @@ impl CandidateSet {
     /// first call (one pass over the rows) and kept until the rows change.
     pub fn source_index(&self) -> &SourceIndex {
         self.sources.get_or_init(|| {
-            let mut dense: HashMap<Option<(u32, Option<u32>)>, u32, foldhash::fast::RandomState> =
-                HashMap::default();
             static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
             let mut index = SourceIndex {
                 of_row: Vec::with_capacity(self.len()),
                 keys: Vec::new(),
                 id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             };
-            for row in 0..self.len() {
+            // An extended set starts from its base's index (built once, kept by
+            // the base): its rows keep their slots, and only the own rows are
+            // looked up. A delta then costs a copy of four bytes a row here,
+            // not a hash of every row's key.
+            if let Some(base) = &self.base {
+                let from = base.source_index();
+                index.of_row.extend_from_slice(&from.of_row);
+                index.keys.clone_from(&from.keys);
+            }
+            let mut dense: HashMap<Option<(u32, Option<u32>)>, u32, foldhash::fast::RandomState> =
+                index
+                    .keys
+                    .iter()
+                    .enumerate()
+                    .map(|(at, &key)| (key, at as u32))
+                    .collect();
+            for row in index.of_row.len()..self.len() {
                 let key = self.traits(row).source;
                 let next = index.keys.len() as u32;
                 let at = *dense.entry(key).or_insert_with(|| {
@@ -1636,6 +1650,18 @@ mod tests {
                 for (at, &row) in order.iter().enumerate() {
                     proptest::prop_assert_eq!(row_view(&shared, row), row_view(&flat, at));
                 }
+                // The source index, carried from the base's: every row's slot
+                // names its own source, each source once.
+                let index = shared.source_index();
+                proptest::prop_assert_eq!(index.of_row.len(), shared.len());
+                for row in 0..shared.len() {
+                    proptest::prop_assert_eq!(
+                        index.keys[index.of_row[row] as usize],
+                        shared.traits(row).source
+                    );
+                }
+                let distinct: HashSet<_> = index.keys.iter().collect();
+                proptest::prop_assert_eq!(distinct.len(), index.keys.len());
             }
             let compact = shared.replaced(&dead, &CandidateSet::new()).set;
             proptest::prop_assert_eq!(compact.base_rows(), 0);
