@@ -172,11 +172,23 @@ fn next_up(value: f32) -> f32 {
     f32::from_bits(if value > 0.0 { bits + 1 } else { bits - 1 })
 }
 
-/// One part's half copy: the part's vector offsets and its copy.
+/// One part's half copy: the part's vector offsets, its values and radii
+/// (slices resolved once, so a row read is two loads from registers).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct HalfPart<'a> {
     pub(crate) offsets: &'a [u64],
-    pub(crate) copy: &'a HalfVectors,
+    pub(crate) data: &'a [f16],
+    pub(crate) radius: &'a [f32],
+}
+
+impl<'a> HalfPart<'a> {
+    pub(crate) fn new(offsets: &'a [u64], copy: &'a HalfVectors) -> HalfPart<'a> {
+        HalfPart {
+            offsets,
+            data: &copy.data,
+            radius: &copy.radius,
+        }
+    }
 }
 
 /// A view of a set's half copy, row by row: of its base's rows (an extended
@@ -193,31 +205,30 @@ impl<'a> HalfView<'a> {
     /// `CandidateSet::at`).
     #[inline(always)]
     fn at(&self, row: usize) -> (HalfPart<'a>, usize) {
-        if row < self.base_rows {
-            if let Some(base) = self.base {
-                return (base, row);
-            }
+        match self.base {
+            None => (self.own, row),
+            Some(base) if row < self.base_rows => (base, row),
+            Some(_) => (self.own, row - self.base_rows),
         }
-        (self.own, row - self.base_rows)
     }
 
     /// Row `row`'s half vector.
     #[inline]
     pub fn vector(&self, row: usize) -> &'a [f16] {
         let (part, row) = self.at(row);
-        &part.copy.data[part.offsets[row] as usize..part.offsets[row + 1] as usize]
+        &part.data[part.offsets[row] as usize..part.offsets[row + 1] as usize]
     }
 
     /// The half values back to back, as [`HalfView::vector`] slices them, of
     /// the set's own rows (every row's when it extends none).
     pub fn values(&self) -> &'a [f16] {
-        &self.own.copy.data
+        self.own.data
     }
 
     /// The radius of each of the set's own rows (every row's when it extends
     /// none).
     pub fn radii(&self) -> &'a [f32] {
-        &self.own.copy.radius
+        self.own.radius
     }
 
     /// Row `row`'s radius: the reference's dot of a question `x` with the row
@@ -225,7 +236,7 @@ impl<'a> HalfView<'a> {
     #[inline]
     pub fn radius(&self, row: usize) -> f32 {
         let (part, row) = self.at(row);
-        part.copy.radius[row]
+        part.radius[row]
     }
 }
 

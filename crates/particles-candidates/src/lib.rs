@@ -52,7 +52,7 @@ pub use crate::{
     selection::Selection,
     set::{
         row_check, CandidateColumns, CandidateSet, ColumnSlices, ColumnsError, Extended, Replaced,
-        SourceIndex,
+        RowColumns, SourceIndex,
     },
     tiles::{
         einsum_tile_checked, half_tile_kernel, half_tile_portable, prefetch, HalfTile,

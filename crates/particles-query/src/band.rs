@@ -231,6 +231,7 @@ pub(crate) fn score_band(input: &BandInput<'_>, timings: &mut StageTimings) -> R
         factors: &factors,
         policies: input.policies,
         similarities: input.similarities,
+        half: input.set.half(),
         query: input.query,
         count_floor: input.count_floor.filter(|floor| !floor.is_nan()),
         min_confidence: input.min_confidence,
@@ -415,6 +416,8 @@ struct Scorer<'a> {
     factors: &'a [(f64, f64)],
     policies: &'a Policies,
     similarities: Option<&'a Similarities>,
+    /// The set's half copy, read once for every row's interval.
+    half: Option<particles_candidates::HalfView<'a>>,
     query: Option<&'a QueryVector>,
     /// The warning's floor, when known and a number.
     count_floor: Option<f64>,
@@ -531,7 +534,7 @@ impl<'a> Scorer<'a> {
         if count_floor.is_some_and(|floor| high < floor) && high < part.best_low {
             return;
         }
-        let (low, _) = similarities.interval(position, set, row, self.query);
+        let (low, _) = similarities.interval(position, set, self.half, row, self.query);
         let low = policies.rank_score(narrative, low, effective);
         if low > part.best_low {
             part.best_low = low;

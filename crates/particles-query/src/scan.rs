@@ -48,11 +48,13 @@ pub(crate) enum Similarities {
 }
 
 impl Similarities {
-    /// `(low, high)` of survivor `position`'s cosine (row `row` of `set`).
+    /// `(low, high)` of survivor `position`'s cosine (row `row` of `set`,
+    /// whose half copy is `half`: the caller's, read once, not per row).
     pub(crate) fn interval(
         &self,
         position: usize,
         set: &CandidateSet,
+        half: Option<HalfView<'_>>,
         row: usize,
         query: Option<&QueryVector>,
     ) -> (f64, f64) {
@@ -66,8 +68,7 @@ impl Similarities {
                 }
                 // A cosine is clamped to 0..=1, so 0 bounds it from below
                 // whenever no tighter end is sound.
-                let low = set
-                    .half()
+                let low = half
                     .zip(query)
                     .and_then(|(half, query)| {
                         query.similarity_low(dot, half.radius(row), set.norm(row))
@@ -277,6 +278,7 @@ pub(crate) fn scan_lanes(
     let parts = buffers.cut(rows, &ranges);
     let pass = Pass {
         set,
+        columns: set.row_columns(),
         lanes,
         reads: &reads,
         group_of: &group_of,
@@ -516,6 +518,8 @@ impl Buffers {
 /// What every thread of one pass reads.
 struct Pass<'a, 'l> {
     set: &'a CandidateSet,
+    /// The set's norms (and more) resolved once, for the per-row loops.
+    columns: particles_candidates::RowColumns<'a>,
     lanes: &'a [Lane<'l>],
     reads: &'a [Read],
     group_of: &'a [usize],
@@ -878,7 +882,7 @@ impl<'a> Pass<'a, '_> {
         let mut norms = [0.0f32; BLOCK];
         for (j, &i) in at_block.iter().enumerate() {
             dots[j] = column.dot(i);
-            norms[j] = set.norm(kept_rows[j]);
+            norms[j] = self.columns.norm(kept_rows[j]);
         }
         query.cosines_from_dots(&dots[..m], &norms[..m], &mut values[..m]);
         for (j, (&row, &i)) in kept_rows.iter().zip(at_block).enumerate() {
@@ -929,7 +933,7 @@ impl<'a> Pass<'a, '_> {
                 dots[j] = column.dot(i);
                 radii[j] = self.half.map_or(f32::NAN, |view| view.radius(row));
             }
-            norms[j] = set.norm(row);
+            norms[j] = self.columns.norm(row);
         }
         // NaN: no sound interval (a NaN radius, a row the tile did not take):
         // the row is read exactly.

@@ -340,14 +340,20 @@ pub fn score_bounds(
     out: &mut [f64],
 ) {
     let settings = &policies.settings;
+    let columns = set.row_columns();
     for (j, (&row, out)) in rows.iter().zip(out.iter_mut()).enumerate() {
         let confidence_bound = if factors_at_most_one {
-            set.confidence(row).clamp(0.0, 1.0)
+            columns.confidence(row).clamp(0.0, 1.0)
         } else {
             1.0
         };
         let similarity = similarities.map_or(confidence_bound, |s| s[j]);
-        *out = score::rank_score(settings, set.narrative(row), similarity, confidence_bound);
+        *out = score::rank_score(
+            settings,
+            columns.narrative(row),
+            similarity,
+            confidence_bound,
+        );
     }
 }
 
