@@ -176,7 +176,25 @@ impl RowFilter {
         request: &QueryRequest,
         now: Timestamp,
     ) -> Result<bool> {
-        let packed = set.packed_traits(row);
+        self.passes_in(&set.row_columns(), set, row, request, now)
+    }
+
+    /// [`RowFilter::passes`], reading the row's traits from `columns` (the
+    /// set's, resolved once for a loop over its rows).
+    ///
+    /// # Errors
+    ///
+    /// [`passes_filters`]'s.
+    #[inline]
+    pub fn passes_in(
+        &self,
+        columns: &crate::RowColumns<'_>,
+        set: &CandidateSet,
+        row: usize,
+        request: &QueryRequest,
+        now: Timestamp,
+    ) -> Result<bool> {
+        let packed = columns.packed_traits(row);
         if packed.flags & self.mask == self.want
             && self
                 .cutoff

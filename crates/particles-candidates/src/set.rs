@@ -106,6 +106,29 @@ impl RowColumns<'_> {
     pub fn norm(&self, row: usize) -> f32 {
         self.pick(self.norms, row)
     }
+
+    /// [`CandidateSet::packed_traits`].
+    #[inline(always)]
+    pub(crate) fn packed_traits(&self, row: usize) -> PackedTraits {
+        self.pick(self.traits, row)
+    }
+
+    /// Calls `f(j, confidence, narrative)` for each `rows[j]`, in order: a
+    /// flat set's loop reads its slices directly (the check of the part made
+    /// once, not per row).
+    #[inline(always)]
+    pub fn for_each_score_input(&self, rows: &[usize], mut f: impl FnMut(usize, f64, bool)) {
+        if self.base_rows == 0 {
+            let (confidence, traits) = (self.confidence[1], self.traits[1]);
+            for (j, &row) in rows.iter().enumerate() {
+                f(j, confidence[row], traits[row].is_narrative());
+            }
+        } else {
+            for (j, &row) in rows.iter().enumerate() {
+                f(j, self.confidence(row), self.narrative(row));
+            }
+        }
+    }
 }
 
 /// Each row's first source ([`RowTraits::source`]) as a dense index into the set's

@@ -232,6 +232,7 @@ pub(crate) fn score_band(input: &BandInput<'_>, timings: &mut StageTimings) -> R
         policies: input.policies,
         similarities: input.similarities,
         half: input.set.half(),
+        columns: input.set.row_columns(),
         query: input.query,
         count_floor: input.count_floor.filter(|floor| !floor.is_nan()),
         min_confidence: input.min_confidence,
@@ -416,8 +417,9 @@ struct Scorer<'a> {
     factors: &'a [(f64, f64)],
     policies: &'a Policies,
     similarities: Option<&'a Similarities>,
-    /// The set's half copy, read once for every row's interval.
+    /// The set's half copy and norms, read once for every row's interval.
     half: Option<particles_candidates::HalfView<'a>>,
+    columns: particles_candidates::RowColumns<'a>,
     query: Option<&'a QueryVector>,
     /// The warning's floor, when known and a number.
     count_floor: Option<f64>,
@@ -534,7 +536,8 @@ impl<'a> Scorer<'a> {
         if count_floor.is_some_and(|floor| high < floor) && high < part.best_low {
             return;
         }
-        let (low, _) = similarities.interval(position, set, self.half, row, self.query);
+        let (low, _) =
+            similarities.interval(position, &self.columns, self.half.as_ref(), row, self.query);
         let low = policies.rank_score(narrative, low, effective);
         if low > part.best_low {
             part.best_low = low;

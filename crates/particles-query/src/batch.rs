@@ -232,8 +232,9 @@ fn scan_group(
         .map(|(&at, &filter)| {
             let request = inputs[at].request;
             let now = Route::clock(request, inputs[at].now);
+            let columns = set.row_columns();
             Box::new(move |row: usize| -> Result<bool> {
-                Ok(filter.passes(set, row, request, now)?)
+                Ok(filter.passes_in(&columns, set, row, request, now)?)
             }) as Box<dyn Fn(usize) -> Result<bool> + Sync + '_>
         })
         .collect();

@@ -215,7 +215,10 @@ impl Gather<'_> {
             Ok((scanned, filtered))
         } else {
             let filter = particles_candidates::RowFilter::new(request, now);
-            let keep = |row: usize| -> Result<bool> { Ok(filter.passes(set, row, request, now)?) };
+            let columns = set.row_columns();
+            let keep = |row: usize| -> Result<bool> {
+                Ok(filter.passes_in(&columns, set, row, request, now)?)
+            };
             let scanned = scan_candidates(
                 set,
                 rows,

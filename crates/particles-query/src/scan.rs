@@ -53,8 +53,8 @@ impl Similarities {
     pub(crate) fn interval(
         &self,
         position: usize,
-        set: &CandidateSet,
-        half: Option<HalfView<'_>>,
+        columns: &particles_candidates::RowColumns<'_>,
+        half: Option<&HalfView<'_>>,
         row: usize,
         query: Option<&QueryVector>,
     ) -> (f64, f64) {
@@ -71,7 +71,7 @@ impl Similarities {
                 let low = half
                     .zip(query)
                     .and_then(|(half, query)| {
-                        query.similarity_low(dot, half.radius(row), set.norm(row))
+                        query.similarity_low(dot, half.radius(row), columns.norm(row))
                     })
                     .unwrap_or(0.0);
                 (low, high)
@@ -667,7 +667,7 @@ impl<'a> Pass<'a, '_> {
                 .exact_ahead
                 .extend(next.clone().map(|&row| set.vector(row)));
         }
-        if let (true, Some(view)) = (self.any_half, self.half) {
+        if let (true, Some(view)) = (self.any_half, self.half.as_ref()) {
             lists.half_ahead.extend(next.map(|&row| view.vector(row)));
         }
     }
@@ -759,7 +759,7 @@ impl<'a> Pass<'a, '_> {
         let picked = &mut lists.picked;
         picked.clear();
         if spec.half {
-            let Some(view) = self.half else {
+            let Some(view) = self.half.as_ref() else {
                 return;
             };
             let rows = &mut lists.half_rows;
@@ -843,7 +843,7 @@ impl<'a> Pass<'a, '_> {
         // the score rises with the similarity, so it bounds the exact
         // score too.
         particles_rank::score_bounds(
-            self.set,
+            &self.columns,
             &kept.rows[..read],
             spec.query.map(|_| &values[..read]),
             spec.at_most_one,
@@ -931,7 +931,7 @@ impl<'a> Pass<'a, '_> {
         for (j, (&row, &i)) in kept_rows.iter().zip(at_block).enumerate() {
             if column.tiled(i) {
                 dots[j] = column.dot(i);
-                radii[j] = self.half.map_or(f32::NAN, |view| view.radius(row));
+                radii[j] = self.half.as_ref().map_or(f32::NAN, |view| view.radius(row));
             }
             norms[j] = self.columns.norm(row);
         }

@@ -332,7 +332,7 @@ pub fn score_bound(
 /// `similarities[j]` (or without a similarity), the same values bit for bit,
 /// as straight-line code over the rows.
 pub fn score_bounds(
-    set: &CandidateSet,
+    columns: &particles_candidates::RowColumns<'_>,
     rows: &[usize],
     similarities: Option<&[f64]>,
     factors_at_most_one: bool,
@@ -340,21 +340,17 @@ pub fn score_bounds(
     out: &mut [f64],
 ) {
     let settings = &policies.settings;
-    let columns = set.row_columns();
-    for (j, (&row, out)) in rows.iter().zip(out.iter_mut()).enumerate() {
+    let n = rows.len().min(out.len());
+    let out = &mut out[..n];
+    columns.for_each_score_input(&rows[..n], |j, confidence, narrative| {
         let confidence_bound = if factors_at_most_one {
-            columns.confidence(row).clamp(0.0, 1.0)
+            confidence.clamp(0.0, 1.0)
         } else {
             1.0
         };
         let similarity = similarities.map_or(confidence_bound, |s| s[j]);
-        *out = score::rank_score(
-            settings,
-            columns.narrative(row),
-            similarity,
-            confidence_bound,
-        );
-    }
+        out[j] = score::rank_score(settings, narrative, similarity, confidence_bound);
+    });
 }
 
 /// Sorts by score descending, keeping the loader's order among equal scores (a stable
