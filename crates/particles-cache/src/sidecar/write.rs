@@ -109,6 +109,18 @@ impl Permuted {
     }
 }
 
+/// Refuses a set that extends another: its columns are two parts and may hold
+/// rows a delta replaced. The cache compacts before it writes.
+fn refuse_extended(path: &Path, set: &CandidateSet) -> Result<(), SidecarError> {
+    if set.base_rows() == 0 {
+        return Ok(());
+    }
+    Err(SidecarError::Invalid {
+        path: path.to_owned(),
+        reason: "the candidate set extends another and must be compacted first; not written".into(),
+    })
+}
+
 /// Writes `set` (exact at `head`) and its id index to `path`, atomically. With
 /// `order`, rows are written in that order (the file is always in loader order).
 /// The set's half copy goes with it when it has one (a long-lived process made
@@ -135,13 +147,7 @@ pub(crate) fn write(
         path: path.to_owned(),
         reason,
     };
-    if set.base_rows() > 0 {
-        // Its columns are two parts and may hold replaced rows; the cache
-        // compacts it before writing.
-        return Err(invalid(
-            "the candidate set extends another and must be compacted first; not written".into(),
-        ));
-    }
+    refuse_extended(path, set)?;
     let c = set.column_slices();
     let premises = serde_json::to_vec(c.premises).map_err(|e| io(e.into()))?;
     let Some(claims) = set.claims_json() else {
