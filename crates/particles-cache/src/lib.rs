@@ -184,26 +184,16 @@ impl CacheState {
     /// `old` (the kept rows renumbered, the few added ones inserted) rather than
     /// sorted again. A large delta sorts, as a new state does.
     fn after_delta(old: &CacheState, head: JournalHead, replaced: Replaced) -> CacheState {
-        const INSERT_AT_MOST: usize = 64;
         let Replaced {
             set,
             old_rows,
             added_rows,
         } = replaced;
-        if added_rows.len() > INSERT_AT_MOST {
+        let Some(by_id) =
+            id_index_after(&set, &old.by_id, |row| old_rows[row as usize], &added_rows)
+        else {
             return CacheState::new(head, set);
-        }
-        let mut by_id: Vec<u32> = old
-            .by_id
-            .iter()
-            .map(|&row| old_rows[row as usize])
-            .filter(|&row| row != u32::MAX)
-            .collect();
-        for &row in &added_rows {
-            let id = set.id(row as usize);
-            let at = by_id.partition_point(|&other| set.id(other as usize) < id);
-            by_id.insert(at, row);
-        }
+        };
         CacheState {
             head,
             set: Arc::new(set),
@@ -225,7 +215,6 @@ impl CacheState {
         extended: particles_candidates::Extended,
         removed: &[usize],
     ) -> CacheState {
-        const INSERT_AT_MOST: usize = 64;
         let particles_candidates::Extended {
             set,
             moved,
@@ -273,24 +262,11 @@ impl CacheState {
             start = at;
         }
         order.extend_from_slice(&kept[start..]);
-        let by_id: Vec<u32> = if added_rows.len() > INSERT_AT_MOST {
+        let by_id = id_index_after(&set, &old.by_id, renumber, &added_rows).unwrap_or_else(|| {
             let mut by_id = order.clone();
             by_id.sort_unstable_by(|&a, &b| set.id(a as usize).cmp(set.id(b as usize)));
             by_id
-        } else {
-            let mut by_id: Vec<u32> = old
-                .by_id
-                .iter()
-                .map(|&row| renumber(row))
-                .filter(|&row| row != u32::MAX)
-                .collect();
-            for &row in &added_rows {
-                let id = set.id(row as usize);
-                let at = by_id.partition_point(|&other| set.id(other as usize) < id);
-                by_id.insert(at, row);
-            }
-            by_id
-        };
+        });
         let mut dead = old.dead.clone();
         dead.extend_from_slice(&removed_base);
         CacheState {
@@ -789,6 +765,32 @@ fn compacted(
     });
     let carried = carry_particles(&state.set, &replaced);
     (CacheState::after_delta(state, head, replaced), carried)
+}
+
+/// The id index of `set` after a delta: `old`'s rows renumbered by `renumber`
+/// (`u32::MAX`: gone) and the `added` rows inserted, rather than sorted again;
+/// `None` past a few added rows, where a sort is the cheaper way.
+fn id_index_after(
+    set: &CandidateSet,
+    old: &[u32],
+    renumber: impl Fn(u32) -> u32,
+    added: &[u32],
+) -> Option<Vec<u32>> {
+    const INSERT_AT_MOST: usize = 64;
+    if added.len() > INSERT_AT_MOST {
+        return None;
+    }
+    let mut by_id: Vec<u32> = old
+        .iter()
+        .map(|&row| renumber(row))
+        .filter(|&row| row != u32::MAX)
+        .collect();
+    for &row in added {
+        let id = set.id(row as usize);
+        let at = by_id.partition_point(|&other| set.id(other as usize) < id);
+        by_id.insert(at, row);
+    }
+    Some(by_id)
 }
 
 /// The vector column of a delta's new set, filled by `fill`: in huge pages

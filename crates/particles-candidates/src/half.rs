@@ -58,11 +58,15 @@ impl HalfVectors {
         self.radius.push(radius(vector, copy));
     }
 
-    /// Marks the last row pushed as having no interval (its `f32` row fails its
-    /// check, so the scan must read it exactly and report it).
-    pub(crate) fn forget_last_interval(&mut self) {
-        if let Some(radius) = self.radius.to_mut().last_mut() {
-            *radius = f32::NAN;
+    /// Appends a set's row: its half copy and radius, with no interval when the
+    /// `f32` row fails its check (`norm` and `check` as stored), so the scan
+    /// reads it exactly and reports it.
+    pub(crate) fn push_row(&mut self, vector: &[f32], norm: f32, check: u32) {
+        self.push(vector);
+        if crate::row_check(vector, norm) != check {
+            if let Some(radius) = self.radius.to_mut().last_mut() {
+                *radius = f32::NAN;
+            }
         }
     }
 

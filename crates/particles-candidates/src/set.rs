@@ -715,11 +715,7 @@ impl CandidateSet {
                         let values = (self.offsets[end] - self.offsets[start]) as usize;
                         let mut part = HalfVectors::with_capacity(values, end - start);
                         for row in start..end {
-                            let vector = self.own_vector(row);
-                            part.push(vector);
-                            if row_check(vector, self.norms[row]) != self.checks[row] {
-                                part.forget_last_interval();
-                            }
+                            part.push_row(self.own_vector(row), self.norms[row], self.checks[row]);
                         }
                         part
                     })
@@ -1090,10 +1086,7 @@ impl CandidateSet {
         while row < from_old.len() {
             let first = from_old[row];
             if first == u32::MAX {
-                copy.push(new.vector(row));
-                if row_check(new.vector(row), new.norm(row)) != new.check(row) {
-                    copy.forget_last_interval();
-                }
+                copy.push_row(new.vector(row), new.norm(row), new.check(row));
                 row += 1;
                 continue;
             }
@@ -1118,11 +1111,11 @@ impl CandidateSet {
                     // its copy. Converting is right anyway.
                     None => {
                         for local in span {
-                            let vector = part.own_vector(local);
-                            copy.push(vector);
-                            if row_check(vector, part.norms[local]) != part.checks[local] {
-                                copy.forget_last_interval();
-                            }
+                            copy.push_row(
+                                part.own_vector(local),
+                                part.norms[local],
+                                part.checks[local],
+                            );
                         }
                     }
                 }
