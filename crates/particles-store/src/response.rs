@@ -296,22 +296,30 @@ pub fn entry_source_facts(
 }
 
 /// [`entry_source_facts`] read from the file.
-fn read_entry_facts(
+pub(crate) fn read_entry_facts(
     store: &Store,
     entry_ids: &[&str],
 ) -> Result<HashMap<String, (String, Option<String>)>> {
-    let rows: Vec<(String, String, Option<String>)> = chunked(
+    let name = "entry source facts";
+    let mut entries = HashMap::new();
+    crate::chunked::for_each_keyed(
         store,
-        "entry source facts",
-        "SELECT entry_id, source_type, uri_r FROM corpus_entries WHERE entry_id IN ({ids})",
-        &[],
+        name,
+        crate::chunked::Keyed {
+            table: "corpus_entries",
+            key: "entry_id",
+            columns: "entry_id, source_type, uri_r",
+        },
         entry_ids,
-        |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+        crate::chunked::SqlClock::Untimed,
+        |row| {
+            let read = || -> rusqlite::Result<_> { Ok((row.get(0)?, (row.get(1)?, row.get(2)?))) };
+            let (entry, facts) = read().map_err(query_error(name))?;
+            entries.insert(entry, facts);
+            Ok(())
+        },
     )?;
-    Ok(rows
-        .into_iter()
-        .map(|(entry, source_type, uri)| (entry, (source_type, uri)))
-        .collect())
+    Ok(entries)
 }
 
 /// The names of the adopted trust lenses in adoption (rowid) order, the order the

@@ -9,7 +9,7 @@ use std::{
 use particles_model::{policy::SourceFacts, Status, Timestamp};
 
 use crate::{
-    chunked::{for_each_in_chunks, SqlClock},
+    chunked::{for_each_in_chunks, for_each_keyed, Keyed, SqlClock},
     error::{query_error, Error, Result},
     loader::particles_by_ids,
     policy::collect_with,
@@ -72,31 +72,77 @@ pub fn shared_source_facts(
     store: &Store,
     refs: &[(&str, Option<&str>)],
 ) -> Result<Vec<Arc<SourceFacts>>> {
-    let remembered: Option<Vec<Option<Arc<SourceFacts>>>> = store.source_memo()?.map(|memo| {
-        refs.iter()
-            .map(|&(entry, snapshot)| memo.source(entry, snapshot).cloned())
-            .collect()
-    });
-    let Some(mut out) = remembered else {
+    let Some(mut memo) = store.source_memo()? else {
         return Ok(source_facts(store, refs.iter().map(|&r| Some(r)))?
             .into_iter()
             .map(Arc::new)
             .collect());
     };
+    let mut out: Vec<Option<Arc<SourceFacts>>> = refs
+        .iter()
+        .map(|&(entry, snapshot)| memo.source(entry, snapshot).cloned())
+        .collect();
     let missing: Vec<usize> = (0..refs.len()).filter(|&at| out[at].is_none()).collect();
     if !missing.is_empty() {
-        let read = source_facts(store, missing.iter().map(|&at| Some(refs[at])))?;
-        let mut memo = store.source_memo()?;
+        let unseen: Vec<(&str, Option<&str>)> = missing.iter().map(|&at| refs[at]).collect();
+        let read = remembered_source_facts(store, &mut memo, &unseen)?;
         for (&at, facts) in missing.iter().zip(read) {
             let facts = Arc::new(facts);
-            if let Some(memo) = memo.as_mut() {
-                let (entry, snapshot) = refs[at];
-                memo.remember_source(entry, snapshot, Arc::clone(&facts));
-            }
+            let (entry, snapshot) = refs[at];
+            memo.remember_source(entry, snapshot, Arc::clone(&facts));
             out[at] = Some(facts);
         }
     }
     Ok(out.into_iter().map(Option::unwrap_or_default).collect())
+}
+
+/// [`source_facts`] of `refs` through a connection's memo: the snapshots and
+/// entries it has not seen are read (one lookup a table) and remembered, the
+/// absent ones as `None`, and each ref's facts assembled from what it holds.
+/// The memo's rows are read in place, where [`snapshot_source_facts`] would
+/// copy each into a map of its own (after another connection's commit, at 1M,
+/// tens of thousands of strings copied and hashed twice over).
+fn remembered_source_facts(
+    store: &Store,
+    memo: &mut crate::memo::SourceMemo,
+    refs: &[(&str, Option<&str>)],
+) -> Result<Vec<SourceFacts>> {
+    let mut snapshot_ids: Vec<&str> = refs
+        .iter()
+        .filter_map(|&(_, snapshot)| snapshot)
+        .filter(|s| !s.is_empty() && !memo.snapshots.contains_key(*s))
+        .collect();
+    snapshot_ids.sort_unstable();
+    snapshot_ids.dedup();
+    if !snapshot_ids.is_empty() && store.has_table("snapshots")? {
+        let mut found = read_snapshot_facts(store, &snapshot_ids)?;
+        for id in snapshot_ids {
+            memo.snapshots.insert(id.to_owned(), found.remove(id));
+        }
+    }
+    let mut entry_ids: Vec<&str> = refs
+        .iter()
+        .map(|&(entry, _)| entry)
+        .filter(|e| !e.is_empty() && !memo.entries.contains_key(*e))
+        .collect();
+    entry_ids.sort_unstable();
+    entry_ids.dedup();
+    if !entry_ids.is_empty() && store.has_table("corpus_entries")? {
+        let mut found = crate::response::read_entry_facts(store, &entry_ids)?;
+        for id in entry_ids {
+            memo.entries.insert(id.to_owned(), found.remove(id));
+        }
+    }
+    Ok(refs
+        .iter()
+        .map(|&(entry_id, snapshot_id)| {
+            let snapshot = snapshot_id
+                .filter(|s| !s.is_empty())
+                .and_then(|s| memo.snapshots.get(s)?.as_ref());
+            let entry = memo.entries.get(entry_id).and_then(Option::as_ref);
+            assemble_source_facts(entry_id, entry, snapshot)
+        })
+        .collect())
 }
 
 /// [`shared_source_facts`] for refs a caller numbers densely: `wanted` pairs each
@@ -192,16 +238,15 @@ fn read_snapshot_facts(
 ) -> Result<HashMap<String, SnapshotFacts>> {
     let mut snapshots = HashMap::new();
     let name = "snapshot source facts";
-    for_each_in_chunks(
+    for_each_keyed(
         store,
         name,
-        snapshot_ids,
-        |list| {
-            format!(
-                "SELECT snapshot_id, content_published_at, author_id FROM snapshots \
-                 WHERE snapshot_id IN ({list})"
-            )
+        Keyed {
+            table: "snapshots",
+            key: "snapshot_id",
+            columns: "snapshot_id, content_published_at, author_id",
         },
+        snapshot_ids,
         SqlClock::Untimed,
         |row| {
             let snapshot_id: String = row.get(0).map_err(query_error(name))?;
