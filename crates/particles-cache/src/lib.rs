@@ -181,19 +181,15 @@ impl CacheState {
     }
 
     /// The state after a delta: `replaced`'s set, its id index carried over from
-    /// `old` (the kept rows renumbered, the few added ones inserted) rather than
-    /// sorted again. A large delta sorts, as a new state does.
+    /// `old` (the kept rows renumbered, the added ones spliced in) rather than
+    /// sorted again.
     fn after_delta(old: &CacheState, head: JournalHead, replaced: Replaced) -> CacheState {
         let Replaced {
             set,
             old_rows,
             added_rows,
         } = replaced;
-        let Some(by_id) =
-            id_index_after(&set, &old.by_id, |row| old_rows[row as usize], &added_rows)
-        else {
-            return CacheState::new(head, set);
-        };
+        let by_id = id_index_after(&set, &old.by_id, |row| old_rows[row as usize], &added_rows);
         CacheState {
             head,
             set: Arc::new(set),
@@ -262,11 +258,7 @@ impl CacheState {
             start = at;
         }
         order.extend_from_slice(&kept[start..]);
-        let by_id = id_index_after(&set, &old.by_id, renumber, &added_rows).unwrap_or_else(|| {
-            let mut by_id = order.clone();
-            by_id.sort_unstable_by(|&a, &b| set.id(a as usize).cmp(set.id(b as usize)));
-            by_id
-        });
+        let by_id = id_index_after(&set, &old.by_id, renumber, &added_rows);
         let mut dead = old.dead.clone();
         dead.extend_from_slice(&removed_base);
         CacheState {
@@ -768,29 +760,42 @@ fn compacted(
 }
 
 /// The id index of `set` after a delta: `old`'s rows renumbered by `renumber`
-/// (`u32::MAX`: gone) and the `added` rows inserted, rather than sorted again;
-/// `None` past a few added rows, where a sort is the cheaper way.
+/// (`u32::MAX`: gone), still in id order, with the `added` rows sorted by id
+/// and spliced in: runs of kept rows are copied whole between the places a
+/// binary search finds. `O(rows + added · log rows)` comparisons of ids, where
+/// sorting the whole index again compared `O(rows · log rows)` (at 1M, a delta
+/// of a few thousand rows spent about a second there). Ids are unique among
+/// a set's live rows, so this is the one order.
 fn id_index_after(
     set: &CandidateSet,
     old: &[u32],
     renumber: impl Fn(u32) -> u32,
     added: &[u32],
-) -> Option<Vec<u32>> {
-    const INSERT_AT_MOST: usize = 64;
-    if added.len() > INSERT_AT_MOST {
-        return None;
-    }
-    let mut by_id: Vec<u32> = old
+) -> Vec<u32> {
+    let kept: Vec<u32> = old
         .iter()
         .map(|&row| renumber(row))
         .filter(|&row| row != u32::MAX)
         .collect();
-    for &row in added {
+    let mut fresh = added.to_vec();
+    fresh.sort_unstable_by(|&a, &b| set.id(a as usize).cmp(set.id(b as usize)));
+    let mut by_id = Vec::with_capacity(kept.len() + fresh.len());
+    let mut start = 0;
+    for &row in &fresh {
         let id = set.id(row as usize);
-        let at = by_id.partition_point(|&other| set.id(other as usize) < id);
-        by_id.insert(at, row);
+        let at = start + kept[start..].partition_point(|&other| set.id(other as usize) < id);
+        by_id.extend_from_slice(&kept[start..at]);
+        by_id.push(row);
+        start = at;
     }
-    Some(by_id)
+    by_id.extend_from_slice(&kept[start..]);
+    debug_assert!(
+        by_id
+            .windows(2)
+            .all(|pair| set.id(pair[0] as usize) < set.id(pair[1] as usize)),
+        "the id index is in strict id order"
+    );
+    by_id
 }
 
 /// The vector column of a delta's new set, filled by `fill`: in huge pages

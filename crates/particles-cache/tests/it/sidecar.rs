@@ -637,3 +637,55 @@ fn small_deltas_share_the_rows_they_do_not_change_until_a_compaction() {
     assert_cache_exact(&store, &mut cache, None, "after the write");
     assert_eq!(one_shot(&path, &sidecar, "next process").0, Route::Sidecar);
 }
+
+/// A delta of many rows in one commit splices them into the id index (a
+/// subject query finds each new row by binary search over it), whether the
+/// set is extended (a delta within an eighth of it) or copied.
+#[test]
+fn many_rows_in_one_commit_are_spliced_into_the_id_index() {
+    let (_dir, path, sidecar) = setup();
+    let subject = raw_strings(
+        &path,
+        "SELECT subject_id FROM particle_subjects GROUP BY subject_id ORDER BY count(*) DESC LIMIT 1",
+    )
+    .remove(0);
+    let mut writer = Writer::open(&path).unwrap();
+    // Ids spread over the whole id order, the subject on every other one.
+    let mut serial = 0u64;
+    let mut insert_many = |writer: &mut Writer, count: usize| {
+        let tx = writer.transaction().unwrap();
+        for _ in 0..count {
+            serial += 1;
+            let spread = serial.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(17);
+            let id = format!("{spread:016x}-{serial}");
+            let subjects: &[&str] = if serial % 2 == 0 {
+                &[subject.as_str()]
+            } else {
+                &[]
+            };
+            tx.insert(
+                &particle(&id, [0.4, 0.6, 0.8][serial as usize % 3], subjects),
+                Some(&unit_vector(2_000 + serial)),
+            )
+            .unwrap();
+        }
+        tx.commit().unwrap();
+    };
+    insert_many(&mut writer, 1_000);
+    let store = Store::open_read_only(&path).unwrap();
+    let mut cache = cache_at(&sidecar, SidecarWrite::Never);
+    assert_cache_exact(&store, &mut cache, None, "first build");
+    let rows = cache.cached_rows().unwrap();
+    // Within an eighth of the set: extended.
+    insert_many(&mut writer, rows / 10);
+    let route = assert_cache_exact(&store, &mut cache, None, "extended");
+    assert!(route.changed().is_some(), "{route:?}");
+    assert!(cache.candidates().unwrap().base_rows() > 0, "extended");
+    assert_cache_exact(&store, &mut cache, Some(&subject), "extended: subject");
+    // Past it: copied.
+    insert_many(&mut writer, rows / 4);
+    let route = assert_cache_exact(&store, &mut cache, None, "copied");
+    assert!(route.changed().is_some(), "{route:?}");
+    assert_eq!(cache.candidates().unwrap().base_rows(), 0, "copied");
+    assert_cache_exact(&store, &mut cache, Some(&subject), "copied: subject");
+}
