@@ -658,7 +658,7 @@ fn many_rows_in_one_commit_are_spliced_into_the_id_index() {
             serial += 1;
             let spread = serial.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(17);
             let id = format!("{spread:016x}-{serial}");
-            let subjects: &[&str] = if serial % 2 == 0 {
+            let subjects: &[&str] = if serial.is_multiple_of(2) {
                 &[subject.as_str()]
             } else {
                 &[]
