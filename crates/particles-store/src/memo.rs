@@ -139,19 +139,14 @@ impl SourceMemo {
 pub(crate) fn read_through<V: Clone, S: BuildHasher>(
     remembered: &mut HashMap<String, Option<V>, S>,
     ids: &[&str],
-    read: impl FnOnce(&[&str]) -> Result<HashMap<String, V>>,
+    read: impl FnOnce(&[&str]) -> Result<Vec<(String, V)>>,
 ) -> Result<HashMap<String, V>> {
     let missing: Vec<&str> = ids
         .iter()
         .copied()
         .filter(|id| !remembered.contains_key(*id))
         .collect();
-    if !missing.is_empty() {
-        let mut found = read(&missing)?;
-        for id in missing {
-            remembered.insert(id.to_owned(), found.remove(id));
-        }
-    }
+    remember_read(remembered, &missing, read)?;
     Ok(ids
         .iter()
         .filter_map(|&id| {
@@ -159,6 +154,31 @@ pub(crate) fn read_through<V: Clone, S: BuildHasher>(
             Some((id.to_owned(), value.clone()))
         })
         .collect())
+}
+
+/// Reads `missing` (ids not remembered yet) with `read` and remembers what it
+/// found, moved in, and the rest as `None`.
+///
+/// # Errors
+///
+/// Whatever `read` returns.
+pub(crate) fn remember_read<V, S: BuildHasher>(
+    remembered: &mut HashMap<String, Option<V>, S>,
+    missing: &[&str],
+    read: impl FnOnce(&[&str]) -> Result<Vec<(String, V)>>,
+) -> Result<()> {
+    if missing.is_empty() {
+        return Ok(());
+    }
+    for (id, value) in read(missing)? {
+        remembered.insert(id, Some(value));
+    }
+    for &id in missing {
+        if !remembered.contains_key(id) {
+            remembered.insert(id.to_owned(), None);
+        }
+    }
+    Ok(())
 }
 
 /// A connection's memo cell: present on read-only connections only.

@@ -291,17 +291,18 @@ pub fn entry_source_facts(
         Some(mut memo) => crate::memo::read_through(&mut memo.entries, entry_ids, |ids| {
             read_entry_facts(store, ids)
         }),
-        None => read_entry_facts(store, entry_ids),
+        None => Ok(read_entry_facts(store, entry_ids)?.into_iter().collect()),
     }
 }
 
-/// [`entry_source_facts`] read from the file.
+/// [`entry_source_facts`] read from the file: each found entry once (its id is
+/// the table's key), in no particular order.
 pub(crate) fn read_entry_facts(
     store: &Store,
     entry_ids: &[&str],
-) -> Result<HashMap<String, (String, Option<String>)>> {
+) -> Result<Vec<(String, (String, Option<String>))>> {
     let name = "entry source facts";
-    let mut entries = HashMap::new();
+    let mut entries = Vec::new();
     crate::chunked::for_each_keyed(
         store,
         name,
@@ -315,7 +316,7 @@ pub(crate) fn read_entry_facts(
         |row| {
             let read = || -> rusqlite::Result<_> { Ok((row.get(0)?, (row.get(1)?, row.get(2)?))) };
             let (entry, facts) = read().map_err(query_error(name))?;
-            entries.insert(entry, facts);
+            entries.push((entry, facts));
             Ok(())
         },
     )?;

@@ -115,10 +115,9 @@ fn remembered_source_facts(
     snapshot_ids.sort_unstable();
     snapshot_ids.dedup();
     if !snapshot_ids.is_empty() && store.has_table("snapshots")? {
-        let mut found = read_snapshot_facts(store, &snapshot_ids)?;
-        for id in snapshot_ids {
-            memo.snapshots.insert(id.to_owned(), found.remove(id));
-        }
+        crate::memo::remember_read(&mut memo.snapshots, &snapshot_ids, |ids| {
+            read_snapshot_facts(store, ids)
+        })?;
     }
     let mut entry_ids: Vec<&str> = refs
         .iter()
@@ -128,10 +127,9 @@ fn remembered_source_facts(
     entry_ids.sort_unstable();
     entry_ids.dedup();
     if !entry_ids.is_empty() && store.has_table("corpus_entries")? {
-        let mut found = crate::response::read_entry_facts(store, &entry_ids)?;
-        for id in entry_ids {
-            memo.entries.insert(id.to_owned(), found.remove(id));
-        }
+        crate::memo::remember_read(&mut memo.entries, &entry_ids, |ids| {
+            crate::response::read_entry_facts(store, ids)
+        })?;
     }
     Ok(refs
         .iter()
@@ -227,16 +225,17 @@ pub fn snapshot_source_facts(
         Some(mut memo) => crate::memo::read_through(&mut memo.snapshots, snapshot_ids, |ids| {
             read_snapshot_facts(store, ids)
         }),
-        None => read_snapshot_facts(store, snapshot_ids),
+        None => Ok(read_snapshot_facts(store, snapshot_ids)?.into_iter().collect()),
     }
 }
 
-/// [`snapshot_source_facts`] read from the file.
+/// [`snapshot_source_facts`] read from the file: each found snapshot once (its
+/// id is the table's key), in no particular order.
 fn read_snapshot_facts(
     store: &Store,
     snapshot_ids: &[&str],
-) -> Result<HashMap<String, SnapshotFacts>> {
-    let mut snapshots = HashMap::new();
+) -> Result<Vec<(String, SnapshotFacts)>> {
+    let mut snapshots = Vec::new();
     let name = "snapshot source facts";
     for_each_keyed(
         store,
@@ -261,7 +260,7 @@ fn read_snapshot_facts(
                     reason: e.to_string(),
                 })?),
             };
-            snapshots.insert(snapshot_id, (published, author));
+            snapshots.push((snapshot_id, (published, author)));
             Ok(())
         },
     )?;
