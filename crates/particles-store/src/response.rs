@@ -295,12 +295,15 @@ pub fn entry_source_facts(
     }
 }
 
+/// A corpus entry's half of a source's facts: `source_type` and `uri_r`.
+pub(crate) type EntryFacts = (String, Option<String>);
+
 /// [`entry_source_facts`] read from the file: each found entry once (its id is
 /// the table's key), in no particular order.
 pub(crate) fn read_entry_facts(
     store: &Store,
     entry_ids: &[&str],
-) -> Result<Vec<(String, (String, Option<String>))>> {
+) -> Result<Vec<(String, EntryFacts)>> {
     let name = "entry source facts";
     let mut entries = Vec::new();
     crate::chunked::for_each_keyed(

@@ -225,7 +225,9 @@ pub fn snapshot_source_facts(
         Some(mut memo) => crate::memo::read_through(&mut memo.snapshots, snapshot_ids, |ids| {
             read_snapshot_facts(store, ids)
         }),
-        None => Ok(read_snapshot_facts(store, snapshot_ids)?.into_iter().collect()),
+        None => Ok(read_snapshot_facts(store, snapshot_ids)?
+            .into_iter()
+            .collect()),
     }
 }
 
