@@ -447,6 +447,49 @@ impl Engine {
             .collect()
     }
 
+    /// Follows the stores' writes on a thread of its own: soon after another
+    /// process commits to a store, its cache is brought to the head and the
+    /// truncation band's sources are read again, so the next question does
+    /// not wait for either (see `follow.rs`). Stores read uncached and
+    /// Litestream replicas are not followed. The thread ends when the engine
+    /// is dropped. Returns whether a follower runs.
+    pub fn follow_writes(self: &std::sync::Arc<Engine>) -> bool {
+        let stores: Vec<(usize, std::path::PathBuf)> = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, slot)| !slot.uncached && slot.replica.is_none())
+            .map(|(at, slot)| (at, slot.target.path.clone()))
+            .collect();
+        crate::follow::spawn(std::sync::Arc::downgrade(self), stores).is_some()
+    }
+
+    /// What the first question after a write would do first, on store `at`:
+    /// its cache brought to the head (recorded as a route) and, in the same
+    /// snapshot, the band's sources of the cache's set read into a pooled
+    /// connection's memo; the connection goes back on top of the pool.
+    /// Returns the cache's route and how many sources the memo holds.
+    pub(crate) fn warm_after_write(&self, at: usize) -> Result<(Option<Route>, usize)> {
+        let slot = &self.slots[at];
+        let store = slot.connection()?;
+        let warmed = store.read_snapshot(|snapshot| {
+            let mut loader = slot.cache.loader();
+            // No row passes an infinite floor: the refresh is the work.
+            particles_store::CandidateLoader::select(&mut loader, snapshot, f64::INFINITY, None)?;
+            slot.record_route(loader.route());
+            let set = slot.cache.with_cache(|cache| cache.candidates());
+            Ok((
+                loader.route(),
+                set.map(|set| {
+                    particles_query::warm_band_sources(snapshot, &set, &self.settings.rank)
+                }),
+            ))
+        });
+        slot.give_back(store);
+        let (route, sources) = warmed?;
+        Ok((route, sources.transpose()?.unwrap_or(0)))
+    }
+
     /// How many times each store's cache took each route (`reuse`, `delta`,
     /// `rebuild`, `sidecar`, ...), summed over the stores, since the engine
     /// was built.

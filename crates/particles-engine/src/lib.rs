@@ -24,6 +24,7 @@
 
 mod batcher;
 mod engine;
+mod follow;
 mod passage;
 mod respond;
 mod settings;

@@ -315,6 +315,29 @@ pub fn run_query_in_snapshot(
     run_in_snapshot(store, loader, input, harness_tags)
 }
 
+/// Warms what the first question after another connection's commit would
+/// otherwise pay on its own time: in the read transaction `store` holds, the
+/// truncation band's facts and statics of every source of `set` (the
+/// candidate set the loader holds for that snapshot), under `settings`.
+/// Nothing is ranked and nothing an answer holds changes: the connection's
+/// memo keeps what it would have read, by its usual rule (forgotten when
+/// another connection commits). Returns how many sources it now remembers, 0
+/// when the connection does not remember (it can write, or no read
+/// transaction is open).
+///
+/// # Errors
+///
+/// [`Error::Store`] when the store cannot be read, [`Error::Rank`] for a
+/// policy the query would refuse too.
+pub fn warm_band_sources(
+    store: &Store,
+    set: &CandidateSet,
+    settings: &RankSettings,
+) -> Result<usize> {
+    let policies = Policies::compile(&particles_store::load_policy_rows(store)?, settings)?;
+    band::warm_sources(store, set, &policies)
+}
+
 /// Refuses a request whose mode is not the semantic path.
 pub(crate) fn check_semantic(request: &ValidRequest) -> Result<()> {
     let mode = request.mode();

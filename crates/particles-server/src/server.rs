@@ -35,7 +35,10 @@ pub struct HttpOptions {
     /// apart from the reference's API; `None`: not served.
     pub metrics_listen: Option<SocketAddr>,
     /// Bring the candidate caches to their stores' heads as soon as the
-    /// server listens (so the first query does not pay the build).
+    /// server listens (so the first query does not pay the build), and again
+    /// soon after another process commits to a store, with the sources the
+    /// truncation band reads (so the first query after a write does not pay
+    /// the delta: [`particles_engine::Engine::follow_writes`]).
     pub warm: bool,
 }
 
@@ -146,6 +149,8 @@ impl HttpServer {
         }
         if warm {
             crate::observe::warm_at_start(state.backend.engine.clone());
+            let following = state.backend.engine.follow_writes();
+            tracing::debug!(following, "the stores' writes are followed");
         }
         crate::observe::watch_replicas(state.backend.engine.clone());
         let drain = state.limits.drain_timeout;

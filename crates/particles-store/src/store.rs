@@ -187,6 +187,21 @@ impl Store {
         self.connection
     }
 
+    /// SQLite's `PRAGMA data_version` on this connection: it changes when
+    /// another connection commits to the file (never for this connection's own
+    /// writes). Only its changes mean anything, and only on this connection.
+    /// A Litestream replica's follower does not move it.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Query`] when SQLite fails.
+    pub fn data_version(&self) -> Result<i64> {
+        self.connection
+            .prepare_cached("PRAGMA data_version")
+            .and_then(|mut statement| statement.query_row([], |row| row.get(0)))
+            .map_err(crate::error::query_error("data version"))
+    }
+
     /// Whether a table exists.
     ///
     /// # Errors

@@ -12,7 +12,7 @@ fn fixture() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/stores/coins-b.db")
 }
 
-fn vector(seed: u64) -> Vec<f32> {
+pub(crate) fn vector(seed: u64) -> Vec<f32> {
     let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     let mut values: Vec<f32> = (0..384)
         .map(|_| {

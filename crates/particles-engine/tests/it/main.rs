@@ -1,6 +1,7 @@
 //! Integration tests of the engine: one module per topic.
 
 mod concurrency;
+mod follow;
 mod replica;
 mod structural;
 

@@ -1,0 +1,109 @@
+//! A long-lived engine follows another process's commits: the cache reaches the
+//! store's head with no question asked, and the next answer reuses that head
+//! and is the answer a fresh engine gives.
+
+use std::{
+    path::{Path, PathBuf},
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use particles_engine::Engine;
+use particles_model::{Envelope, QueryRequest, Timestamp};
+
+fn fixture() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/stores/coins-b.db")
+}
+
+/// Ids and effective-confidence bits of one question's answer.
+fn ask(engine: &Engine) -> Vec<(String, u64)> {
+    let now = Timestamp::parse("2026-06-01T00:00:00Z").unwrap();
+    let request = QueryRequest {
+        top_k: 20,
+        ..QueryRequest::question("q")
+    }
+    .validate(now)
+    .unwrap();
+    let envelope = Envelope {
+        vector: Some(crate::concurrency::vector(11)),
+        no_embedding: false,
+        now: Some(now),
+        ..Envelope::default()
+    };
+    let response = engine.query(&request, &envelope).unwrap();
+    response
+        .particles
+        .iter()
+        .map(|p| p.id.clone())
+        .zip(response.effective_confidences.iter().map(|e| e.to_bits()))
+        .collect()
+}
+
+fn deltas(engine: &Engine) -> u64 {
+    engine
+        .cache_route_counts()
+        .into_iter()
+        .find(|(route, _)| *route == "delta")
+        .map_or(0, |(_, count)| count)
+}
+
+/// Another process's commit: one particle's confidence, through the journal's
+/// triggers.
+fn commit(path: &Path, confidence: f64) {
+    let connection = rusqlite::Connection::open(path).unwrap();
+    connection
+        .execute(
+            "UPDATE particles SET confidence_value = ?1 WHERE rowid = (SELECT min(rowid) FROM \
+             particles WHERE status = 'ACTIVE')",
+            [confidence],
+        )
+        .unwrap();
+}
+
+#[test]
+fn a_commit_is_followed_before_the_next_question() {
+    for wal in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("coins-b.db");
+        std::fs::copy(fixture(), &path).unwrap();
+        if wal {
+            rusqlite::Connection::open(&path)
+                .unwrap()
+                .query_row("PRAGMA journal_mode=WAL", [], |_| Ok(()))
+                .unwrap();
+        }
+        let engine = Arc::new(crate::engine_over(&path));
+        // The first question builds the cache.
+        ask(&engine);
+        assert!(engine.follow_writes(), "wal {wal}: a follower runs");
+        for (step, confidence) in [0.99, 0.01, 0.42].into_iter().enumerate() {
+            let before = deltas(&engine);
+            commit(&path, confidence);
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while deltas(&engine) == before {
+                assert!(
+                    Instant::now() < deadline,
+                    "wal {wal}, step {step}: the write was not followed"
+                );
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let answer = ask(&engine);
+            let route = engine.cache_report().and_then(|report| report.route);
+            assert_eq!(
+                route.map(|r| r.as_str()),
+                Some("reuse"),
+                "wal {wal}, step {step}: the question found the head reached"
+            );
+            assert_eq!(
+                answer,
+                ask(&crate::engine_over(&path)),
+                "wal {wal}, step {step}: the answer of a fresh engine"
+            );
+        }
+        // The follower holds the engine weakly: dropping it frees it.
+        let weak = Arc::downgrade(&engine);
+        drop(engine);
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(weak.upgrade().is_none(), "wal {wal}: the engine was freed");
+    }
+}
