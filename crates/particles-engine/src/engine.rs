@@ -227,6 +227,17 @@ impl StoreSlot {
         }
     }
 
+    /// Brings the cache to the head of `snapshot` (what a query does first),
+    /// records the route and returns it.
+    fn to_head(&self, snapshot: &Store) -> particles_store::Result<Option<Route>> {
+        let mut loader = self.cache.loader();
+        // No row passes an infinite floor: the selection is empty, the
+        // refresh is the work.
+        particles_store::CandidateLoader::select(&mut loader, snapshot, f64::INFINITY, None)?;
+        self.record_route(loader.route());
+        Ok(loader.route())
+    }
+
     /// A connection of the pool, or a new one. A replica's pooled connection
     /// whose copy was replaced is dropped with the rest of the pool.
     fn connection(&self) -> Result<Store> {
@@ -423,17 +434,7 @@ impl Engine {
                     if slot.uncached {
                         return Ok((None, journal_seq));
                     }
-                    let mut loader = slot.cache.loader();
-                    // No row passes an infinite floor: the selection is empty,
-                    // the refresh is the work.
-                    particles_store::CandidateLoader::select(
-                        &mut loader,
-                        snapshot,
-                        f64::INFINITY,
-                        None,
-                    )?;
-                    slot.record_route(loader.route());
-                    Ok((loader.route(), journal_seq))
+                    Ok((slot.to_head(snapshot)?, journal_seq))
                 });
                 slot.give_back(store);
                 let (route, journal_seq) = warmed?;
@@ -473,13 +474,10 @@ impl Engine {
         let slot = &self.slots[at];
         let store = slot.connection()?;
         let warmed = store.read_snapshot(|snapshot| {
-            let mut loader = slot.cache.loader();
-            // No row passes an infinite floor: the refresh is the work.
-            particles_store::CandidateLoader::select(&mut loader, snapshot, f64::INFINITY, None)?;
-            slot.record_route(loader.route());
+            let route = slot.to_head(snapshot)?;
             let set = slot.cache.with_cache(|cache| cache.candidates());
             Ok((
-                loader.route(),
+                route,
                 set.map(|set| {
                     particles_query::warm_band_sources(snapshot, &set, &self.settings.rank)
                 }),

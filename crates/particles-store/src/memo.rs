@@ -141,11 +141,7 @@ pub(crate) fn read_through<V: Clone, S: BuildHasher>(
     ids: &[&str],
     read: impl FnOnce(&[&str]) -> Result<Vec<(String, V)>>,
 ) -> Result<HashMap<String, V>> {
-    let missing: Vec<&str> = ids
-        .iter()
-        .copied()
-        .filter(|id| !remembered.contains_key(*id))
-        .collect();
+    let missing = unseen(remembered, ids.iter().copied());
     remember_read(remembered, &missing, read)?;
     Ok(ids
         .iter()
@@ -154,6 +150,18 @@ pub(crate) fn read_through<V: Clone, S: BuildHasher>(
             Some((id.to_owned(), value.clone()))
         })
         .collect())
+}
+
+/// The distinct ids among `ids` that `remembered` holds no answer
+/// for yet, sorted (what [`remember_read`] reads).
+pub(crate) fn unseen<'a, V, S: BuildHasher>(
+    remembered: &HashMap<String, Option<V>, S>,
+    ids: impl Iterator<Item = &'a str>,
+) -> Vec<&'a str> {
+    let mut unseen: Vec<&str> = ids.filter(|id| !remembered.contains_key(*id)).collect();
+    unseen.sort_unstable();
+    unseen.dedup();
+    unseen
 }
 
 /// Reads `missing` (ids not remembered yet) with `read` and remembers what it

@@ -107,25 +107,19 @@ fn remembered_source_facts(
     memo: &mut crate::memo::SourceMemo,
     refs: &[(&str, Option<&str>)],
 ) -> Result<Vec<SourceFacts>> {
-    let mut snapshot_ids: Vec<&str> = refs
-        .iter()
-        .filter_map(|&(_, snapshot)| snapshot)
-        .filter(|s| !s.is_empty() && !memo.snapshots.contains_key(*s))
-        .collect();
-    snapshot_ids.sort_unstable();
-    snapshot_ids.dedup();
+    let snapshot_ids = crate::memo::unseen(
+        &memo.snapshots,
+        refs.iter().filter_map(|r| r.1).filter(|s| !s.is_empty()),
+    );
     if !snapshot_ids.is_empty() && store.has_table("snapshots")? {
         crate::memo::remember_read(&mut memo.snapshots, &snapshot_ids, |ids| {
             read_snapshot_facts(store, ids)
         })?;
     }
-    let mut entry_ids: Vec<&str> = refs
-        .iter()
-        .map(|&(entry, _)| entry)
-        .filter(|e| !e.is_empty() && !memo.entries.contains_key(*e))
-        .collect();
-    entry_ids.sort_unstable();
-    entry_ids.dedup();
+    let entry_ids = crate::memo::unseen(
+        &memo.entries,
+        refs.iter().map(|r| r.0).filter(|e| !e.is_empty()),
+    );
     if !entry_ids.is_empty() && store.has_table("corpus_entries")? {
         crate::memo::remember_read(&mut memo.entries, &entry_ids, |ids| {
             crate::response::read_entry_facts(store, ids)

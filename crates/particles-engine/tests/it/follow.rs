@@ -3,7 +3,7 @@
 //! and is the answer a fresh engine gives.
 
 use std::{
-    path::{Path, PathBuf},
+    path::PathBuf,
     sync::Arc,
     time::{Duration, Instant},
 };
@@ -47,19 +47,6 @@ fn deltas(engine: &Engine) -> u64 {
         .map_or(0, |(_, count)| count)
 }
 
-/// Another process's commit: one particle's confidence, through the journal's
-/// triggers.
-fn commit(path: &Path, confidence: f64) {
-    let connection = rusqlite::Connection::open(path).unwrap();
-    connection
-        .execute(
-            "UPDATE particles SET confidence_value = ?1 WHERE rowid = (SELECT min(rowid) FROM \
-             particles WHERE status = 'ACTIVE')",
-            [confidence],
-        )
-        .unwrap();
-}
-
 #[test]
 fn a_commit_is_followed_before_the_next_question() {
     for wal in [false, true] {
@@ -78,7 +65,7 @@ fn a_commit_is_followed_before_the_next_question() {
         assert!(engine.follow_writes(), "wal {wal}: a follower runs");
         for (step, confidence) in [0.99, 0.01, 0.42].into_iter().enumerate() {
             let before = deltas(&engine);
-            commit(&path, confidence);
+            crate::commit(&path, confidence);
             let deadline = Instant::now() + Duration::from_secs(30);
             while deltas(&engine) == before {
                 assert!(

@@ -31,3 +31,16 @@ fn engine_over(path: &Path) -> Engine {
     )
     .unwrap()
 }
+
+/// Another process's commit: the first ACTIVE particle's confidence set to
+/// `confidence`, one journal entry (through the store's triggers).
+fn commit(path: &Path, confidence: f64) {
+    let connection = rusqlite::Connection::open(path).unwrap();
+    connection
+        .execute(
+            "UPDATE particles SET confidence_value = ?1 WHERE rowid = (SELECT min(rowid) FROM \
+             particles WHERE status = 'ACTIVE')",
+            [confidence],
+        )
+        .unwrap();
+}

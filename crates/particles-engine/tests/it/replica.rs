@@ -14,14 +14,7 @@ fn fixture() -> PathBuf {
 
 /// Lowers one particle's confidence on the primary: one journal entry.
 fn commit(primary: &Path, step: u32) {
-    let connection = rusqlite::Connection::open(primary).unwrap();
-    connection
-        .execute(
-            "UPDATE particles SET confidence_value = ?1 WHERE rowid = (SELECT min(rowid) FROM \
-             particles WHERE status = 'ACTIVE')",
-            [0.5 - f64::from(step) / 100.0],
-        )
-        .unwrap();
+    crate::commit(primary, 0.5 - f64::from(step) / 100.0);
 }
 
 /// The follower's apply, played by writing the primary's bytes over the copy
