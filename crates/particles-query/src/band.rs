@@ -44,6 +44,21 @@ const PARALLEL_BAND_MIN: usize = 16_384;
 /// Below this many sources their factors are computed on one thread.
 const PARALLEL_SOURCES_MIN: usize = 2_048;
 
+/// A band of fewer rows does not compute the rows' ceilings (it reads the
+/// store's every source); the connection's remembered ones serve any band.
+const CEILINGS_MIN_BAND: usize = 64;
+
+/// Ceilings bound effective confidence from this long before the question
+/// that computed them, so a question that started a little earlier (a
+/// batch's members, a follower's warm-up) can use them too. Decay's
+/// half-lives are days: ten minutes loosen a ceiling by a few parts in a
+/// hundred thousand.
+const CEILINGS_LEAD_MICROS: i64 = 10 * 60 * 1_000_000;
+
+/// Ceilings stay sound as time runs on but loosen as decay runs; past this
+/// age they are computed again.
+const CEILINGS_MAX_AGE_MICROS: i64 = 6 * 3_600 * 1_000_000;
+
 type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 /// What the band pass needs of one gather.
@@ -91,6 +106,33 @@ pub(crate) struct BandMemo {
     owner: u64,
     settings: Option<particles_rank::RankSettings>,
     statics: Vec<Option<SourceStatics>>,
+    ceilings: Option<Ceilings>,
+}
+
+impl BandMemo {
+    /// This memo, started over unless it is of `index`'s set under `settings`.
+    fn of(
+        &mut self,
+        index: &particles_candidates::SourceIndex,
+        settings: &particles_rank::RankSettings,
+    ) -> &mut BandMemo {
+        if self.owner != index.id || self.settings.as_ref() != Some(settings) {
+            *self = BandMemo {
+                owner: index.id,
+                settings: Some(settings.clone()),
+                statics: vec![None; index.keys.len()],
+                ceilings: None,
+            };
+        }
+        self
+    }
+}
+
+/// An upper bound on every row's effective confidence at any `now` from
+/// `since` on, by row (see [`ceilings`]).
+struct Ceilings {
+    since: i64,
+    values: std::sync::Arc<[f32]>,
 }
 
 /// The facts of the sources at `slots` of `index`, in order (the default facts
@@ -198,8 +240,20 @@ pub(crate) fn score_band(input: &BandInput<'_>, timings: &mut StageTimings) -> R
     in_cut.sort_unstable();
     let index = input.set.source_index();
 
-    // 1.
-    let (chunks, named) = band_positions(input, index, &in_cut);
+    // 1. With the rows' ceilings when the connection has them; when it has
+    // none and the band is large beside the store's sources (it would read
+    // most of them anyway), they are computed and the band picked again.
+    let mut ceilings = remembered_ceilings(input.store, index, input.policies, input.now)?;
+    let (mut chunks, mut named) = band_positions(input, index, &in_cut, ceilings.as_deref());
+    let picked: usize = chunks.iter().map(|c| c.len()).sum();
+    if ceilings.is_none() && picked >= CEILINGS_MIN_BAND && picked * 4 >= index.keys.len() {
+        let started = std::time::Instant::now();
+        ceilings = compute_ceilings(input.store, input.set, input.policies, input.now)?;
+        timings.source_rows += started.elapsed().as_secs_f64();
+        if let Some(values) = ceilings.as_deref() {
+            (chunks, named) = band_positions(input, index, &in_cut, Some(values));
+        }
+    }
     let band_rows: usize = chunks.iter().map(|c| c.len()).sum();
     if band_rows == 0 {
         return Ok(Band {
@@ -263,10 +317,151 @@ pub(crate) fn warm_sources(
         return Ok(0);
     }
     let index = set.source_index();
-    let slots: Vec<u32> = (0..index.keys.len())
+    let sources = source_statics(store, set, policies, index, &all_slots(index))?.len();
+    compute_ceilings(store, set, policies, Timestamp::now())?;
+    Ok(sources)
+}
+
+/// Every slot of `index`, in order.
+fn all_slots(index: &particles_candidates::SourceIndex) -> Vec<u32> {
+    (0..index.keys.len())
         .map(|slot| u32::try_from(slot).unwrap_or(u32::MAX))
+        .collect()
+}
+
+/// Whether an upper bound on effective confidence bounds the rank score: the
+/// score must not fall as the similarity or the effective confidence rises
+/// (with no query vector the effective confidence stands in for the
+/// similarity), and the stale-support discount must be a number (its largest
+/// value with 1 bounds the one a row gets).
+fn ceilings_bound_scores(policies: &Policies) -> bool {
+    let settings = &policies.settings;
+    settings.score_rises_with_similarity()
+        && settings.confidence_weight >= 0.0
+        && settings.stale_support_discount.is_finite()
+}
+
+/// The ceilings the connection remembers for `index`'s set, when they bound
+/// effective confidence at `now`.
+fn remembered_ceilings(
+    store: &Store,
+    index: &particles_candidates::SourceIndex,
+    policies: &Policies,
+    now: Timestamp,
+) -> Result<Option<std::sync::Arc<[f32]>>> {
+    if !ceilings_bound_scores(policies) {
+        return Ok(None);
+    }
+    let now = now.utc_micros();
+    Ok(store
+        .with_remembered(|memo: &mut QueryMemo| {
+            let memo = memo.band.of(index, &policies.settings);
+            memo.ceilings
+                .as_ref()
+                .filter(|c| c.since <= now && now - c.since <= CEILINGS_MAX_AGE_MICROS)
+                .map(|c| std::sync::Arc::clone(&c.values))
+        })?
+        .flatten())
+}
+
+/// Computes and remembers each row's ceiling: an upper bound on its effective
+/// confidence at any `now` from `since` (shortly before `now`) on. `None` when
+/// the connection does not remember (every source would be read for one
+/// question) or the ceilings cannot bound scores.
+///
+/// Why it is a bound. A row's effective confidence is
+/// `min(1, max(0, ((value × weight) × trust) × decay)) × discount`. Value,
+/// weight and trust do not depend on `now`; the discount is 1 or the
+/// configured one, at most `max(1, discount)`. Decay is `max(floor, 0.5 **
+/// (age / half_life))` (1 for content not older than `now`), which does not
+/// rise as `now` (so the age) grows when the half-life is positive or NaN:
+/// every rounded step is monotonic, and `powf`'s last-bit error is covered by
+/// rounding the bound up to `f32` and one `f32` step more (2^-24 relative,
+/// far above an `f64` ulp). Products by a non-negative factor and the clamps
+/// keep the order; a negative product clamps to 0 either way. A source whose
+/// trust fails or whose half-life is zero or negative (the query fails on
+/// it, or its decay rises with age) gets an infinite ceiling: its rows stay
+/// in the band as before, and so does the failure.
+fn compute_ceilings(
+    store: &Store,
+    set: &CandidateSet,
+    policies: &Policies,
+    now: Timestamp,
+) -> Result<Option<std::sync::Arc<[f32]>>> {
+    if !ceilings_bound_scores(policies) || store.with_remembered(|_: &mut QueryMemo| ())?.is_none()
+    {
+        return Ok(None);
+    }
+    let since_micros = now.utc_micros().saturating_sub(CEILINGS_LEAD_MICROS);
+    let Some(since) = Timestamp::from_utc_micros(since_micros) else {
+        return Ok(None);
+    };
+    let index = set.source_index();
+    let statics = source_statics(store, set, policies, index, &all_slots(index))?;
+    let factors: Vec<Option<(f64, f64)>> = statics
+        .iter()
+        .map(|one| {
+            let one = (*one)?;
+            let monotonic = one
+                .decay
+                .is_none_or(|(half_life, _)| half_life > 0.0 || half_life.is_nan());
+            if !monotonic {
+                return None;
+            }
+            one.factors(since).ok().flatten()
+        })
         .collect();
-    Ok(source_statics(store, set, policies, index, &slots)?.len())
+    let discount = particles_rank::py_max(1.0, policies.settings.stale_support_discount);
+    let values: Vec<f32> = crate::cores::on_cores(set.len(), PARALLEL_BAND_MIN, |range| {
+        let mut weights = Weights {
+            set,
+            policies,
+            few: Vec::new(),
+            many: FastMap::default(),
+        };
+        range
+            .map(|row| match factors[index.of_row[row] as usize] {
+                None => f32::INFINITY,
+                Some((trust, decay)) => {
+                    let effective = particles_rank::effective_confidence(
+                        policies
+                            .capped_confidence(set.confidence(row), set.calibration_source(row)),
+                        weights.of(set.extractor(row)),
+                        trust,
+                        decay,
+                        discount,
+                    );
+                    ceiling_of(effective)
+                }
+            })
+            .collect::<Vec<f32>>()
+    })
+    .into_iter()
+    .flatten()
+    .collect();
+    let values: std::sync::Arc<[f32]> = values.into();
+    store.with_remembered(|memo: &mut QueryMemo| {
+        memo.band.of(index, &policies.settings).ceilings = Some(Ceilings {
+            since: since_micros,
+            values: std::sync::Arc::clone(&values),
+        });
+    })?;
+    Ok(Some(values))
+}
+
+/// `value` rounded up to an `f32`, and one `f32` step above that.
+fn ceiling_of(value: f64) -> f32 {
+    if value.is_nan() {
+        return f32::NAN;
+    }
+    #[allow(clippy::cast_possible_truncation)]
+    let near = value as f32;
+    let up = if f64::from(near) < value {
+        near.next_up()
+    } else {
+        near
+    };
+    up.next_up()
 }
 
 /// Pass 1: the band's positions, one list per thread in loader order, and the
@@ -276,9 +471,22 @@ fn band_positions(
     input: &BandInput<'_>,
     index: &particles_candidates::SourceIndex,
     in_cut: &[usize],
+    ceilings: Option<&[f32]>,
 ) -> (Vec<Recycled<usize>>, Vec<u64>) {
     // Only what the threads read: the store's connection stays on this one.
     let (survivors, bounds, floor) = (input.survivors, input.bounds, input.floor);
+    let (set, policies, similarities) = (input.set, input.policies, input.similarities);
+    // The score at a row's ceiling and its similarity's high end bounds its
+    // score (`ceilings_bound_scores`).
+    let under_ceiling = |position: usize, row: usize| {
+        let Some(ceilings) = ceilings else {
+            return true;
+        };
+        let ceiling = f64::from(ceilings[row]);
+        let similarity = similarities.map_or(ceiling, |s| s.high(position));
+        let bound = policies.rank_score(set.narrative(row), similarity, ceiling);
+        bound >= floor || bound.is_nan()
+    };
     let words = index.keys.len().div_ceil(64);
     let picked = crate::cores::on_cores(bounds.len(), PARALLEL_BAND_MIN, |range| {
         let mut positions: Recycled<usize> = Recycled::with_capacity(range.len());
@@ -286,6 +494,9 @@ fn band_positions(
         for position in range {
             let bound = bounds[position];
             if !(bound >= floor || bound.is_nan()) || in_cut.binary_search(&position).is_ok() {
+                continue;
+            }
+            if !under_ceiling(position, survivors[position]) {
                 continue;
             }
             let slot = index.of_row[survivors[position]] as usize;
@@ -335,14 +546,7 @@ fn source_statics(
 ) -> Result<Vec<Option<SourceStatics>>> {
     let settings = &policies.settings;
     let remembered = store.with_remembered(|memo: &mut QueryMemo| {
-        let memo = &mut memo.band;
-        if memo.owner != index.id || memo.settings.as_ref() != Some(settings) {
-            *memo = BandMemo {
-                owner: index.id,
-                settings: Some(settings.clone()),
-                statics: vec![None; index.keys.len()],
-            };
-        }
+        let memo = memo.band.of(index, settings);
         slots
             .iter()
             .map(|&slot| memo.statics.get(slot as usize).copied().flatten())

@@ -140,3 +140,201 @@ fn the_half_precision_band_settles_rows_without_reading_them() {
         half.work.band_rows_read_exactly
     );
 }
+
+/// `coins-b.db` grown to about 6k active rows: 60 copies of its active rows,
+/// each copy's confidence spread over 0..1 (the fixture's 98 are too few for
+/// a band after the cut). Made once per test binary.
+fn grown() -> &'static std::path::Path {
+    static GROWN: std::sync::LazyLock<(tempfile::TempDir, std::path::PathBuf)> =
+        std::sync::LazyLock::new(|| {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("grown.db");
+            std::fs::copy(fixture("coins-b.db"), &path).unwrap();
+            let connection = rusqlite::Connection::open(&path).unwrap();
+            let columns: Vec<String> = connection
+                .prepare("SELECT name FROM pragma_table_info('particles') WHERE name NOT IN ('id', 'confidence_value', 'provenance_json')")
+                .unwrap()
+                .query_map([], |row| row.get(0))
+                .unwrap()
+                .collect::<rusqlite::Result<_>>()
+                .unwrap();
+            let columns = columns.join(", ");
+            let snapshot_columns: Vec<String> = connection
+                .prepare("SELECT name FROM pragma_table_info('snapshots') WHERE name NOT IN ('snapshot_id', 'content_published_at')")
+                .unwrap()
+                .query_map([], |row| row.get(0))
+                .unwrap()
+                .collect::<rusqlite::Result<_>>()
+                .unwrap();
+            let snapshot_columns = snapshot_columns.join(", ");
+            // Each copy's snapshots are published 20 days apart, across the
+            // questions' instants, so decay moves between them.
+            for copy in 0..60 {
+                connection
+                    .execute_batch(&format!(
+                        "INSERT INTO snapshots (snapshot_id, content_published_at, {snapshot_columns}) \
+                         SELECT snapshot_id || '-copy{copy}', \
+                         datetime('2024-01-01', '+{days} days', '+' || (rowid * 37 % 20) || ' days'), {snapshot_columns} \
+                         FROM snapshots WHERE snapshot_id NOT LIKE '%-copy%'; \
+                         INSERT INTO particles (id, confidence_value, provenance_json, {columns}) \
+                         SELECT id || '-copy{copy}', ((rowid * 7919 + {copy} * 104729) % 1000) / 1000.0, \
+                         CASE WHEN json_extract(provenance_json, '$[0].snapshot_id') IS NULL THEN provenance_json \
+                         ELSE json_set(provenance_json, '$[0].snapshot_id', json_extract(provenance_json, '$[0].snapshot_id') || '-copy{copy}') END, \
+                         {columns} \
+                         FROM particles WHERE status = 'ACTIVE' AND id NOT LIKE '%-copy%'",
+                        days = copy * 20
+                    ))
+                    .unwrap();
+            }
+            (dir, path)
+        });
+    &GROWN.1
+}
+
+/// A store by name: a fixture, or `grown`.
+fn store_path(name: &str) -> std::path::PathBuf {
+    if name == "grown" {
+        grown().to_owned()
+    } else {
+        fixture(name)
+    }
+}
+
+/// The same store without the connection's memo: a connection that may
+/// write remembers nothing, so its band has no ceilings.
+fn without_memo(name: &str) -> Store {
+    let path = store_path(name);
+    let connection =
+        rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .unwrap();
+    Store::from_connection(connection, path).unwrap()
+}
+
+/// The warning's count at its floor and the best score within the band, as
+/// the half-precision check above compares them.
+fn near_and_best(
+    outcome: &particles_query::QueryOutcome,
+    near_margin: f64,
+    margin: f64,
+) -> Option<(usize, Option<u64>)> {
+    let last = outcome.hits.last()?;
+    let last = particles_rank::rank_score(
+        &RankSettings::default(),
+        last.particle.particle_type == particles_model::ParticleType::Narrative,
+        last.similarity,
+        last.effective_confidence,
+    );
+    let near = outcome
+        .beyond_cut
+        .iter()
+        .filter(|s| **s >= last - near_margin)
+        .count();
+    let best = outcome
+        .beyond_cut
+        .iter()
+        .copied()
+        .filter(|s| *s >= last - margin || s.is_nan())
+        .reduce(|a, b| {
+            if a.is_nan() || (!b.is_nan() && a >= b) {
+                a
+            } else {
+                b
+            }
+        })
+        .map(f64::to_bits);
+    Some((near, best))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    /// The rows' ceilings (an upper bound on effective confidence, computed
+    /// once and remembered by a read-only connection) leave out of the band
+    /// only rows that cannot change the answer: against a connection that
+    /// has none, the same hits, warning, count at the floor and best score,
+    /// for questions asked in any order of `now` on one connection (a
+    /// question before the ceilings' instant cannot use them).
+    #[test]
+    fn the_rows_ceilings_change_no_answer(
+        store_name in prop_oneof![Just("coins-a.db"), Just("coins-b.db"), Just("grown"), Just("grown")],
+        seed in prop::option::weighted(0.9, 0u64..40),
+        top_k in 1u32..40,
+        min_confidence in prop_oneof![Just(0.0), Just(0.3)],
+        near_margin in prop_oneof![Just(0.15), 0.0f64..0.4],
+        min_gap in prop_oneof![Just(0.05), 0.0f64..0.2],
+        near_count in prop_oneof![Just(5i64), 0i64..12],
+        days in prop::collection::vec(-800i64..800, 1..4),
+        half in any::<bool>(),
+    ) {
+        let remembering = Store::open_read_only(&store_path(store_name)).unwrap();
+        let plain = without_memo(store_name);
+        let mut cache = CandidateCache::new();
+        cache.set_half_precision(half.then_some(0));
+        let settings = TruncationSettings { min_gap, near_margin, near_count };
+        let margin = settings.prune_margin();
+        let base = Timestamp::parse("2026-06-01T00:00:00Z").unwrap().utc_micros();
+        let vector = seed.map(unit_vector);
+        for day in days {
+            let now = Timestamp::from_utc_micros(base + day * 86_400_000_000).unwrap();
+            let request = QueryRequest {
+                top_k,
+                min_confidence,
+                ..QueryRequest::question("q")
+            }
+            .validate(now)
+            .unwrap();
+            let input = QueryInput {
+                norm_kernel: NormKernel::SkylakeX,
+                ..QueryInput::new(&request, vector.as_deref(), now)
+            }
+            .with_truncation(&settings);
+            let with = run_query_with(&remembering, &mut cache, &input).unwrap();
+            let without = run_query(&plain, &input).unwrap();
+            prop_assert_eq!(&with.hits, &without.hits);
+            let rank = RankSettings::default();
+            prop_assert_eq!(
+                truncation_warning(&with, top_k, &rank, &settings),
+                truncation_warning(&without, top_k, &rank, &settings)
+            );
+            prop_assert_eq!(
+                near_and_best(&with, near_margin, margin),
+                near_and_best(&without, near_margin, margin)
+            );
+        }
+    }
+}
+
+/// The test above is not vacuous: on the grown store the ceilings leave
+/// most of the band out (there 681 of 2,123 rows stay), with the same hits
+/// and warning.
+#[test]
+fn the_rows_ceilings_narrow_the_band() {
+    let now = Timestamp::parse("2026-06-01T00:00:00Z").unwrap();
+    let request = QueryRequest {
+        top_k: 3,
+        ..QueryRequest::question("q")
+    }
+    .validate(now)
+    .unwrap();
+    let vector = unit_vector(7);
+    let settings = TruncationSettings::default();
+    let input = QueryInput {
+        norm_kernel: NormKernel::SkylakeX,
+        ..QueryInput::new(&request, Some(&vector), now)
+    }
+    .with_truncation(&settings);
+    let with = run_query(&Store::open_read_only(grown()).unwrap(), &input).unwrap();
+    let without = run_query(&without_memo("grown"), &input).unwrap();
+    assert_eq!(with.hits, without.hits);
+    let rank = RankSettings::default();
+    assert_eq!(
+        truncation_warning(&with, 3, &rank, &settings),
+        truncation_warning(&without, 3, &rank, &settings)
+    );
+    let band = |o: &particles_query::QueryOutcome| o.work.candidates_scored - o.hits.len();
+    assert!(
+        band(&with) * 2 < band(&without),
+        "{} against {}",
+        band(&with),
+        band(&without)
+    );
+}
