@@ -129,11 +129,18 @@ impl BandMemo {
 }
 
 /// An upper bound on every row's effective confidence at any `now` from
-/// `since` on, by row (see [`ceilings`]).
+/// `since` on, by row (see [`compute_ceilings`]); `None` when they would
+/// leave too few rows out to be worth reading.
 struct Ceilings {
     since: i64,
-    values: std::sync::Arc<[f32]>,
+    values: Option<std::sync::Arc<[f32]>>,
 }
+
+/// Ceilings are kept only when at least one row in this many is bounded
+/// below what the scan's bound assumes of its effective confidence (its
+/// stored confidence, or 1): otherwise the band would only pay for reading
+/// them. On the benchmark's stores every factor is 1 and none is.
+const CEILINGS_USEFUL_ONE_IN: usize = 16;
 
 /// The facts of the sources at `slots` of `index`, in order (the default facts
 /// for a slot without a `SOURCE` ref).
@@ -243,14 +250,15 @@ pub(crate) fn score_band(input: &BandInput<'_>, timings: &mut StageTimings) -> R
     // 1. With the rows' ceilings when the connection has them; when it has
     // none and the band is large beside the store's sources (it would read
     // most of them anyway), they are computed and the band picked again.
-    let mut ceilings = remembered_ceilings(input.store, index, input.policies, input.now)?;
+    let remembered = remembered_ceilings(input.store, index, input.policies, input.now)?;
+    let ceilings = remembered.clone().flatten();
     let (mut chunks, mut named) = band_positions(input, index, &in_cut, ceilings.as_deref());
     let picked: usize = chunks.iter().map(|c| c.len()).sum();
-    if ceilings.is_none() && picked >= CEILINGS_MIN_BAND && picked * 4 >= index.keys.len() {
+    if remembered.is_none() && picked >= CEILINGS_MIN_BAND && picked * 4 >= index.keys.len() {
         let started = std::time::Instant::now();
-        ceilings = compute_ceilings(input.store, input.set, input.policies, input.now)?;
+        let computed = compute_ceilings(input.store, input.set, input.policies, input.now)?;
         timings.source_rows += started.elapsed().as_secs_f64();
-        if let Some(values) = ceilings.as_deref() {
+        if let Some(values) = computed.as_deref() {
             (chunks, named) = band_positions(input, index, &in_cut, Some(values));
         }
     }
@@ -342,15 +350,16 @@ fn ceilings_bound_scores(policies: &Policies) -> bool {
 }
 
 /// The ceilings the connection remembers for `index`'s set, when they bound
-/// effective confidence at `now`.
+/// effective confidence at `now`: `Some(None)` when it remembers that they
+/// are not worth using, `None` when it remembers nothing that serves.
 fn remembered_ceilings(
     store: &Store,
     index: &particles_candidates::SourceIndex,
     policies: &Policies,
     now: Timestamp,
-) -> Result<Option<std::sync::Arc<[f32]>>> {
+) -> Result<Option<Option<std::sync::Arc<[f32]>>>> {
     if !ceilings_bound_scores(policies) {
-        return Ok(None);
+        return Ok(Some(None));
     }
     let now = now.utc_micros();
     Ok(store
@@ -359,7 +368,7 @@ fn remembered_ceilings(
             memo.ceilings
                 .as_ref()
                 .filter(|c| c.since <= now && now - c.since <= CEILINGS_MAX_AGE_MICROS)
-                .map(|c| std::sync::Arc::clone(&c.values))
+                .map(|c| c.values.clone())
         })?
         .flatten())
 }
@@ -367,7 +376,8 @@ fn remembered_ceilings(
 /// Computes and remembers each row's ceiling: an upper bound on its effective
 /// confidence at any `now` from `since` (shortly before `now`) on. `None` when
 /// the connection does not remember (every source would be read for one
-/// question) or the ceilings cannot bound scores.
+/// question), the ceilings cannot bound scores, or they would leave too few
+/// rows out ([`CEILINGS_USEFUL_ONE_IN`]; the connection remembers that).
 ///
 /// Why it is a bound. A row's effective confidence is
 /// `min(1, max(0, ((value × weight) × trust) × decay)) × discount`. Value,
@@ -412,41 +422,57 @@ fn compute_ceilings(
         })
         .collect();
     let discount = particles_rank::py_max(1.0, policies.settings.stale_support_discount);
-    let values: Vec<f32> = crate::cores::on_cores(set.len(), PARALLEL_BAND_MIN, |range| {
+    let at_most_one = policies.factors_at_most_one();
+    let parts = crate::cores::on_cores(set.len(), PARALLEL_BAND_MIN, |range| {
         let mut weights = Weights {
             set,
             policies,
             few: Vec::new(),
             many: FastMap::default(),
         };
-        range
-            .map(|row| match factors[index.of_row[row] as usize] {
-                None => f32::INFINITY,
-                Some((trust, decay)) => {
-                    let effective = particles_rank::effective_confidence(
-                        policies
-                            .capped_confidence(set.confidence(row), set.calibration_source(row)),
-                        weights.of(set.extractor(row)),
-                        trust,
-                        decay,
-                        discount,
-                    );
-                    ceiling_of(effective)
-                }
+        let mut tighter = 0usize;
+        let values = range
+            .map(|row| {
+                let Some((trust, decay)) = factors[index.of_row[row] as usize] else {
+                    return f32::INFINITY;
+                };
+                let confidence = set.confidence(row);
+                let effective = particles_rank::effective_confidence(
+                    policies.capped_confidence(confidence, set.calibration_source(row)),
+                    weights.of(set.extractor(row)),
+                    trust,
+                    decay,
+                    discount,
+                );
+                let ceiling = ceiling_of(effective);
+                // What `score_bounds` assumes of it.
+                let assumed = if at_most_one {
+                    confidence.clamp(0.0, 1.0)
+                } else {
+                    1.0
+                };
+                tighter += usize::from(f64::from(ceiling) < assumed);
+                ceiling
             })
-            .collect::<Vec<f32>>()
-    })
-    .into_iter()
-    .flatten()
-    .collect();
-    let values: std::sync::Arc<[f32]> = values.into();
+            .collect::<Vec<f32>>();
+        (values, tighter)
+    });
+    let tighter: usize = parts.iter().map(|(_, tighter)| tighter).sum();
+    let values: Option<std::sync::Arc<[f32]>> =
+        (tighter.saturating_mul(CEILINGS_USEFUL_ONE_IN) >= set.len()).then(|| {
+            parts
+                .into_iter()
+                .flat_map(|(values, _)| values)
+                .collect::<Vec<f32>>()
+                .into()
+        });
     store.with_remembered(|memo: &mut QueryMemo| {
         memo.band.of(index, &policies.settings).ceilings = Some(Ceilings {
             since: since_micros,
-            values: std::sync::Arc::clone(&values),
+            values: values.clone(),
         });
     })?;
-    Ok(Some(values))
+    Ok(values)
 }
 
 /// `value` rounded up to an `f32`, and one `f32` step above that.

@@ -303,7 +303,8 @@ pub fn score_with_similarity(
 ///
 /// Effective confidence is `min(1, max(0, v·w·r·d))·discount` (with `v` at most the
 /// stored value, the uncalibrated cap only lowering it); when every factor is at
-/// most 1 ([`Policies::factors_at_most_one`]), it is at most the stored confidence,
+/// most 1 ([`Policies::factors_at_most_one`]), it is at most the stored confidence
+/// (clamped to `0..=1` and rounded up to an `f32`: the 4-byte column the scan reads),
 /// else at most 1. Rounding is monotonic, so the score computed the same way from that bound
 /// (and from the similarity, or the bound itself without a query vector) is never
 /// below the candidate's true score: a candidate whose bound is below the k-th best
@@ -316,13 +317,10 @@ pub fn score_bound(
     factors_at_most_one: bool,
     policies: &Policies,
 ) -> f64 {
-    let confidence_bound = if factors_at_most_one {
-        set.confidence(row).clamp(0.0, 1.0)
-    } else {
-        1.0
-    };
+    let (confidence, narrative) = set.row_columns().bound_input(row);
+    let confidence_bound = if factors_at_most_one { confidence } else { 1.0 };
     policies.rank_score(
-        set.narrative(row),
+        narrative,
         similarity.unwrap_or(confidence_bound),
         confidence_bound,
     )
@@ -342,12 +340,10 @@ pub fn score_bounds(
     let settings = &policies.settings;
     let n = rows.len().min(out.len());
     let out = &mut out[..n];
-    columns.for_each_score_input(&rows[..n], |j, confidence, narrative| {
-        let confidence_bound = if factors_at_most_one {
-            confidence.clamp(0.0, 1.0)
-        } else {
-            1.0
-        };
+    // The clamped confidence rounded up to an `f32` (`bound_input`): at least
+    // the exact clamp, so still a bound, from 4 bytes a row instead of 40.
+    columns.for_each_bound_input(&rows[..n], |j, confidence, narrative| {
+        let confidence_bound = if factors_at_most_one { confidence } else { 1.0 };
         let similarity = similarities.map_or(confidence_bound, |s| s[j]);
         out[j] = score::rank_score(settings, narrative, similarity, confidence_bound);
     });
