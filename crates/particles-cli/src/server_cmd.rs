@@ -167,6 +167,11 @@ pub(crate) fn run_mcp(args: &McpArgs, configured: &Configured) -> Result<()> {
         args.model.model_dir.as_deref(),
     )?;
     let backend = Arc::new(backend(engine, configured, &store, file_as_default));
+    // As `serve --http` does: after another process's commit (the reference's
+    // own writes, most often) the cache is brought to the head and the band's
+    // sources read before the agent's next question.
+    let following = backend.engine().follow_writes();
+    tracing::debug!(following, "the stores' writes are followed");
     let options = particles_server::McpOptions {
         project_observer: args
             .project_observer

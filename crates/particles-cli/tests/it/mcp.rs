@@ -1,5 +1,6 @@
 //! `particles-rs mcp` and `serve --http` as processes: the MCP SDK's stdio
-//! client (the `mcp` Python package) lists our tools and calls `query`; the
+//! client (the `mcp` Python package) lists our tools and calls `query`, before
+//! and after another process's commit; the
 //! HTTP engine starts, answers `/health` and stops on SIGTERM.
 
 use std::process::Command;
@@ -9,7 +10,7 @@ use serde_json::Value;
 use crate::support::{particles_rs_command, workspace_root};
 
 const CLIENT: &str = r#"
-import asyncio, json, os, sys
+import asyncio, json, os, sqlite3, sys
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -22,9 +23,19 @@ async def main():
             init = await session.initialize()
             tools = await session.list_tools()
             full = await session.call_tool("query", {"question": "coins", "top_k": 3})
+            # Another process's commit, the first hit retired: the next
+            # question must not see it, whether the server's follower has
+            # brought its cache to the head by then (0.3 s) or not.
+            first = full.structuredContent["particles"][0]["id"]
+            with sqlite3.connect(store) as writer:
+                writer.execute("UPDATE particles SET status = 'SUPERSEDED' WHERE id = ?", (first,))
+            await asyncio.sleep(0.3)
+            after = await session.call_tool("query", {"question": "coins", "top_k": 3})
             slim = await session.call_tool("query", {"question": "coins", "top_k": 2, "summary": True})
             bad = await session.call_tool("query", {"question": "coins", "audience": "nobody"})
             print(json.dumps({
+                "retired": first,
+                "after": [p["id"] for p in after.structuredContent["particles"]],
                 "server": init.serverInfo.name,
                 "tools": [t.name for t in tools.tools],
                 "params": sorted(tools.tools[0].inputSchema["properties"]),
@@ -137,6 +148,14 @@ fn an_mcp_client_lists_our_tool_and_queries() {
             "contested"
         ]),
         "{keys:?}"
+    );
+    let after = result["after"]
+        .as_array()
+        .expect("the answer after the write");
+    assert!(!after.is_empty(), "{result}");
+    assert!(
+        after.iter().all(|id| *id != result["retired"]),
+        "the retired belief is still answered: {result}"
     );
     assert_eq!(result["bad_error"], true);
     assert_eq!(
