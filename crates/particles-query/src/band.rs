@@ -38,26 +38,13 @@ use particles_model::policy::SourceFacts;
 
 use crate::{memo::QueryMemo, scan::Similarities, Result, StageTimings};
 
+mod rows;
+
 /// Below this many band rows the scores are computed on one thread.
 const PARALLEL_BAND_MIN: usize = 16_384;
 
 /// Below this many sources their factors are computed on one thread.
 const PARALLEL_SOURCES_MIN: usize = 2_048;
-
-/// A band of fewer rows does not compute the rows' ceilings (it reads the
-/// store's every source); the connection's remembered ones serve any band.
-const CEILINGS_MIN_BAND: usize = 64;
-
-/// Ceilings bound effective confidence from this long before the question
-/// that computed them, so a question that started a little earlier (a
-/// batch's members, a follower's warm-up) can use them too. Decay's
-/// half-lives are days: ten minutes loosen a ceiling by a few parts in a
-/// hundred thousand.
-const CEILINGS_LEAD_MICROS: i64 = 10 * 60 * 1_000_000;
-
-/// Ceilings stay sound as time runs on but loosen as decay runs; past this
-/// age they are computed again.
-const CEILINGS_MAX_AGE_MICROS: i64 = 6 * 3_600 * 1_000_000;
 
 type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
@@ -106,7 +93,7 @@ pub(crate) struct BandMemo {
     owner: u64,
     settings: Option<particles_rank::RankSettings>,
     statics: Vec<Option<SourceStatics>>,
-    ceilings: Option<Ceilings>,
+    rows: Option<rows::RowBounds>,
 }
 
 impl BandMemo {
@@ -121,26 +108,12 @@ impl BandMemo {
                 owner: index.id,
                 settings: Some(settings.clone()),
                 statics: vec![None; index.keys.len()],
-                ceilings: None,
+                rows: None,
             };
         }
         self
     }
 }
-
-/// An upper bound on every row's effective confidence at any `now` from
-/// `since` on, by row (see [`compute_ceilings`]); `None` when they would
-/// leave too few rows out to be worth reading.
-struct Ceilings {
-    since: i64,
-    values: Option<std::sync::Arc<[f32]>>,
-}
-
-/// Ceilings are kept only when at least one row in this many is bounded
-/// below what the scan's bound assumes of its effective confidence (its
-/// stored confidence, or 1): otherwise the band would only pay for reading
-/// them. On the benchmark's stores every factor is 1 and none is.
-const CEILINGS_USEFUL_ONE_IN: usize = 16;
 
 /// The facts of the sources at `slots` of `index`, in order (the default facts
 /// for a slot without a `SOURCE` ref).
@@ -247,19 +220,19 @@ pub(crate) fn score_band(input: &BandInput<'_>, timings: &mut StageTimings) -> R
     in_cut.sort_unstable();
     let index = input.set.source_index();
 
-    // 1. With the rows' ceilings when the connection has them; when it has
-    // none and the band is large beside the store's sources (it would read
-    // most of them anyway), they are computed and the band picked again.
-    let remembered = remembered_ceilings(input.store, index, input.policies, input.now)?;
-    let ceilings = remembered.clone().flatten();
-    let (mut chunks, mut named) = band_positions(input, index, &in_cut, ceilings.as_deref());
+    // 1. With what the connection knows of the rows (`rows`); when it knows
+    // nothing and the band is large beside the store's sources (it would read
+    // most of them anyway), that is computed and the band picked again.
+    let remembered = rows::remembered(input.store, index, input.policies, input.now)?;
+    let mut known = remembered.clone().unwrap_or_default();
+    let (mut chunks, mut named) = band_positions(input, index, &in_cut, &known);
     let picked: usize = chunks.iter().map(|c| c.len()).sum();
-    if remembered.is_none() && picked >= CEILINGS_MIN_BAND && picked * 4 >= index.keys.len() {
+    if remembered.is_none() && picked >= rows::MIN_BAND && picked * 4 >= index.keys.len() {
         let started = std::time::Instant::now();
-        let computed = compute_ceilings(input.store, input.set, input.policies, input.now)?;
+        known = rows::compute(input.store, input.set, input.policies, input.now)?;
         timings.source_rows += started.elapsed().as_secs_f64();
-        if let Some(values) = computed.as_deref() {
-            (chunks, named) = band_positions(input, index, &in_cut, Some(values));
+        if known.ceilings.is_some() || known.steady.is_some() {
+            (chunks, named) = band_positions(input, index, &in_cut, &known);
         }
     }
     let band_rows: usize = chunks.iter().map(|c| c.len()).sum();
@@ -298,6 +271,7 @@ pub(crate) fn score_band(input: &BandInput<'_>, timings: &mut StageTimings) -> R
         query: input.query,
         count_floor: input.count_floor.filter(|floor| !floor.is_nan()),
         min_confidence: input.min_confidence,
+        known: &known,
     };
     let mut parts: Vec<Part> =
         crate::cores::on_each(chunks, |positions| scorer.score_chunk(&positions));
@@ -326,7 +300,7 @@ pub(crate) fn warm_sources(
     }
     let index = set.source_index();
     let sources = source_statics(store, set, policies, index, &all_slots(index))?.len();
-    compute_ceilings(store, set, policies, Timestamp::now())?;
+    rows::compute(store, set, policies, Timestamp::now())?;
     Ok(sources)
 }
 
@@ -337,159 +311,6 @@ fn all_slots(index: &particles_candidates::SourceIndex) -> Vec<u32> {
         .collect()
 }
 
-/// Whether an upper bound on effective confidence bounds the rank score: the
-/// score must not fall as the similarity or the effective confidence rises
-/// (with no query vector the effective confidence stands in for the
-/// similarity), and the stale-support discount must be a number (its largest
-/// value with 1 bounds the one a row gets).
-fn ceilings_bound_scores(policies: &Policies) -> bool {
-    let settings = &policies.settings;
-    settings.score_rises_with_similarity()
-        && settings.confidence_weight >= 0.0
-        && settings.stale_support_discount.is_finite()
-}
-
-/// The ceilings the connection remembers for `index`'s set, when they bound
-/// effective confidence at `now`: `Some(None)` when it remembers that they
-/// are not worth using, `None` when it remembers nothing that serves.
-fn remembered_ceilings(
-    store: &Store,
-    index: &particles_candidates::SourceIndex,
-    policies: &Policies,
-    now: Timestamp,
-) -> Result<Option<Option<std::sync::Arc<[f32]>>>> {
-    if !ceilings_bound_scores(policies) {
-        return Ok(Some(None));
-    }
-    let now = now.utc_micros();
-    Ok(store
-        .with_remembered(|memo: &mut QueryMemo| {
-            let memo = memo.band.of(index, &policies.settings);
-            memo.ceilings
-                .as_ref()
-                .filter(|c| c.since <= now && now - c.since <= CEILINGS_MAX_AGE_MICROS)
-                .map(|c| c.values.clone())
-        })?
-        .flatten())
-}
-
-/// Computes and remembers each row's ceiling: an upper bound on its effective
-/// confidence at any `now` from `since` (shortly before `now`) on. `None` when
-/// the connection does not remember (every source would be read for one
-/// question), the ceilings cannot bound scores, or they would leave too few
-/// rows out ([`CEILINGS_USEFUL_ONE_IN`]; the connection remembers that).
-///
-/// Why it is a bound. A row's effective confidence is
-/// `min(1, max(0, ((value × weight) × trust) × decay)) × discount`. Value,
-/// weight and trust do not depend on `now`; the discount is 1 or the
-/// configured one, at most `max(1, discount)`. Decay is `max(floor, 0.5 **
-/// (age / half_life))` (1 for content not older than `now`), which does not
-/// rise as `now` (so the age) grows when the half-life is positive or NaN:
-/// every rounded step is monotonic, and `powf`'s last-bit error is covered by
-/// rounding the bound up to `f32` and one `f32` step more (2^-24 relative,
-/// far above an `f64` ulp). Products by a non-negative factor and the clamps
-/// keep the order; a negative product clamps to 0 either way. A source whose
-/// trust fails or whose half-life is zero or negative (the query fails on
-/// it, or its decay rises with age) gets an infinite ceiling: its rows stay
-/// in the band as before, and so does the failure.
-fn compute_ceilings(
-    store: &Store,
-    set: &CandidateSet,
-    policies: &Policies,
-    now: Timestamp,
-) -> Result<Option<std::sync::Arc<[f32]>>> {
-    if !ceilings_bound_scores(policies) || store.with_remembered(|_: &mut QueryMemo| ())?.is_none()
-    {
-        return Ok(None);
-    }
-    let since_micros = now.utc_micros().saturating_sub(CEILINGS_LEAD_MICROS);
-    let Some(since) = Timestamp::from_utc_micros(since_micros) else {
-        return Ok(None);
-    };
-    let index = set.source_index();
-    let statics = source_statics(store, set, policies, index, &all_slots(index))?;
-    let factors: Vec<Option<(f64, f64)>> = statics
-        .iter()
-        .map(|one| {
-            let one = (*one)?;
-            let monotonic = one
-                .decay
-                .is_none_or(|(half_life, _)| half_life > 0.0 || half_life.is_nan());
-            if !monotonic {
-                return None;
-            }
-            one.factors(since).ok().flatten()
-        })
-        .collect();
-    let discount = particles_rank::py_max(1.0, policies.settings.stale_support_discount);
-    let at_most_one = policies.factors_at_most_one();
-    let parts = crate::cores::on_cores(set.len(), PARALLEL_BAND_MIN, |range| {
-        let mut weights = Weights {
-            set,
-            policies,
-            few: Vec::new(),
-            many: FastMap::default(),
-        };
-        let mut tighter = 0usize;
-        let values = range
-            .map(|row| {
-                let Some((trust, decay)) = factors[index.of_row[row] as usize] else {
-                    return f32::INFINITY;
-                };
-                let confidence = set.confidence(row);
-                let effective = particles_rank::effective_confidence(
-                    policies.capped_confidence(confidence, set.calibration_source(row)),
-                    weights.of(set.extractor(row)),
-                    trust,
-                    decay,
-                    discount,
-                );
-                let ceiling = ceiling_of(effective);
-                // What `score_bounds` assumes of it.
-                let assumed = if at_most_one {
-                    confidence.clamp(0.0, 1.0)
-                } else {
-                    1.0
-                };
-                tighter += usize::from(f64::from(ceiling) < assumed);
-                ceiling
-            })
-            .collect::<Vec<f32>>();
-        (values, tighter)
-    });
-    let tighter: usize = parts.iter().map(|(_, tighter)| tighter).sum();
-    let values: Option<std::sync::Arc<[f32]>> =
-        (tighter.saturating_mul(CEILINGS_USEFUL_ONE_IN) >= set.len()).then(|| {
-            parts
-                .into_iter()
-                .flat_map(|(values, _)| values)
-                .collect::<Vec<f32>>()
-                .into()
-        });
-    store.with_remembered(|memo: &mut QueryMemo| {
-        memo.band.of(index, &policies.settings).ceilings = Some(Ceilings {
-            since: since_micros,
-            values: values.clone(),
-        });
-    })?;
-    Ok(values)
-}
-
-/// `value` rounded up to an `f32`, and one `f32` step above that.
-fn ceiling_of(value: f64) -> f32 {
-    if value.is_nan() {
-        return f32::NAN;
-    }
-    #[allow(clippy::cast_possible_truncation)]
-    let near = value as f32;
-    let up = if f64::from(near) < value {
-        near.next_up()
-    } else {
-        near
-    };
-    up.next_up()
-}
-
 /// Pass 1: the band's positions, one list per thread in loader order, and the
 /// source slots they name (a bitmap per thread, joined). The rows' traits are
 /// not read here: they are 32 bytes a row, read once, when scoring.
@@ -497,20 +318,22 @@ fn band_positions(
     input: &BandInput<'_>,
     index: &particles_candidates::SourceIndex,
     in_cut: &[usize],
-    ceilings: Option<&[f32]>,
+    known: &rows::Known,
 ) -> (Vec<Recycled<usize>>, Vec<u64>) {
     // Only what the threads read: the store's connection stays on this one.
     let (survivors, bounds, floor) = (input.survivors, input.bounds, input.floor);
     let (set, policies, similarities) = (input.set, input.policies, input.similarities);
+    let columns = set.row_columns();
     // The score at a row's ceiling and its similarity's high end bounds its
-    // score (`ceilings_bound_scores`).
+    // score (`rows::ceilings_bound_scores`).
     let under_ceiling = |position: usize, row: usize| {
-        let Some(ceilings) = ceilings else {
+        let Some(ceilings) = known.ceilings.as_deref() else {
             return true;
         };
         let ceiling = f64::from(ceilings[row]);
         let similarity = similarities.map_or(ceiling, |s| s.high(position));
-        let bound = policies.rank_score(set.narrative(row), similarity, ceiling);
+        let (_, narrative) = columns.bound_input(row);
+        let bound = policies.rank_score(narrative, similarity, ceiling);
         bound >= floor || bound.is_nan()
     };
     let words = index.keys.len().div_ceil(64);
@@ -522,11 +345,15 @@ fn band_positions(
             if !(bound >= floor || bound.is_nan()) || in_cut.binary_search(&position).is_ok() {
                 continue;
             }
-            if !under_ceiling(position, survivors[position]) {
+            let row = survivors[position];
+            if !under_ceiling(position, row) {
                 continue;
             }
-            let slot = index.of_row[survivors[position]] as usize;
-            named[slot / 64] |= 1 << (slot % 64);
+            // A steady row is scored without its source.
+            if known.steady(row).is_none() {
+                let slot = index.of_row[row] as usize;
+                named[slot / 64] |= 1 << (slot % 64);
+            }
             positions.push(position);
         }
         (positions, named)
@@ -671,6 +498,8 @@ struct Scorer<'a> {
     /// The warning's floor, when known and a number.
     count_floor: Option<f64>,
     min_confidence: f64,
+    /// The rows' steady effective confidences, when known (`rows`).
+    known: &'a rows::Known,
 }
 
 impl<'a> Scorer<'a> {
@@ -699,7 +528,11 @@ impl<'a> Scorer<'a> {
         // Highest confidence first (loader order ascends by it): the best low
         // end met rises early, so few rows are kept aside as maybe the best.
         for &position in positions.iter().rev() {
-            if self.set.derived(self.survivors[position]) {
+            let row = self.survivors[position];
+            if let Some(effective) = self.known.steady(row) {
+                let (_, narrative) = self.columns.bound_input(row);
+                self.settle_row(&mut part, position, effective, narrative);
+            } else if self.set.derived(row) {
                 part.derived.push(position);
             } else {
                 self.score_row(&mut part, &mut weights, position, 1.0);
@@ -743,8 +576,7 @@ impl<'a> Scorer<'a> {
         position: usize,
         discount: f64,
     ) {
-        let (set, policies, similarities) = (self.set, self.policies, self.similarities);
-        let count_floor = self.count_floor;
+        let (set, policies) = (self.set, self.policies);
         let row = self.survivors[position];
         let (source_trust, decay) = self.factors[self.index.of_row[row] as usize];
         // `score_with_similarity`'s arithmetic, taken apart so that the low end
@@ -756,11 +588,20 @@ impl<'a> Scorer<'a> {
             decay,
             discount,
         );
+        self.settle_row(part, position, effective, set.narrative(row));
+    }
+
+    /// Band row `position`, of effective confidence `effective`, settled as
+    /// [`Scorer::score_row`] says.
+    #[inline]
+    fn settle_row(&self, part: &mut Part, position: usize, effective: f64, narrative: bool) {
+        let (policies, similarities) = (self.policies, self.similarities);
+        let count_floor = self.count_floor;
+        let row = self.survivors[position];
         if effective < self.min_confidence {
             part.below_min_confidence += 1;
             return;
         }
-        let narrative = set.narrative(row);
         let exact = match similarities {
             None => Some(effective),
             Some(s) if s.is_exact(position) => Some(s.high(position)),

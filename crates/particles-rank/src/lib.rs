@@ -49,8 +49,8 @@ pub use crate::{
     },
     netloc::{netloc, NetlocError},
     policy::{
-        infer_domain, member_policies, recency_factor, DecayPolicy, MemberPolicy, Policies,
-        TrustPolicy,
+        infer_domain, member_policies, recency_factor, steady_decay, DecayPolicy, MemberPolicy,
+        Policies, TrustPolicy,
     },
     score::{effective_confidence, py_max, py_min, rank_score},
     settings::{ConformanceCap, DecayRule, RankSettings, UncalibratedCap},
@@ -195,6 +195,20 @@ impl SourceStatics {
             Some((half_life, floor)) => recency_factor(self.published_at, half_life, floor, now)?,
         };
         Ok(Some((trust, decay)))
+    }
+}
+
+impl SourceStatics {
+    /// `(trust, decay)` as [`SourceStatics::factors`] gives them at every
+    /// `now` from `since` on, when they are the same at all of them (see
+    /// [`steady_decay`]); `None` when they may differ, or the trust failed.
+    pub fn steady_factors(&self, since: Timestamp) -> Option<(f64, f64)> {
+        let trust = self.trust?;
+        let decay = match self.decay {
+            None => 1.0,
+            Some((half_life, floor)) => steady_decay(self.published_at, half_life, floor, since)?,
+        };
+        Some((trust, decay))
     }
 }
 

@@ -225,6 +225,47 @@ pub fn recency_factor(
     Ok(py_max(floor, power))
 }
 
+/// The decay [`recency_factor`] gives at every `now` from `since` on, when it
+/// is the same at all of them: 1.0 without a date, else once the content is
+/// older than `since` and the power can no longer rise above the floor
+/// (`floor`, with a NaN half-life the power is NaN and the floor is taken;
+/// with an infinite one the power is 1). `None` while the decay still moves,
+/// for content not yet published at `since`, and for a half-life that is zero
+/// or negative (the factor fails, or rises with age).
+///
+/// Why it holds: past `since` the age only grows, so with a positive
+/// half-life the exact power only falls. `powf`'s result is within an ulp or
+/// so of the exact power, so the power at `since` is asked to be below the
+/// floor by far more than that (a 2^-30 part): every later power then stays
+/// at or below the floor, and `max(floor, power)` is the floor.
+pub fn steady_decay(
+    published_at: Option<Timestamp>,
+    half_life_days: f64,
+    floor: f64,
+    since: Timestamp,
+) -> Option<f64> {
+    let Some(published_at) = published_at else {
+        return Some(1.0);
+    };
+    let age_days = micros_to_seconds(since.utc_micros() - published_at.utc_micros()) / 86_400.0;
+    // An integer difference: never NaN. Content not older than `since` is
+    // at 1 until it is, then decays.
+    if age_days <= 0.0 {
+        return None;
+    }
+    if half_life_days.is_nan() {
+        return Some(py_max(floor, f64::NAN));
+    }
+    if half_life_days == f64::INFINITY {
+        return Some(py_max(floor, 1.0));
+    }
+    if half_life_days <= 0.0 {
+        return None;
+    }
+    let power = 0.5f64.powf(age_days / half_life_days);
+    (power <= floor * (1.0 - 1.0 / f64::from(1u32 << 30))).then_some(floor)
+}
+
 /// `micros / 10**6` correctly rounded, as Python's int true division. Exact through
 /// f64 while `micros` fits in 53 bits (ages under 285 years); beyond that the
 /// quotient is rounded from an exact integer part and remainder.
@@ -864,5 +905,63 @@ mod tests {
         assert_eq!(recency_factor(days_ago(365), 365.0, 0.4, now).unwrap(), 0.5);
         assert_eq!(recency_factor(days_ago(-3), 60.0, 0.1, now).unwrap(), 1.0);
         assert_eq!(recency_factor(None, 60.0, 0.1, now).unwrap(), 1.0);
+    }
+}
+
+#[cfg(test)]
+mod steady_tests {
+    use particles_model::Timestamp;
+    use proptest::prelude::*;
+
+    use super::{recency_factor, steady_decay};
+
+    const DAY: i64 = 86_400_000_000;
+
+    proptest! {
+        /// A steady decay is the decay at `since` and at every later `now`,
+        /// bit for bit, and never a failure.
+        #[test]
+        fn a_steady_decay_is_the_decay_from_then_on(
+            published_day in -2_000i64..2_000,
+            since_micros in -(3_000 * DAY)..(3_000 * DAY),
+            later in proptest::collection::vec(0i64..(40_000 * DAY), 1..8),
+            half_life in prop_oneof![
+                0.01f64..2_000.0,
+                Just(f64::NAN),
+                Just(f64::INFINITY),
+                Just(0.0),
+                -100.0f64..0.0,
+                1e-300f64..1e-290,
+            ],
+            floor in prop_oneof![0.0f64..1.0, Just(0.0), Just(1.0), Just(f64::NAN), 1.0f64..2.0],
+            dated in any::<bool>(),
+        ) {
+            let base = 1_780_000_000 * 1_000_000i64;
+            let published = dated.then(|| Timestamp::from_utc_micros(base + published_day * DAY).unwrap());
+            let since = Timestamp::from_utc_micros(base + since_micros).unwrap();
+            if let Some(decay) = steady_decay(published, half_life, floor, since) {
+                for extra in later.iter().copied().chain([0, 1]) {
+                    let now = Timestamp::from_utc_micros(base + since_micros + extra).unwrap();
+                    let at = recency_factor(published, half_life, floor, now);
+                    prop_assert!(at.is_ok(), "{at:?}");
+                    prop_assert_eq!(at.unwrap().to_bits(), decay.to_bits());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn steadiness_needs_age_and_a_power_below_the_floor() {
+        let day = |d: i64| Timestamp::from_utc_micros(1_780_000_000 * 1_000_000 + d * DAY).unwrap();
+        // Undated: always 1.
+        assert_eq!(steady_decay(None, 60.0, 0.1, day(0)), Some(1.0));
+        // Not yet published, or still above the floor: it moves.
+        assert_eq!(steady_decay(Some(day(5)), 60.0, 0.1, day(0)), None);
+        assert_eq!(steady_decay(Some(day(-30)), 60.0, 0.1, day(0)), None);
+        // Ten half-lives on, the power (1/1024) is under the floor.
+        assert_eq!(steady_decay(Some(day(-600)), 60.0, 0.1, day(0)), Some(0.1));
+        // A half-life that fails or grows the factor is never steady.
+        assert_eq!(steady_decay(Some(day(-600)), 0.0, 0.1, day(0)), None);
+        assert_eq!(steady_decay(Some(day(-600)), -5.0, 0.1, day(0)), None);
     }
 }

@@ -247,10 +247,13 @@ fn near_and_best(
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
-    /// The rows' ceilings (an upper bound on effective confidence, computed
-    /// once and remembered by a read-only connection) leave out of the band
-    /// only rows that cannot change the answer: against a connection that
-    /// has none, the same hits, warning, count at the floor and best score,
+    /// The rows' ceilings (an upper bound on effective confidence) and steady
+    /// effective confidences (where `now` cannot change it), computed once
+    /// and remembered by a read-only connection, change no answer: the
+    /// ceilings leave out of the band only rows that cannot matter, and a
+    /// steady row scores what its source's factors give. Against a
+    /// connection that has neither, the same hits, warning, count at the
+    /// floor and best score (bit for bit),
     /// for questions asked in any order of `now` on one connection (a
     /// question before the ceilings' instant cannot use them).
     #[test]
