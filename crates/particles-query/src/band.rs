@@ -266,7 +266,6 @@ pub(crate) fn score_band(input: &BandInput<'_>, timings: &mut StageTimings) -> R
         factors: &factors,
         policies: input.policies,
         similarities: input.similarities,
-        half: input.set.half(),
         columns: input.set.row_columns(),
         query: input.query,
         count_floor: input.count_floor.filter(|floor| !floor.is_nan()),
@@ -491,8 +490,6 @@ struct Scorer<'a> {
     factors: &'a [(f64, f64)],
     policies: &'a Policies,
     similarities: Option<&'a Similarities>,
-    /// The set's half copy and norms, read once for every row's interval.
-    half: Option<particles_candidates::HalfView<'a>>,
     columns: particles_candidates::RowColumns<'a>,
     query: Option<&'a QueryVector>,
     /// The warning's floor, when known and a number.
@@ -597,7 +594,6 @@ impl<'a> Scorer<'a> {
     fn settle_row(&self, part: &mut Part, position: usize, effective: f64, narrative: bool) {
         let (policies, similarities) = (self.policies, self.similarities);
         let count_floor = self.count_floor;
-        let row = self.survivors[position];
         if effective < self.min_confidence {
             part.below_min_confidence += 1;
             return;
@@ -624,8 +620,7 @@ impl<'a> Scorer<'a> {
         if count_floor.is_some_and(|floor| high < floor) && high < part.best_low {
             return;
         }
-        let (low, _) =
-            similarities.interval(position, &self.columns, self.half.as_ref(), row, self.query);
+        let (low, _) = similarities.interval(position);
         let low = policies.rank_score(narrative, low, effective);
         if low > part.best_low {
             part.best_low = low;

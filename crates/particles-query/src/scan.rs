@@ -40,41 +40,25 @@ pub(crate) struct Scanned {
 pub(crate) enum Similarities {
     /// Read from the `f32` rows: the exact values.
     Exact(Recycled<f64>),
-    /// Read from the half-precision copy: `[dot, high]`, the half dot product
-    /// and the interval's high end; the low end is computed when asked for
-    /// (most rows never are). A row read exactly (no interval was sound) holds
-    /// `[+inf, value]`: a half dot is never infinite.
+    /// Read from the half-precision copy: `[low, high]`, the interval's ends
+    /// (`f32`s widened: exact). A row read exactly (no interval was sound)
+    /// holds `[+inf, value]`: a low end is never above 1.
     Bounded(Recycled<[f32; 2]>),
 }
 
 impl Similarities {
-    /// `(low, high)` of survivor `position`'s cosine (row `row` of `set`,
-    /// whose half copy is `half`: the caller's, read once, not per row).
-    pub(crate) fn interval(
-        &self,
-        position: usize,
-        columns: &particles_candidates::RowColumns<'_>,
-        half: Option<&HalfView<'_>>,
-        row: usize,
-        query: Option<&QueryVector>,
-    ) -> (f64, f64) {
+    /// `(low, high)` of survivor `position`'s cosine.
+    #[inline]
+    pub(crate) fn interval(&self, position: usize) -> (f64, f64) {
         match self {
             Similarities::Exact(values) => (values[position], values[position]),
             Similarities::Bounded(bounds) => {
-                let [dot, high] = bounds[position];
+                let [low, high] = bounds[position];
                 let high = f64::from(high);
-                if dot == f32::INFINITY {
+                if low == f32::INFINITY {
                     return (high, high);
                 }
-                // A cosine is clamped to 0..=1, so 0 bounds it from below
-                // whenever no tighter end is sound.
-                let low = half
-                    .zip(query)
-                    .and_then(|(half, query)| {
-                        query.similarity_low(dot, half.radius(row), columns.norm(row))
-                    })
-                    .unwrap_or(0.0);
-                (low, high)
+                (f64::from(low), high)
             }
         }
     }
@@ -937,7 +921,14 @@ impl<'a> Pass<'a, '_> {
         }
         // NaN: no sound interval (a NaN radius, a row the tile did not take):
         // the row is read exactly.
-        query.similarity_high_many(&dots[..m], &radii[..m], &norms[..m], &mut values[..m]);
+        let mut lows = [0.0f32; BLOCK];
+        query.similarity_ends_many(
+            &dots[..m],
+            &radii[..m],
+            &norms[..m],
+            &mut values[..m],
+            &mut lows[..m],
+        );
         for (j, &row) in kept_rows.iter().enumerate() {
             let high = values[j];
             // Values are f32 widened, so the narrowing is exact.
@@ -954,7 +945,10 @@ impl<'a> Pass<'a, '_> {
                     }
                 }
             } else {
-                [dots[j], high as f32]
+                // A cosine is clamped to 0..=1, so 0 bounds it from below
+                // whenever no tighter end is sound.
+                let low = if lows[j].is_nan() { 0.0 } else { lows[j] };
+                [low, high as f32]
             };
             sims[j] = pair;
         }

@@ -256,31 +256,42 @@ impl QueryVector {
         Some(f64::from((end / denominator).clamp(0.0, 1.0)))
     }
 
-    /// [`QueryVector::similarity_high`] of many rows at once: `out[j]` is its
-    /// value for `dots[j]`, `radii[j]`, `norms[j]` where that is `Some`, and NaN
-    /// where it is `None` (a `Some` is never NaN). The same arithmetic, bit for
-    /// bit, as straight-line code over the slices, so that the compiler runs it
-    /// on vector registers: a scan calls it for every block of rows.
-    pub fn similarity_high_many(
+    /// [`QueryVector::similarity_high`] and [`QueryVector::similarity_low`] of
+    /// many rows at once: `highs[j]` and `lows[j]` are their values for
+    /// `dots[j]`, `radii[j]`, `norms[j]` where they are `Some`, and NaN where
+    /// they are `None` (a `Some` is never NaN; a low end is an `f32` widened,
+    /// so it is kept as one). The same arithmetic, bit for bit, as
+    /// straight-line code over the slices, so that the compiler runs it on
+    /// vector registers: a scan calls it for every block of rows, and the low
+    /// end, which only the truncation band reads, costs a few instructions
+    /// here against a row's reads there.
+    pub fn similarity_ends_many(
         &self,
         dots: &[f32],
         radii: &[f32],
         norms: &[f32],
-        out: &mut [f64],
+        highs: &mut [f64],
+        lows: &mut [f32],
     ) {
         let Some(reach) = self.reach else {
-            out.iter_mut().for_each(|v| *v = f64::NAN);
+            highs.iter_mut().for_each(|v| *v = f64::NAN);
+            lows.iter_mut().for_each(|v| *v = f32::NAN);
             return;
         };
         let norm = self.norm;
-        for (((out, &dot), &radius), &candidate_norm) in
-            out.iter_mut().zip(dots).zip(radii).zip(norms)
+        for ((((high, low), &dot), &radius), &candidate_norm) in highs
+            .iter_mut()
+            .zip(lows.iter_mut())
+            .zip(dots)
+            .zip(radii)
+            .zip(norms)
         {
             let spread = reach * f64::from(radius) * (1.0 + 1e-6) + 1e-30;
-            let end = f64::from(dot) + spread;
             let denominator = candidate_norm * norm + 1e-10f32;
+            let divides = denominator.is_finite() && denominator > 0.0;
             // `round_up_f32`, without branches: the nearest f32, moved one step
             // up when it fell below.
+            let end = f64::from(dot) + spread;
             let nearest = end as f32;
             let bits = nearest.to_bits();
             let up = if f64::from(nearest) < end {
@@ -295,8 +306,33 @@ impl QueryVector {
                 nearest
             };
             let value = f64::from((up / denominator).clamp(0.0, 1.0));
-            let sound = end.is_finite() && denominator.is_finite() && denominator > 0.0;
-            *out = if sound { value } else { f64::NAN };
+            *high = if end.is_finite() && divides {
+                value
+            } else {
+                f64::NAN
+            };
+            // `round_down_f32` (`-round_up_f32(-end)`), the same way: one step
+            // down when the nearest f32 is above.
+            let end = f64::from(dot) - spread;
+            let nearest = end as f32;
+            let bits = nearest.to_bits();
+            let down = if f64::from(nearest) > end {
+                f32::from_bits(if nearest == 0.0 {
+                    0x8000_0001
+                } else if nearest > 0.0 {
+                    bits.wrapping_sub(1)
+                } else {
+                    bits.wrapping_add(1)
+                })
+            } else {
+                nearest
+            };
+            let value = (down / denominator).clamp(0.0, 1.0);
+            *low = if end.is_finite() && divides {
+                value
+            } else {
+                f32::NAN
+            };
         }
     }
 
@@ -359,7 +395,8 @@ mod tests {
             let radii: Vec<f32> = rows.iter().map(|r| r.1.abs()).collect();
             let norms: Vec<f32> = rows.iter().map(|r| r.2).collect();
             let mut highs = vec![0.0; rows.len()];
-            q.similarity_high_many(&dots, &radii, &norms, &mut highs);
+            let mut lows = vec![0.0f32; rows.len()];
+            q.similarity_ends_many(&dots, &radii, &norms, &mut highs, &mut lows);
             let mut cosines = vec![0.0; rows.len()];
             q.cosines_from_dots(&dots, &norms, &mut cosines);
             for j in 0..rows.len() {
@@ -367,6 +404,12 @@ mod tests {
                 proptest::prop_assert_eq!(
                     one.map(f64::to_bits),
                     (!highs[j].is_nan()).then_some(highs[j].to_bits()),
+                    "row {}", j
+                );
+                let low = q.similarity_low(dots[j], radii[j], norms[j]);
+                proptest::prop_assert_eq!(
+                    low.map(f64::to_bits),
+                    (!lows[j].is_nan()).then_some(f64::from(lows[j]).to_bits()),
                     "row {}", j
                 );
                 proptest::prop_assert_eq!(
