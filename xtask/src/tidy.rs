@@ -34,7 +34,8 @@ const UNSAFE_FILES: &[(&str, &str)] = &[
     ),
     (
         "crates/particles-candidates/src/half.rs",
-        "the half-precision dot kernel: AVX2 + F16C + FMA intrinsics (detected at run time)",
+        "the half-precision dot kernel: AVX2 + F16C + FMA intrinsics, and the intervals' ends \
+         compiled for AVX2 (detected at run time)",
     ),
     (
         "crates/particles-cache/src/sidecar/open.rs",

@@ -46,8 +46,8 @@ pub use crate::{
         within_recency_window, FilterFlag, RowFilter,
     },
     half::{
-        half_dot_kernel, half_dot_portable, round_down_f32, round_up_f32, HalfDot, HalfOrigin,
-        HalfView, StoredHalf,
+        half_dot_kernel, half_dot_portable, interval_ends, round_down_f32, round_up_f32, HalfDot,
+        HalfOrigin, HalfView, StoredHalf,
     },
     selection::Selection,
     set::{

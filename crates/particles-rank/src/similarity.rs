@@ -278,62 +278,7 @@ impl QueryVector {
             lows.iter_mut().for_each(|v| *v = f32::NAN);
             return;
         };
-        let norm = self.norm;
-        for ((((high, low), &dot), &radius), &candidate_norm) in highs
-            .iter_mut()
-            .zip(lows.iter_mut())
-            .zip(dots)
-            .zip(radii)
-            .zip(norms)
-        {
-            let spread = reach * f64::from(radius) * (1.0 + 1e-6) + 1e-30;
-            let denominator = candidate_norm * norm + 1e-10f32;
-            let divides = denominator.is_finite() && denominator > 0.0;
-            // `round_up_f32`, without branches: the nearest f32, moved one step
-            // up when it fell below.
-            let end = f64::from(dot) + spread;
-            let nearest = end as f32;
-            let bits = nearest.to_bits();
-            let up = if f64::from(nearest) < end {
-                f32::from_bits(if nearest == 0.0 {
-                    1
-                } else if nearest > 0.0 {
-                    bits.wrapping_add(1)
-                } else {
-                    bits.wrapping_sub(1)
-                })
-            } else {
-                nearest
-            };
-            let value = f64::from((up / denominator).clamp(0.0, 1.0));
-            *high = if end.is_finite() && divides {
-                value
-            } else {
-                f64::NAN
-            };
-            // `round_down_f32` (`-round_up_f32(-end)`), the same way: one step
-            // down when the nearest f32 is above.
-            let end = f64::from(dot) - spread;
-            let nearest = end as f32;
-            let bits = nearest.to_bits();
-            let down = if f64::from(nearest) > end {
-                f32::from_bits(if nearest == 0.0 {
-                    0x8000_0001
-                } else if nearest > 0.0 {
-                    bits.wrapping_sub(1)
-                } else {
-                    bits.wrapping_add(1)
-                })
-            } else {
-                nearest
-            };
-            let value = (down / denominator).clamp(0.0, 1.0);
-            *low = if end.is_finite() && divides {
-                value
-            } else {
-                f32::NAN
-            };
-        }
+        particles_candidates::interval_ends(reach, self.norm, dots, radii, norms, highs, lows);
     }
 
     /// [`QueryVector::cosine_from_dot`] of many rows at once, as straight-line
