@@ -479,7 +479,12 @@ impl Engine {
             Ok((
                 route,
                 set.map(|set| {
-                    particles_query::warm_band_sources(snapshot, &set, &self.settings.rank)
+                    particles_query::warm_band_sources(
+                        snapshot,
+                        &set,
+                        &self.settings.rank,
+                        Timestamp::now(),
+                    )
                 }),
             ))
         });

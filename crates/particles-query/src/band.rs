@@ -293,13 +293,14 @@ pub(crate) fn warm_sources(
     store: &Store,
     set: &CandidateSet,
     policies: &Policies,
+    now: Timestamp,
 ) -> Result<usize> {
     if store.with_remembered(|_: &mut QueryMemo| ())?.is_none() {
         return Ok(0);
     }
     let index = set.source_index();
     let sources = source_statics(store, set, policies, index, &all_slots(index))?.len();
-    rows::compute(store, set, policies, Timestamp::now())?;
+    rows::compute(store, set, policies, now)?;
     Ok(sources)
 }
 

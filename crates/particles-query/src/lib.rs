@@ -318,8 +318,9 @@ pub fn run_query_in_snapshot(
 /// Warms what the first question after another connection's commit would
 /// otherwise pay on its own time: in the read transaction `store` holds, the
 /// truncation band's facts and statics of every source of `set` (the
-/// candidate set the loader holds for that snapshot), under `settings`.
-/// Nothing is ranked and nothing an answer holds changes: the connection's
+/// candidate set the loader holds for that snapshot), under `settings`, and
+/// what the band knows of each row from shortly before `now` on (its ceiling
+/// and steady effective confidence, `band/rows.rs`). Nothing is ranked and nothing an answer holds changes: the connection's
 /// memo keeps what it would have read, by its usual rule (forgotten when
 /// another connection commits). Returns how many sources it now remembers, 0
 /// when the connection does not remember (it can write, or no read
@@ -333,9 +334,10 @@ pub fn warm_band_sources(
     store: &Store,
     set: &CandidateSet,
     settings: &RankSettings,
+    now: Timestamp,
 ) -> Result<usize> {
     let policies = Policies::compile(&particles_store::load_policy_rows(store)?, settings)?;
-    band::warm_sources(store, set, &policies)
+    band::warm_sources(store, set, &policies, now)
 }
 
 /// Refuses a request whose mode is not the semantic path.
