@@ -153,7 +153,16 @@ struct Weights<'a> {
     many: FastMap<Option<u32>, f64>,
 }
 
-impl Weights<'_> {
+impl<'a> Weights<'a> {
+    fn new(set: &'a CandidateSet, policies: &'a Policies) -> Weights<'a> {
+        Weights {
+            set,
+            policies,
+            few: Vec::new(),
+            many: FastMap::default(),
+        }
+    }
+
     fn of(&mut self, extractor: Option<u32>) -> f64 {
         if let Some(&(_, weight)) = self.few.iter().find(|(e, _)| *e == extractor) {
             return weight;
@@ -298,10 +307,9 @@ pub(crate) fn warm_sources(
     if store.with_remembered(|_: &mut QueryMemo| ())?.is_none() {
         return Ok(0);
     }
-    let index = set.source_index();
-    let sources = source_statics(store, set, policies, index, &all_slots(index))?.len();
+    // The rows' bounds read every source's statics first (`rows::compute`).
     rows::compute(store, set, policies, now)?;
-    Ok(sources)
+    Ok(set.source_index().keys.len())
 }
 
 /// Every slot of `index`, in order.
@@ -509,12 +517,7 @@ impl<'a> Scorer<'a> {
     }
 
     fn weights(&self) -> Weights<'a> {
-        Weights {
-            set: self.set,
-            policies: self.policies,
-            few: Vec::new(),
-            many: FastMap::default(),
-        }
+        Weights::new(self.set, self.policies)
     }
 
     /// One thread's band positions scored, but for the derived rows, set

@@ -204,8 +204,7 @@ pub fn recency_factor(
     let Some(published_at) = published_at else {
         return Ok(1.0);
     };
-    let age_micros = now.utc_micros() - published_at.utc_micros();
-    let age_days = micros_to_seconds(age_micros) / 86_400.0;
+    let age_days = age_days(published_at, now);
     if age_days <= 0.0 {
         return Ok(1.0);
     }
@@ -247,7 +246,7 @@ pub fn steady_decay(
     let Some(published_at) = published_at else {
         return Some(1.0);
     };
-    let age_days = micros_to_seconds(since.utc_micros() - published_at.utc_micros()) / 86_400.0;
+    let age_days = age_days(published_at, since);
     // An integer difference: never NaN. Content not older than `since` is
     // at 1 until it is, then decays.
     if age_days <= 0.0 {
@@ -264,6 +263,13 @@ pub fn steady_decay(
     }
     let power = 0.5f64.powf(age_days / half_life_days);
     (power <= floor * (1.0 - 1.0 / f64::from(1u32 << 30))).then_some(floor)
+}
+
+/// The age of content published at `published_at`, at `now`, in days: the
+/// exact microsecond difference converted as Python's
+/// `timedelta.total_seconds() / 86400.0`.
+fn age_days(published_at: Timestamp, now: Timestamp) -> f64 {
+    micros_to_seconds(now.utc_micros() - published_at.utc_micros()) / 86_400.0
 }
 
 /// `micros / 10**6` correctly rounded, as Python's int true division. Exact through

@@ -18,7 +18,7 @@ use particles_model::Timestamp;
 use particles_rank::Policies;
 use particles_store::Store;
 
-use super::{all_slots, source_statics, FastMap, Weights, PARALLEL_BAND_MIN};
+use super::{all_slots, source_statics, Weights, PARALLEL_BAND_MIN};
 use crate::{memo::QueryMemo, Result};
 
 /// A band of fewer rows does not compute them (it would read the store's
@@ -105,8 +105,9 @@ pub(super) fn remembered(
 }
 
 /// Computes and remembers each row's ceiling and steady effective confidence
-/// from `since` (shortly before `now`) on. Nothing when the connection does
-/// not remember (every source would be read for one question).
+/// from `since` (shortly before `now`) on, after reading every source's
+/// statics into the connection's memo. Nothing when the connection does not
+/// remember (every source would be read for one question).
 ///
 /// Why a ceiling is a bound. A row's effective confidence is
 /// `min(1, max(0, ((value × weight) × trust) × decay)) × discount`. Value,
@@ -135,12 +136,12 @@ pub(super) fn compute(
     if store.with_remembered(|_: &mut QueryMemo| ())?.is_none() {
         return Ok(Known::default());
     }
+    let index = set.source_index();
+    let statics = source_statics(store, set, policies, index, &all_slots(index))?;
     let since_micros = now.utc_micros().saturating_sub(LEAD_MICROS);
     let Some(since) = Timestamp::from_utc_micros(since_micros) else {
         return Ok(Known::default());
     };
-    let index = set.source_index();
-    let statics = source_statics(store, set, policies, index, &all_slots(index))?;
     // By slot: the factors at `since` a ceiling is computed with (`None`: no
     // ceiling), and the steady factors (`None`: not steady).
     type Pair = Option<(f64, f64)>;
@@ -166,12 +167,7 @@ pub(super) fn compute(
     let at_most_one = policies.factors_at_most_one();
     let columns = set.row_columns();
     let parts = crate::cores::on_cores(set.len(), PARALLEL_BAND_MIN, |range| {
-        let mut weights = Weights {
-            set,
-            policies,
-            few: Vec::new(),
-            many: FastMap::default(),
-        };
+        let mut weights = Weights::new(set, policies);
         let mut part = Part::default();
         for row in range {
             let (at_since, steady) = factors[index.of_row[row] as usize];

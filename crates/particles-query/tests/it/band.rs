@@ -141,6 +141,21 @@ fn the_half_precision_band_settles_rows_without_reading_them() {
     );
 }
 
+/// `table`'s column names but those `except` lists (quoted, comma-separated),
+/// joined for a column list.
+fn columns_but(connection: &rusqlite::Connection, table: &str, except: &str) -> String {
+    let names: Vec<String> = connection
+        .prepare(&format!(
+            "SELECT name FROM pragma_table_info('{table}') WHERE name NOT IN ({except})"
+        ))
+        .unwrap()
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    names.join(", ")
+}
+
 /// `coins-b.db` grown to about 6k active rows: 60 copies of its active rows,
 /// each copy's confidence spread over 0..1 (the fixture's 98 are too few for
 /// a band after the cut). Made once per test binary.
@@ -151,22 +166,16 @@ fn grown() -> &'static std::path::Path {
             let path = dir.path().join("grown.db");
             std::fs::copy(fixture("coins-b.db"), &path).unwrap();
             let connection = rusqlite::Connection::open(&path).unwrap();
-            let columns: Vec<String> = connection
-                .prepare("SELECT name FROM pragma_table_info('particles') WHERE name NOT IN ('id', 'confidence_value', 'provenance_json')")
-                .unwrap()
-                .query_map([], |row| row.get(0))
-                .unwrap()
-                .collect::<rusqlite::Result<_>>()
-                .unwrap();
-            let columns = columns.join(", ");
-            let snapshot_columns: Vec<String> = connection
-                .prepare("SELECT name FROM pragma_table_info('snapshots') WHERE name NOT IN ('snapshot_id', 'content_published_at')")
-                .unwrap()
-                .query_map([], |row| row.get(0))
-                .unwrap()
-                .collect::<rusqlite::Result<_>>()
-                .unwrap();
-            let snapshot_columns = snapshot_columns.join(", ");
+            let columns = columns_but(
+                &connection,
+                "particles",
+                "'id', 'confidence_value', 'provenance_json'",
+            );
+            let snapshot_columns = columns_but(
+                &connection,
+                "snapshots",
+                "'snapshot_id', 'content_published_at'",
+            );
             // Each copy's snapshots are published 20 days apart, across the
             // questions' instants, so decay moves between them.
             for copy in 0..60 {
