@@ -180,7 +180,7 @@ fn half_for<'a>(set: &'a CandidateSet, lane: &Lane<'_>) -> Option<HalfView<'a>> 
 
 /// Rows a block holds: the unit of the tiles' work and of the prefetch ahead.
 /// The masks are `u32`s, one bit per row.
-const BLOCK: usize = 16;
+const BLOCK: usize = 32;
 
 /// How each lane reads its similarities, fixed for the pass.
 #[derive(Clone, Copy, PartialEq)]
