@@ -348,9 +348,19 @@ fn band_positions(
     let picked = crate::cores::on_cores(bounds.len(), PARALLEL_BAND_MIN, |range| {
         let mut positions: Recycled<usize> = Recycled::with_capacity(range.len());
         let mut named = vec![0u64; words];
+        // The cut's positions are sorted, and so are the range's: one cursor
+        // walks them side by side (a binary search a row was 60% of this
+        // loop at 1M).
+        let mut cut = in_cut.partition_point(|&at| at < range.start);
         for position in range {
             let bound = bounds[position];
-            if !(bound >= floor || bound.is_nan()) || in_cut.binary_search(&position).is_ok() {
+            if !(bound >= floor || bound.is_nan()) {
+                continue;
+            }
+            while in_cut.get(cut).is_some_and(|&at| at < position) {
+                cut += 1;
+            }
+            if in_cut.get(cut) == Some(&position) {
                 continue;
             }
             let row = survivors[position];
