@@ -187,30 +187,67 @@ pub fn prepare(store: &Path) -> crate::Result<Option<CopyIdentity>> {
     if !is_replica(store) {
         return Ok(None);
     }
-    // One rewrite at a time in this process (the locks below are per open
-    // file, so two threads would not exclude each other otherwise).
-    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _one = ONE
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let error = |what: &str, source: std::io::Error| crate::Error::Replica {
         path: store.to_owned(),
         reason: format!("{what}: {source}"),
     };
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(store)
-        .map_err(|e| error("cannot open it for its header", e))?;
+    // The file is opened once per copy and kept open, never closed while the
+    // copy is at its path: closing any descriptor of a file drops every POSIX
+    // lock this process holds on it, and SQLite's connections read under such
+    // locks. A descriptor opened and closed here for each new connection
+    // dropped the shared locks of the connections already reading, so the
+    // follower wrote pages under their open transactions (measured: "database
+    // disk image is malformed" on a reader whose connections were opening
+    // while a VACUUM was applied). The descriptor of a copy that was replaced
+    // is closed when the new one is opened: the follower never writes the old
+    // file again, so the locks on it no longer matter. The map's lock also
+    // makes one rewrite at a time in this process (the locks below are per
+    // open file, so two threads would not exclude each other otherwise).
+    static OPEN: std::sync::Mutex<Vec<(std::path::PathBuf, std::fs::File)>> =
+        std::sync::Mutex::new(Vec::new());
+    let mut open = OPEN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let now = std::fs::metadata(store).map_err(|e| error("cannot read its metadata", e))?;
+    let at = open.iter().position(|(path, _)| path == store);
+    let kept = at.and_then(|at| {
+        let file = &open[at].1;
+        file.metadata()
+            .ok()
+            .filter(|kept| CopyIdentity::of(kept) == CopyIdentity::of(&now))
+            .map(|_| at)
+    });
+    let at = match kept {
+        Some(at) => at,
+        None => {
+            let file = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(store)
+                .map_err(|e| error("cannot open it for its header", e))?;
+            match at {
+                // The replaced copy's descriptor is closed here.
+                Some(at) => {
+                    open[at].1 = file;
+                    at
+                }
+                None => {
+                    open.push((store.to_owned(), file));
+                    open.len() - 1
+                }
+            }
+        }
+    };
+    let file: &std::fs::File = &open[at].1;
     let copy = CopyIdentity::of(
         &file
             .metadata()
             .map_err(|e| error("cannot read its metadata", e))?,
     );
-    if !says_wal(&file).map_err(|e| error("cannot read its header", e))? {
+    if !says_wal(file).map_err(|e| error("cannot read its header", e))? {
         return Ok(Some(copy));
     }
-    let _locked = locks::Exclusive::take(&file, LOCK_WAIT).map_err(|e| {
+    let _locked = locks::Exclusive::take(file, LOCK_WAIT).map_err(|e| {
         error(
             "cannot take the write lock (is it open in WAL mode by another process? \
              close that process: it also stops Litestream's follower)",
@@ -219,7 +256,7 @@ pub fn prepare(store: &Path) -> crate::Result<Option<CopyIdentity>> {
     })?;
     // Read again under the lock: the follower may have rewritten it meanwhile.
     let mut header = [0u8; 28];
-    read_at(&file, &mut header, 0).map_err(|e| error("cannot read its header", e))?;
+    read_at(file, &mut header, 0).map_err(|e| error("cannot read its header", e))?;
     if header[WRITE_VERSION] != 2 && header[READ_VERSION] != 2 {
         return Ok(Some(copy));
     }
@@ -229,7 +266,7 @@ pub fn prepare(store: &Path) -> crate::Result<Option<CopyIdentity>> {
     counter.copy_from_slice(&header[CHANGE_COUNTER]);
     let counter = u32::from_be_bytes(counter);
     header[CHANGE_COUNTER].copy_from_slice(&counter.wrapping_add(1).to_be_bytes());
-    write_at(&file, &header[WRITE_VERSION..], WRITE_VERSION as u64)
+    write_at(file, &header[WRITE_VERSION..], WRITE_VERSION as u64)
         .and_then(|()| file.sync_data())
         .map_err(|e| error("cannot rewrite its header", e))?;
     Ok(Some(copy))
@@ -250,9 +287,11 @@ fn write_at(file: &std::fs::File, buf: &[u8], offset: u64) -> std::io::Result<()
 }
 
 /// Open-file-description locks (Linux): they conflict with SQLite's and
-/// Litestream's POSIX record locks, in other processes and in this one alike,
-/// and closing this file releases only these (a POSIX lock's close would drop
-/// every lock this process holds on the file, SQLite's included).
+/// Litestream's POSIX record locks, in other processes and in this one alike
+/// (a POSIX lock taken here would merge with this process's own, SQLite's
+/// included, and unlocking it would drop theirs). Closing the file would
+/// still drop every POSIX lock this process holds on it, whatever kind this
+/// file took: [`prepare`] keeps it open.
 mod locks {
     use std::time::Duration;
 

@@ -178,3 +178,62 @@ fn a_copy_restored_anew_at_the_same_path_is_seen_as_replaced_once_its_follower_w
         "a primary is never replaced"
     );
 }
+
+/// Whether another holder could take SQLite's write lock on `file` now (the
+/// SHARED range, for writing, as Litestream's follower takes it before an
+/// apply). An open-file-description lock conflicts with this process's own
+/// POSIX locks, so it sees the locks of the connections in this test.
+fn follower_could_write(file: &std::fs::File) -> bool {
+    use nix::{fcntl::FcntlArg, libc};
+    let lock = |kind: i32| libc::flock {
+        l_type: kind as libc::c_short,
+        l_whence: libc::SEEK_SET as libc::c_short,
+        l_start: 0x4000_0002,
+        l_len: 510,
+        l_pid: 0,
+    };
+    match nix::fcntl::fcntl(file, FcntlArg::F_OFD_SETLK(&lock(libc::F_WRLCK))) {
+        Ok(_) => {
+            let _ = nix::fcntl::fcntl(file, FcntlArg::F_OFD_SETLK(&lock(libc::F_UNLCK)));
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+#[test]
+fn opening_a_replica_again_keeps_the_read_locks_of_the_connections_already_reading() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let copy = dir.path().join("replica.db");
+    let fixture = particles_testkit::workspace_root().join("tests/fixtures/stores/coins-b.db");
+    std::fs::copy(&fixture, &copy).expect("copies");
+    std::fs::write(replica::txid_file(&copy), "0000000000000001\n").expect("writes");
+    let reading = Store::open_read_only(&copy).expect("the replica opens");
+    // Kept open to the end: closing it would drop this process's locks too.
+    let probe = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&copy)
+        .expect("opens");
+    assert!(follower_could_write(&probe), "nobody reads yet");
+    let held = reading
+        .read_snapshot(|snapshot| {
+            particles_by_ids(snapshot, &[ID])?;
+            assert!(
+                !follower_could_write(&probe),
+                "a read transaction holds SQLite's shared lock"
+            );
+            // Another connection of the same process opens the copy (a
+            // server's pool growing under load), and closes it again.
+            drop(Store::open_read_only(&copy)?);
+            Ok(!follower_could_write(&probe))
+        })
+        .expect("reads");
+    assert!(
+        held,
+        "opening the copy again dropped the shared lock of a read under way: \
+         the follower could write pages under it"
+    );
+    assert!(follower_could_write(&probe), "the read is over");
+    drop(probe);
+}
