@@ -249,10 +249,34 @@ impl StoreSlot {
         match pooled {
             Some(store) if store.copy_replaced() => {
                 self.copy_replaced();
-                Ok(Store::open_read_only(&self.target.path)?)
+                self.open_connection()
             }
             Some(store) => Ok(store),
-            None => Ok(Store::open_read_only(&self.target.path)?),
+            None => self.open_connection(),
+        }
+    }
+
+    /// A new connection on the slot's path. A replica's copy is opened only
+    /// while it is whole: a copy deleted for a restore, or a new one whose
+    /// follower has not yet written its `-txid` file (the restore under way),
+    /// is refused as [`Error::ReplicaRestoring`]. Opened then, it would fail
+    /// on the missing file, or read a copy the follower is still writing as
+    /// if it were a primary (its header saying WAL, its memo keyed by a
+    /// `data_version` the follower does not move) and stay in the pool.
+    fn open_connection(&self) -> Result<Store> {
+        let restoring = || Error::ReplicaRestoring {
+            store: self.target.path.clone(),
+        };
+        if self.replica.is_some() && !particles_store::replica::is_replica(&self.target.path) {
+            return Err(restoring());
+        }
+        match Store::open_read_only(&self.target.path) {
+            Ok(store) if self.replica.is_some() && !store.is_replica() => Err(restoring()),
+            Ok(store) => Ok(store),
+            Err(particles_store::Error::NotFound { .. }) if self.replica.is_some() => {
+                Err(restoring())
+            }
+            Err(error) => Err(error.into()),
         }
     }
 
@@ -1099,5 +1123,55 @@ pub fn answer_settings(
         answer_retry_max_tokens: u32::try_from(config.query.answer_retry_max_tokens.max(0))
             .unwrap_or(u32::MAX),
         egress,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A replica slot whose pool is empty never opens a copy that is not
+    /// whole: not the missing file of a restore, not a new file its follower
+    /// has not marked yet. Both are refused as retryable; the whole copy
+    /// opens again as a replica.
+    #[test]
+    fn a_replica_slot_opens_only_a_whole_copy() {
+        let dir = tempfile::tempdir().unwrap();
+        let copy = dir.path().join("replica.db");
+        let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/stores/coins-b.db");
+        std::fs::copy(&fixture, &copy).unwrap();
+        let txid = particles_store::replica::txid_file(&copy);
+        std::fs::write(&txid, "0000000000000009\n").unwrap();
+        let target = StoreTarget {
+            handle: None,
+            path: copy.clone(),
+        };
+        let options = CacheOptions {
+            no_sidecar: true,
+            ..CacheOptions::default()
+        };
+        let slot = StoreSlot::open(&target, &options).unwrap();
+        // The pool's one connection checked out: the next one is new.
+        let held = slot.connection().unwrap();
+        assert!(held.is_replica());
+        let restoring = |what: &str, result: Result<Store>| match result {
+            Err(Error::ReplicaRestoring { store }) => assert_eq!(store, copy, "{what}"),
+            Err(other) => panic!("{what}: {other}"),
+            Ok(_) => panic!("{what}: opened a copy that is not whole"),
+        };
+
+        // The copy deleted for a restore.
+        std::fs::remove_file(&copy).unwrap();
+        std::fs::remove_file(&txid).unwrap();
+        restoring("the copy deleted", slot.connection());
+        // The new copy there, its follower's file not yet.
+        std::fs::copy(&fixture, &copy).unwrap();
+        restoring("the copy without -txid", slot.connection());
+        // The follower marks it: a whole replica again.
+        std::fs::write(&txid, "000000000000000a\n").unwrap();
+        assert!(slot.connection().unwrap().is_replica());
+        // The connection held all along still reads the old copy.
+        slot.give_back(held);
     }
 }

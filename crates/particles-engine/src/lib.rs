@@ -104,6 +104,14 @@ pub enum Error {
         /// The position it must reach.
         floor: i64,
     },
+    /// A Litestream replica's copy is being restored anew (deleted, or its
+    /// new copy not yet marked by its follower's `-txid` file) and no
+    /// connection on the old copy is free to answer from.
+    #[error("the replica {} is being restored anew (the copy or its follower's -txid file is not there yet); it answers again once its follower has restored it (retry shortly)", store.display())]
+    ReplicaRestoring {
+        /// The replica's file.
+        store: std::path::PathBuf,
+    },
 }
 
 impl Error {

@@ -713,14 +713,27 @@ async fn engine_failure(
         )) => detail(StatusCode::UNPROCESSABLE_ENTITY, error.to_string()),
         // A replica restored anew, not yet where this server answered before:
         // no answer rather than one from the past; its follower catches up.
-        error @ particles_engine::Error::ReplicaBehind { .. } => {
+        error @ (particles_engine::Error::ReplicaBehind { .. }
+        | particles_engine::Error::ReplicaRestoring { .. }) => {
             let mut reply = detail(StatusCode::SERVICE_UNAVAILABLE, error.to_string());
             reply
                 .headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
             reply
         }
-        _ => internal_error(),
+        // The reference's client sees Starlette's bare 500; the operator
+        // sees why.
+        error => {
+            let mut why = error.to_string();
+            let mut source = std::error::Error::source(&error);
+            while let Some(cause) = source {
+                why.push_str(": ");
+                why.push_str(&cause.to_string());
+                source = cause.source();
+            }
+            tracing::error!(error = %why, "a query failed inside the engine");
+            internal_error()
+        }
     }
 }
 

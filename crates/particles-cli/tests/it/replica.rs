@@ -2,8 +2,8 @@
 //! through its own API (as in the chaos test), `litestream replicate` ships it
 //! to an S3-compatible server on loopback (moto's server mode) or to a file
 //! replica, and two reader nodes each keep a follow-mode copy (`litestream
-//! restore -f`) and run `particles-rs serve --http` over it, queried without
-//! pause.
+//! restore -f`) and run `particles-rs serve --http` over it, each asked by
+//! several clients without pause.
 //!
 //! After each commit on the primary the harness records the uncached answer of
 //! every question there, by journal position. Every answer a reader gives must
@@ -40,8 +40,8 @@ use crate::{
         ReferenceWriter, Rng, CONFIG, NOW, QUESTIONS,
     },
     support::{
-        http_exchange, particles_rs_command, reference_python, skip_or_fail, workspace_root,
-        Running,
+        http_exchange, particles_rs_command, reference_python, skip_or_fail, try_http_exchange,
+        workspace_root, Running,
     },
 };
 
@@ -276,7 +276,12 @@ struct Answer {
     at: Instant,
 }
 
-/// A client asking `node` without pause until `stop` ([`ask`]).
+/// How many clients ask each node at once: more than one, so that a node's
+/// connections are sometimes all taken and a question opens a new one (on a
+/// copy being restored, too).
+const CLIENTS_PER_NODE: usize = 4;
+
+/// A client asking `node` without pause until `stop` ([`try_ask`]).
 fn client(node: &Node, stop: &Arc<AtomicBool>, seed: u64) -> std::thread::JoinHandle<Vec<Answer>> {
     let (api, stop) = (node.api.clone(), stop.clone());
     std::thread::spawn(move || {
@@ -286,8 +291,7 @@ fn client(node: &Node, stop: &Arc<AtomicBool>, seed: u64) -> std::thread::JoinHa
             let q = rng.below(QUESTIONS.len());
             // A node being restarted refuses the connection: no answer
             // (status 0), never a wrong one.
-            let exchange = std::panic::catch_unwind(|| ask(&api, q));
-            let (status, seq, text) = exchange.unwrap_or((0, None, String::new()));
+            let (status, seq, text) = try_ask(&api, q).unwrap_or((0, None, String::new()));
             if status == 0 {
                 std::thread::sleep(Duration::from_millis(20));
             }
@@ -305,23 +309,26 @@ fn client(node: &Node, stop: &Arc<AtomicBool>, seed: u64) -> std::thread::JoinHa
 
 /// Question `q` to the node at `api`, with its vector and the frozen instant
 /// (so the uncached oracle ranks the same): the status, the journal position
-/// the answer names and the body.
-fn ask(api: &str, q: usize) -> (u16, Option<i64>, String) {
+/// the answer names and the body; an error when the node refuses the
+/// connection (its server being restarted).
+fn try_ask(api: &str, q: usize) -> std::io::Result<(u16, Option<i64>, String)> {
     let mut body = request_body(q);
     body["vector"] = json!(vector_for(QUESTIONS[q]));
     body["now"] = json!(NOW);
     let (status, headers, text) =
-        http_exchange(api, "POST", "/query", &[], Some(&body.to_string()));
+        try_http_exchange(api, "POST", "/query", &[], Some(&body.to_string()))?;
     let seq = headers
         .iter()
         .find(|(name, _)| name.eq_ignore_ascii_case(particles_server::JOURNAL_SEQ_HEADER))
         .and_then(|(_, value)| value.parse().ok());
-    (status, seq, text)
+    Ok((status, seq, text))
 }
 
 /// The last journal position `node` answered at, asking now.
 fn position(node: &Node) -> Option<i64> {
-    ask(&node.api, 0).1
+    try_ask(&node.api, 0)
+        .unwrap_or_else(|error| panic!("{} refused a question: {error}", node.name))
+        .1
 }
 
 /// Sends `process` a signal through kill(1) (the crate forbids unsafe code).
@@ -451,71 +458,60 @@ fn wait_caught_up(nodes: &[Node], last: i64) {
     }
 }
 
-/// Checks one node's answers: each exact at the position it names, positions
-/// never going backwards, more than one position seen and the answers
-/// differing between them, the copy whole. A refused connection is no answer
-/// on a node whose server was restarted, a failure on any other. Adds
-/// the node's lags.
+/// Checks one node's answers (one list per client): each exact at the
+/// position it names, a client's positions never going backwards, more than
+/// one position seen and the answers differing between them, the copy whole.
+/// A refused connection is no answer on a node whose server was restarted, a
+/// failure on any other. Adds the node's lags.
 fn check_node(
     target: Target,
     node: &Node,
-    answers: &[Answer],
+    clients: &[Vec<Answer>],
     expected: &HashMap<i64, Expected>,
     commits: &[(i64, Instant)],
     wrong: &mut Vec<String>,
     lags: &mut Vec<Duration>,
 ) {
-    let mut previous = None;
     let mut states = std::collections::BTreeSet::new();
-    for answer in answers {
-        if answer.status == 0 && node.restarted {
-            continue;
-        }
-        // A copy restored anew behind what the node answered before is
-        // refused, never answered from.
-        if answer.status == 503 && node.replaced && answer.body.contains("already answered at") {
-            continue;
-        }
-        let Some(seq) = answer.seq.filter(|_| answer.status == 200) else {
-            wrong.push(format!(
-                "{}: status {} without a position: {}",
-                node.name, answer.status, answer.body
-            ));
-            continue;
-        };
-        if previous.is_some_and(|p| seq < p) {
-            wrong.push(format!(
-                "{} went backwards: {seq} after {previous:?}",
-                node.name
-            ));
-        }
-        previous = Some(seq);
-        states.insert(seq);
-        match expected.get(&seq) {
-            None => wrong.push(format!(
-                "{} answered at journal seq {seq}, a position the primary never had",
-                node.name
-            )),
-            Some(state) if state.http[answer.question] != answer.body => wrong.push(format!(
-                "{} question {} at seq {seq} differs from the primary's uncached answer",
-                node.name, answer.question
-            )),
-            Some(_) => {}
-        }
+    let wrong_before = wrong.len();
+    for answers in clients {
+        check_client(node, answers, expected, wrong, &mut states);
     }
+    if wrong.len() > wrong_before {
+        // What the node said of itself, for the failure's message.
+        let said = node.logs();
+        let warned: Vec<&str> = said
+            .lines()
+            .filter(|line| line.contains(" WARN ") || line.contains(" ERROR "))
+            .collect();
+        wrong.insert(
+            wrong_before,
+            format!(
+                "{} warned or failed {} times:\n{}",
+                node.name,
+                warned.len(),
+                warned[..warned.len().min(10)].join("\n")
+            ),
+        );
+    }
+    let answers: Vec<&Answer> = clients.iter().flatten().collect();
     for (seq, committed) in commits {
         if let Some(answer) = answers
             .iter()
-            .find(|a| a.at >= *committed && a.seq.is_some_and(|s| s >= *seq))
+            .filter(|a| a.at >= *committed && a.seq.is_some_and(|s| s >= *seq))
+            .min_by_key(|a| a.at)
         {
             lags.push(answer.at - *committed);
         }
     }
     eprintln!(
-        "replica ({target:?}): {}: {} answers across {} positions",
+        "replica ({target:?}): {}: {} answers across {} positions ({} refused while \
+         restarting, {} while its copy was restored)",
         node.name,
         answers.len(),
-        states.len()
+        states.len(),
+        answers.iter().filter(|a| a.status == 0).count(),
+        answers.iter().filter(|a| a.status == 503).count(),
     );
     assert!(
         states.len() > 1,
@@ -586,6 +582,59 @@ fn check_node(
     assert_eq!(verdict, "ok", "{}'s copy", node.name);
 }
 
+/// One client's answers on `node`: each exact at the position it names, and
+/// positions never going backwards (each question starts after the last one
+/// was answered). Adds the positions seen to `states`.
+fn check_client(
+    node: &Node,
+    answers: &[Answer],
+    expected: &HashMap<i64, Expected>,
+    wrong: &mut Vec<String>,
+    states: &mut std::collections::BTreeSet<i64>,
+) {
+    let mut previous = None;
+    for answer in answers {
+        if answer.status == 0 && node.restarted {
+            continue;
+        }
+        // A copy restored anew is refused until it is whole and, behind what
+        // the node answered before, until it passes that: never answered from.
+        if answer.status == 503
+            && node.replaced
+            && (answer.body.contains("already answered at")
+                || answer.body.contains("is being restored anew"))
+        {
+            continue;
+        }
+        let Some(seq) = answer.seq.filter(|_| answer.status == 200) else {
+            wrong.push(format!(
+                "{}: status {} without a position: {}",
+                node.name, answer.status, answer.body
+            ));
+            continue;
+        };
+        if previous.is_some_and(|p| seq < p) {
+            wrong.push(format!(
+                "{} went backwards: {seq} after {previous:?}",
+                node.name
+            ));
+        }
+        previous = Some(seq);
+        states.insert(seq);
+        match expected.get(&seq) {
+            None => wrong.push(format!(
+                "{} answered at journal seq {seq}, a position the primary never had",
+                node.name
+            )),
+            Some(state) if state.http[answer.question] != answer.body => wrong.push(format!(
+                "{} question {} at seq {seq} differs from the primary's uncached answer",
+                node.name, answer.question
+            )),
+            Some(_) => {}
+        }
+    }
+}
+
 fn replicated_answers_are_exact_at_their_positions(target: Target) {
     let Some(python) = reference_python() else {
         return;
@@ -623,10 +672,14 @@ fn replicated_answers_are_exact_at_their_positions(target: Target) {
         start_node(&tools, &config, &primary, dir.path(), "node-b"),
     ];
     let stop = Arc::new(AtomicBool::new(false));
-    let clients: Vec<_> = nodes
+    let clients: Vec<Vec<_>> = nodes
         .iter()
         .enumerate()
-        .map(|(i, node)| client(node, &stop, 0x2EF1_0000 + i as u64))
+        .map(|(i, node)| {
+            (0..CLIENTS_PER_NODE)
+                .map(|k| client(node, &stop, 0x2EF1_0000 + (i * CLIENTS_PER_NODE + k) as u64))
+                .collect()
+        })
         .collect();
     let mut nodes = nodes;
     let mut write = |seconds: u64, rng: &mut Rng| {
@@ -672,9 +725,13 @@ fn replicated_answers_are_exact_at_their_positions(target: Target) {
     let last = commits.last().map(|(seq, _)| *seq).expect("commits");
     wait_caught_up(&nodes, last);
     stop.store(true, Ordering::Relaxed);
-    let answers: Vec<Vec<Answer>> = clients
+    let answers: Vec<Vec<Vec<Answer>>> = clients
         .into_iter()
-        .map(|client| client.join().expect("a client thread"))
+        .map(|node| {
+            node.into_iter()
+                .map(|client| client.join().expect("a client thread"))
+                .collect()
+        })
         .collect();
 
     let expected = expected.into_inner().expect("not poisoned");

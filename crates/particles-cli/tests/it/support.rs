@@ -161,11 +161,22 @@ pub fn http_exchange(
     headers: &[(&str, &str)],
     body: Option<&str>,
 ) -> (u16, Vec<(String, String)>, String) {
+    try_http_exchange(addr, method, path, headers, body)
+        .unwrap_or_else(|error| panic!("the exchange with {addr} failed: {error}"))
+}
+
+/// [`http_exchange`], where a server that refuses the connection (one being
+/// restarted) is an error to count, not a panic.
+pub fn try_http_exchange(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&str>,
+) -> std::io::Result<(u16, Vec<(String, String)>, String)> {
     use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(addr).expect("the server accepts");
-    stream
-        .set_read_timeout(Some(std::time::Duration::from_secs(120)))
-        .expect("a timeout");
+    let mut stream = std::net::TcpStream::connect(addr)?;
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(120)))?;
     let mut request = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
     for (name, value) in headers {
         request.push_str(&format!("{name}: {value}\r\n"));
@@ -178,9 +189,7 @@ pub fn http_exchange(
     }
     request.push_str("\r\n");
     request.push_str(body.unwrap_or_default());
-    stream
-        .write_all(request.as_bytes())
-        .expect("the request is sent");
+    stream.write_all(request.as_bytes())?;
     let mut raw = Vec::new();
     let _ = stream.read_to_end(&mut raw);
     let text = String::from_utf8_lossy(&raw).into_owned();
@@ -203,7 +212,7 @@ pub fn http_exchange(
     } else {
         rest.to_owned()
     };
-    (status, headers, body)
+    Ok((status, headers, body))
 }
 
 /// A chunked body joined.
