@@ -152,6 +152,9 @@ pub fn generated_store(dir: &Path) -> PathBuf {
         .expect("the generator wrote a store")
 }
 
+/// An HTTP response: the status, the headers (names lowercased) and the body.
+pub type Exchanged = (u16, Vec<(String, String)>, String);
+
 /// One HTTP/1.1 exchange on loopback (`Connection: close`): the status, the
 /// headers (names lowercased) and the body.
 pub fn http_exchange(
@@ -160,7 +163,7 @@ pub fn http_exchange(
     path: &str,
     headers: &[(&str, &str)],
     body: Option<&str>,
-) -> (u16, Vec<(String, String)>, String) {
+) -> Exchanged {
     try_http_exchange(addr, method, path, headers, body)
         .unwrap_or_else(|error| panic!("the exchange with {addr} failed: {error}"))
 }
@@ -173,7 +176,7 @@ pub fn try_http_exchange(
     path: &str,
     headers: &[(&str, &str)],
     body: Option<&str>,
-) -> std::io::Result<(u16, Vec<(String, String)>, String)> {
+) -> std::io::Result<Exchanged> {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(addr)?;
     stream.set_read_timeout(Some(std::time::Duration::from_secs(120)))?;
