@@ -115,6 +115,18 @@ pub enum Error {
 }
 
 impl Error {
+    /// The store's own failure inside this error, when that is what it is (a
+    /// file that cannot be opened or read): what an operator can act on and,
+    /// unlike other errors' messages, never carrying the request's content.
+    pub fn store_failure(&self) -> Option<&particles_store::Error> {
+        match self {
+            Error::Store(error)
+            | Error::Query(particles_query::Error::Store(error))
+            | Error::Respond(particles_respond::Error::Store(error)) => Some(error),
+            _ => None,
+        }
+    }
+
     /// Whether the request itself is what the reference refuses with a 422
     /// (a memory manifest with a file section), rather than the store or the
     /// engine failing.

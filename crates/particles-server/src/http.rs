@@ -721,17 +721,30 @@ async fn engine_failure(
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
             reply
         }
-        // The reference's client sees Starlette's bare 500; the operator
-        // sees why.
+        // The reference's client sees Starlette's bare 500; the operator sees
+        // why when the store failed (its message and SQLite's), and otherwise
+        // only that it happened: other messages can quote the request, which
+        // no log line carries.
         error => {
-            let mut why = error.to_string();
-            let mut source = std::error::Error::source(&error);
-            while let Some(cause) = source {
-                why.push_str(": ");
-                why.push_str(&cause.to_string());
-                source = cause.source();
+            match error.store_failure() {
+                Some(store) => {
+                    let mut why = store.to_string();
+                    let mut source = std::error::Error::source(store);
+                    while let Some(cause) = source {
+                        why.push_str(": ");
+                        why.push_str(&cause.to_string());
+                        source = cause.source();
+                    }
+                    tracing::error!(error = %why, "a query failed: the store could not be read");
+                }
+                // A batch's shared transaction: the message is the store's.
+                None if matches!(error, particles_engine::Error::Batch(_)) => {
+                    tracing::error!(error = %error, "a query failed: the store could not be read");
+                }
+                None => tracing::error!(
+                    "a query failed inside the engine, where the reference's fails too"
+                ),
             }
-            tracing::error!(error = %why, "a query failed inside the engine");
             internal_error()
         }
     }

@@ -333,6 +333,52 @@ fn readiness_names_what_is_missing_and_text_logs_are_the_default() {
 }
 
 #[test]
+fn a_store_that_cannot_be_read_is_a_500_whose_reason_is_logged() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store.db");
+    drop(particles_store::create_store(&store).expect("a new store"));
+    let mut server = Running::start(
+        particles_rs_command()
+            .args(["serve", "--http", "--listen", "127.0.0.1:0", "--no-sidecar"])
+            .arg("--store")
+            .arg(&store)
+            .env("PARTICLES_MODEL_DIR", dir.path().join("no-model"))
+            .env_remove("RUST_LOG"),
+    );
+    let api = server.api_addr();
+    let body = r#"{"no_embedding": true, "top_k": 1}"#;
+    let (status, _, answer) = http_exchange(&api, "POST", "/query", &[], Some(body));
+    assert_eq!(status, 200, "{answer}");
+    // The file's header overwritten in place (the same file, no longer a
+    // SQLite database), as a disk fault or a stray write would leave it.
+    {
+        use std::os::unix::fs::FileExt;
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&store)
+            .unwrap();
+        file.write_all_at(&[0u8; 100], 0).unwrap();
+    }
+    let (status, _, answer) = http_exchange(&api, "POST", "/query", &[], Some(body));
+    assert_eq!(
+        (status, answer.as_str()),
+        (500, "Internal Server Error"),
+        "the reference's bare 500"
+    );
+    assert!(server.terminate().success());
+    let lines = server.stderr();
+    let failed = lines
+        .iter()
+        .find(|l| l.contains("the store could not be read"))
+        .unwrap_or_else(|| panic!("no store failure logged in:\n{}", lines.join("\n")));
+    assert!(failed.contains("ERROR"), "{failed}");
+    assert!(
+        failed.contains("not a database"),
+        "SQLite's reason: {failed}"
+    );
+}
+
+#[test]
 fn a_log_filter_that_does_not_parse_is_named() {
     let output = particles_rs_command()
         .args(["serve", "--stdio", "--no-sidecar", "--store", "x.db"])
