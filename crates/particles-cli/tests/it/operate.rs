@@ -258,7 +258,10 @@ fn readiness_names_what_is_missing_and_text_logs_are_the_default() {
     let store = dir.path().join("empty.db");
     drop(particles_store::create_store(&store).expect("a new store"));
     // Nothing listens on the upstream's port; no model where the encoder looks.
-    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    // The port is found free on 127.0.0.2, where no other test's server
+    // listens (they bind 127.0.0.1:0): on 127.0.0.1, a server started in
+    // parallel could be given the same port once it is let go, and answer.
+    let dead = std::net::TcpListener::bind("127.0.0.2:0").unwrap();
     let upstream = format!("http://{}", dead.local_addr().unwrap());
     drop(dead);
     let mut server = Running::start(
