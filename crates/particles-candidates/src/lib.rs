@@ -55,8 +55,8 @@ pub use crate::{
         RowColumns, SourceIndex,
     },
     tiles::{
-        einsum_tile_checked, half_tile_kernel, half_tile_portable, prefetch, HalfTile,
-        PREFETCH_ROWS,
+        einsum_tile_checked, half_tile_kernel, half_tile_kernels, half_tile_portable, prefetch,
+        HalfTile, PREFETCH_ROWS,
     },
     traits::{PackedTraits, RowTraits},
 };
