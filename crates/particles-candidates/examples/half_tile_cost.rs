@@ -43,7 +43,7 @@ fn main() {
     let mut at = 0;
     while at < all.len() {
         scattered.push(all[at]);
-        at += 1 + (state_gap(&mut next));
+        at += 1 + state_gap(&mut next);
     }
     println!("{rows} rows of {DIMS} halves, {THREADS} threads, best of 20 passes");
     for (layout, picked) in [("adjacent", &adjacent), ("one in ~4", &scattered)] {

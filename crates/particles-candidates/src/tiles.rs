@@ -21,9 +21,9 @@
 //! `(l0 + l1) + (l2 + l3)`, multiply and add unfused), so every dot it returns
 //! is bit for bit [`crate::einsum_dot`] of that row and question; only which
 //! chains run side by side changes. The half tile's order is free: the row's
-//! radius covers any summation order (`half.rs`). It reads its rows one after
-//! another instead of side by side (see `mod avx`): a row's chains are its
-//! questions', two per question.
+//! radius covers any summation order (`half.rs`). A block of rows adjacent in
+//! memory it reads row after row instead, a row's chains being its questions',
+//! two per question (see `adjacent`).
 
 use half::f16;
 
@@ -34,8 +34,8 @@ const GROUP: usize = 4;
 /// row's lines arrive before the tile reaches it (measured on 2 Xeon cores at
 /// 1M half rows, when the half tile still read 4 rows side by side: 52 ms
 /// without, 39 ms with 8 rows ahead), near enough that they are still in the
-/// cache when it does. The half tiles now prefetch only rows that do not
-/// follow the one before them in memory (`scattered_ahead`).
+/// cache when it does. A half tile over adjacent rows prefetches nothing
+/// (`adjacent`).
 pub const PREFETCH_ROWS: usize = 8;
 
 /// Row `at` of `rows` followed by `ahead`, or an empty slice past both.
@@ -353,33 +353,27 @@ mod sse {
     }
 }
 
-/// The row a half tile prefetches while it reads row `at` of `rows`: the one
-/// [`PREFETCH_ROWS`] further on (in `rows`, then `ahead`), unless it starts
-/// where the row before it ends. A run of adjacent rows (an unfiltered scan
-/// of a set in order) is a stream the CPU's own prefetcher follows, and
-/// asking for it by hand as well only costs: on 2 cores of an AMD EPYC (Zen 4)
-/// at 100k rows the tile took 2.5 ms with its own prefetch and 1.7-1.8 ms
-/// without (`cargo run --release -p particles-candidates --example tile_bw`).
-/// Rows far apart (a filtered scan) are what no prefetcher can guess.
-fn scattered_ahead<'a, T>(rows: &[&'a [T]], ahead: &[&'a [T]], at: usize) -> &'a [T] {
-    let next = row_at(rows, ahead, at + PREFETCH_ROWS);
-    let before = row_at(rows, ahead, at + PREFETCH_ROWS - 1);
-    if before.as_ptr_range().end == next.as_ptr() {
-        &[]
-    } else {
-        next
-    }
+/// Whether every row of `rows` starts where the one before it ends: an
+/// unfiltered scan of a set in order. The half tiles read such a block row
+/// after row, each start to end with every question of the group, and leave
+/// the prefetching to the CPU, which streams a run of adjacent rows by itself.
+/// Rows far apart (a filtered scan) are read side by side instead, `R` rows a
+/// step at a time with the rows ahead prefetched by hand: their loads are
+/// then in flight together, which no prefetcher could have started.
+///
+/// Measured on 2 cores of an AMD EPYC (Zen 4), 100k half rows, one question
+/// (`cargo run --release -p particles-candidates --example half_tile_cost`):
+/// adjacent rows 4.0-5.1 ms side by side, 2.0-2.5 ms row after row; rows
+/// about one in four apart 4.8-5.1 ms side by side, where reading them row
+/// after row (with each next row prefetched whole) took 6.2-7.6 ms.
+/// Side by side, a step touches a line of each of `R` rows in turn, a pattern
+/// the CPU's prefetcher follows badly; row after row, the hand-made prefetch
+/// has only one row's loads to overlap.
+fn adjacent<T>(rows: &[&[T]]) -> bool {
+    rows.windows(2)
+        .all(|pair| pair[0].as_ptr_range().end == pair[1].as_ptr())
 }
 
-/// The half tiles read a block row after row, each row start to end with
-/// every question of the group. Reading several rows side by side a step at
-/// a time (the order the exact tile keeps, where einsum's chains need it)
-/// touches a line of each row in turn, a pattern the prefetchers follow
-/// badly: on 2 cores of an AMD EPYC (Zen 4) at 100k half rows, 4.0-5.1 ms
-/// against 1.6-2.5 ms row after row (`tile_bw`), and the warm 100k question's
-/// scan 1.1-1.6 ms shorter. Two sums per question halve each row's chain of
-/// dependent adds; the rows' chains are independent, so one row's overlaps
-/// the next's loads.
 #[cfg(target_arch = "x86_64")]
 mod avx {
     use core::arch::x86_64::{
@@ -388,12 +382,12 @@ mod avx {
         _mm_loadu_si128, _mm_movehl_ps, _mm_prefetch, _mm_shuffle_ps, _MM_HINT_T0,
     };
 
-    use super::scattered_ahead;
+    use super::{row_at, PREFETCH_ROWS};
 
     use half::f16;
 
-    /// Questions per group, as the 16 `ymm` registers allow: two sums per
-    /// question, two converted steps of the row and a question's values.
+    /// Questions per group and rows per tile, as the 16 `ymm` registers allow:
+    /// `R × L` sums, `R` converted rows and one question's values.
     const GROUP: usize = 4;
 
     pub(super) fn half_tile(
@@ -424,6 +418,7 @@ mod avx {
         dots: &mut [f32],
     ) {
         let nq = queries.len();
+        let adjacent = super::adjacent(rows);
         let mut q0 = 0;
         while q0 < nq {
             let g = (nq - q0).min(GROUP);
@@ -431,58 +426,161 @@ mod avx {
             // The first group reads the rows from memory; the others find them
             // in the caches.
             let ahead = if q0 == 0 { ahead } else { &[] };
-            // SAFETY: as in `half_tile`.
+            let out = Out {
+                dots: &mut *dots,
+                stride: nq,
+                column: q0,
+            };
+            // SAFETY: as in `half_tile`; the helpers write only columns
+            // `q0..q0 + g` of rows inside `rows`.
             unsafe {
+                if adjacent {
+                    match g {
+                        1 => by_row::<1>(rows, group, n, out),
+                        2 => by_row::<2>(rows, group, n, out),
+                        3 => by_row::<3>(rows, group, n, out),
+                        _ => by_row::<4>(rows, group, n, out),
+                    }
+                    q0 += g;
+                    continue;
+                }
                 match g {
-                    1 => run::<1>(rows, ahead, group, n, dots, nq, q0),
-                    2 => run::<2>(rows, ahead, group, n, dots, nq, q0),
-                    3 => run::<3>(rows, ahead, group, n, dots, nq, q0),
-                    _ => run::<4>(rows, ahead, group, n, dots, nq, q0),
+                    1 => {
+                        let (done, out) = run::<4, 1>(rows, ahead, 0, group, n, out);
+                        run::<1, 1>(rows, ahead, done, group, n, out);
+                    }
+                    2 => {
+                        let (done, out) = run::<4, 2>(rows, ahead, 0, group, n, out);
+                        run::<1, 2>(rows, ahead, done, group, n, out);
+                    }
+                    3 => {
+                        let (done, out) = run::<2, 3>(rows, ahead, 0, group, n, out);
+                        run::<1, 3>(rows, ahead, done, group, n, out);
+                    }
+                    _ => {
+                        let (done, out) = run::<2, 4>(rows, ahead, 0, group, n, out);
+                        run::<1, 4>(rows, ahead, done, group, n, out);
+                    }
                 }
             }
             q0 += g;
         }
     }
 
-    /// Every row's dots with the group's `L` questions, into columns
-    /// `column..column + L` of rows `stride` apart.
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn run<const L: usize>(
-        rows: &[&[f16]],
-        ahead: &[&[f16]],
-        group: &[&[f32]],
-        n: usize,
-        dots: &mut [f32],
+    /// Where a group's dots go: columns from `column` of rows `stride` apart.
+    struct Out<'a> {
+        dots: &'a mut [f32],
         stride: usize,
         column: usize,
-    ) {
-        for (r, row) in rows.iter().enumerate() {
-            let next = scattered_ahead(rows, ahead, r);
+    }
+
+    /// Tiles of `R` rows from `from` while `R` remain; the first row not done.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn run<'a, const R: usize, const L: usize>(
+        rows: &[&[f16]],
+        ahead: &[&[f16]],
+        from: usize,
+        group: &[&[f32]],
+        n: usize,
+        out: Out<'a>,
+    ) -> (usize, Out<'a>) {
+        let Out {
+            dots,
+            stride,
+            column,
+        } = out;
+        let mut r0 = from;
+        while r0 + R <= rows.len() {
+            let next: [&[f16]; R] =
+                std::array::from_fn(|r| row_at(rows, ahead, r0 + r + PREFETCH_ROWS));
             // SAFETY: the caller's contract (lengths `n`, AVX2/FMA/F16C present).
-            let values = unsafe { row_dots::<L>(row, next, group, n) };
-            let base = r * stride + column;
-            dots[base..base + L].copy_from_slice(&values);
+            let out = unsafe { tile::<R, L>(&rows[r0..r0 + R], &next, group, n) };
+            for (r, values) in out.iter().enumerate() {
+                let base = (r0 + r) * stride + column;
+                dots[base..base + L].copy_from_slice(values);
+            }
+            r0 += R;
         }
+        (
+            r0,
+            Out {
+                dots,
+                stride,
+                column,
+            },
+        )
     }
 
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn row_dots<const L: usize>(
-        row: &[f16],
-        next: &[f16],
+    unsafe fn tile<const R: usize, const L: usize>(
+        rows: &[&[f16]],
+        next: &[&[f16]; R],
         group: &[&[f32]],
         n: usize,
-    ) -> [f32; L] {
-        let mut acc: [[__m256; 2]; L] = [[_mm256_setzero_ps(); 2]; L];
+    ) -> [[f32; L]; R] {
+        let mut acc: [[__m256; L]; R] = [[_mm256_setzero_ps(); L]; R];
         let mut i = 0;
         // SAFETY: every load of 8 values at `i` happens only when `i + 8 <= n`,
         // inside slices of `n` values; the loads need no alignment and `f16` is
         // `u16` in memory. A prefetch is a hint that never faults.
         unsafe {
-            let mut line = 0;
-            while line < next.len() {
-                _mm_prefetch::<_MM_HINT_T0>(next.as_ptr().add(line).cast());
-                line += 32;
+            while n - i >= 8 {
+                if i % 32 == 0 {
+                    // A line (32 halves) of each next row per four steps.
+                    for ahead in next {
+                        if i < ahead.len() {
+                            _mm_prefetch::<_MM_HINT_T0>(ahead.as_ptr().add(i).cast());
+                        }
+                    }
+                }
+                let h: [__m256; R] = std::array::from_fn(|r| {
+                    _mm256_cvtph_ps(_mm_loadu_si128(rows[r].as_ptr().add(i).cast()))
+                });
+                for l in 0..L {
+                    let x = _mm256_loadu_ps(group[l].as_ptr().add(i));
+                    for r in 0..R {
+                        acc[r][l] = _mm256_fmadd_ps(x, h[r], acc[r][l]);
+                    }
+                }
+                i += 8;
             }
+        }
+        let mut out = [[0.0f32; L]; R];
+        for r in 0..R {
+            for l in 0..L {
+                let sum = horizontal_sum(acc[r][l]);
+                let mut tail = 0.0f32;
+                for k in i..n {
+                    tail = group[l][k].mul_add(rows[r][k].to_f32(), tail);
+                }
+                out[r][l] = sum + tail;
+            }
+        }
+        out
+    }
+
+    /// Every row's dots with the group's `L` questions, row after row (the
+    /// block's rows are adjacent in memory: see [`super::adjacent`]).
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn by_row<const L: usize>(rows: &[&[f16]], group: &[&[f32]], n: usize, out: Out<'_>) {
+        for (r, row) in rows.iter().enumerate() {
+            // SAFETY: the caller's contract (lengths `n`, AVX2/FMA/F16C present).
+            let values = unsafe { row_dots::<L>(row, group, n) };
+            let base = r * out.stride + out.column;
+            out.dots[base..base + L].copy_from_slice(&values);
+        }
+    }
+
+    /// One row's dots with `L` questions: two sums per question, so that the
+    /// row's chains of dependent adds are half as long.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn row_dots<const L: usize>(row: &[f16], group: &[&[f32]], n: usize) -> [f32; L] {
+        let mut acc: [[__m256; 2]; L] = [[_mm256_setzero_ps(); 2]; L];
+        let mut i = 0;
+        // SAFETY: every load of 8 values at `i` happens only when `i + 8 <= n`,
+        // inside slices of `n` values; the loads need no alignment and `f16` is
+        // `u16` in memory.
+        unsafe {
             while n - i >= 16 {
                 let h0 = _mm256_cvtph_ps(_mm_loadu_si128(row.as_ptr().add(i).cast()));
                 let h1 = _mm256_cvtph_ps(_mm_loadu_si128(row.as_ptr().add(i + 8).cast()));
@@ -525,9 +623,8 @@ mod avx {
 }
 
 /// The half tile on 512-bit registers: sixteen values a step, and 32
-/// registers, so a group holds 4 questions with room to spare. Where several
-/// questions share a pass the tile is bound by its multiply-adds, which this
-/// doubles.
+/// registers, so a tile holds 4 rows × 4 questions. Where several questions
+/// share a pass the tile is bound by its multiply-adds, which this doubles.
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
     use core::arch::x86_64::{
@@ -537,7 +634,7 @@ mod avx512 {
 
     use half::f16;
 
-    use super::scattered_ahead;
+    use super::{row_at, PREFETCH_ROWS};
 
     const GROUP: usize = 4;
 
@@ -569,6 +666,7 @@ mod avx512 {
         dots: &mut [f32],
     ) {
         let nq = queries.len();
+        let adjacent = super::adjacent(rows);
         let mut q0 = 0;
         while q0 < nq {
             let g = (nq - q0).min(GROUP);
@@ -576,23 +674,115 @@ mod avx512 {
             let ahead = if q0 == 0 { ahead } else { &[] };
             // SAFETY: as in `half_tile`.
             unsafe {
-                match g {
-                    1 => run::<1>(rows, ahead, group, n, dots, nq, q0),
-                    2 => run::<2>(rows, ahead, group, n, dots, nq, q0),
-                    3 => run::<3>(rows, ahead, group, n, dots, nq, q0),
-                    _ => run::<4>(rows, ahead, group, n, dots, nq, q0),
+                if adjacent {
+                    match g {
+                        1 => by_row::<1>(rows, group, n, dots, nq, q0),
+                        2 => by_row::<2>(rows, group, n, dots, nq, q0),
+                        3 => by_row::<3>(rows, group, n, dots, nq, q0),
+                        _ => by_row::<4>(rows, group, n, dots, nq, q0),
+                    }
+                    q0 += g;
+                    continue;
                 }
+                let done = match g {
+                    1 => run::<4, 1>(rows, ahead, 0, group, n, dots, nq, q0),
+                    2 => run::<4, 2>(rows, ahead, 0, group, n, dots, nq, q0),
+                    3 => run::<4, 3>(rows, ahead, 0, group, n, dots, nq, q0),
+                    _ => run::<4, 4>(rows, ahead, 0, group, n, dots, nq, q0),
+                };
+                match g {
+                    1 => run::<1, 1>(rows, ahead, done, group, n, dots, nq, q0),
+                    2 => run::<1, 2>(rows, ahead, done, group, n, dots, nq, q0),
+                    3 => run::<1, 3>(rows, ahead, done, group, n, dots, nq, q0),
+                    _ => run::<1, 4>(rows, ahead, done, group, n, dots, nq, q0),
+                };
             }
             q0 += g;
         }
     }
 
-    /// Every row's dots with the group's `L` questions, into columns
-    /// `column..column + L` of rows `stride` apart.
+    /// Tiles of `R` rows from `from` while `R` remain; the first row not done.
+    #[allow(clippy::too_many_arguments)]
     #[target_feature(enable = "avx512f")]
-    unsafe fn run<const L: usize>(
+    unsafe fn run<const R: usize, const L: usize>(
         rows: &[&[f16]],
         ahead: &[&[f16]],
+        from: usize,
+        group: &[&[f32]],
+        n: usize,
+        dots: &mut [f32],
+        stride: usize,
+        column: usize,
+    ) -> usize {
+        let mut r0 = from;
+        while r0 + R <= rows.len() {
+            let next: [&[f16]; R] =
+                std::array::from_fn(|r| row_at(rows, ahead, r0 + r + PREFETCH_ROWS));
+            // SAFETY: the caller's contract (lengths `n`, AVX-512F present).
+            let out = unsafe { tile::<R, L>(&rows[r0..r0 + R], &next, group, n) };
+            for (r, values) in out.iter().enumerate() {
+                let base = (r0 + r) * stride + column;
+                dots[base..base + L].copy_from_slice(values);
+            }
+            r0 += R;
+        }
+        r0
+    }
+
+    #[target_feature(enable = "avx512f")]
+    unsafe fn tile<const R: usize, const L: usize>(
+        rows: &[&[f16]],
+        next: &[&[f16]; R],
+        group: &[&[f32]],
+        n: usize,
+    ) -> [[f32; L]; R] {
+        let mut acc: [[__m512; L]; R] = [[_mm512_setzero_ps(); L]; R];
+        let mut i = 0;
+        // SAFETY: every load of 16 values at `i` happens only when
+        // `i + 16 <= n`, inside slices of `n` values; the loads need no
+        // alignment and `f16` is `u16` in memory. A prefetch is a hint that
+        // never faults.
+        unsafe {
+            while n - i >= 16 {
+                if i % 32 == 0 {
+                    for ahead in next {
+                        if i < ahead.len() {
+                            _mm_prefetch::<_MM_HINT_T0>(ahead.as_ptr().add(i).cast());
+                        }
+                    }
+                }
+                let h: [__m512; R] = std::array::from_fn(|r| {
+                    _mm512_cvtph_ps(_mm256_loadu_si256(rows[r].as_ptr().add(i).cast()))
+                });
+                for l in 0..L {
+                    let x = _mm512_loadu_ps(group[l].as_ptr().add(i));
+                    for r in 0..R {
+                        acc[r][l] = _mm512_fmadd_ps(x, h[r], acc[r][l]);
+                    }
+                }
+                i += 16;
+            }
+        }
+        let mut out = [[0.0f32; L]; R];
+        for r in 0..R {
+            for l in 0..L {
+                let sum = _mm512_reduce_add_ps(acc[r][l]);
+                let mut tail = 0.0f32;
+                for k in i..n {
+                    tail = group[l][k].mul_add(rows[r][k].to_f32(), tail);
+                }
+                out[r][l] = sum + tail;
+            }
+        }
+        out
+    }
+
+    /// Every row's dots with the group's `L` questions, row after row (the
+    /// block's rows are adjacent in memory: see [`super::adjacent`]), into
+    /// columns `column..column + L` of rows `stride` apart.
+    #[target_feature(enable = "avx512f")]
+    unsafe fn by_row<const L: usize>(
+        rows: &[&[f16]],
         group: &[&[f32]],
         n: usize,
         dots: &mut [f32],
@@ -600,33 +790,23 @@ mod avx512 {
         column: usize,
     ) {
         for (r, row) in rows.iter().enumerate() {
-            let next = scattered_ahead(rows, ahead, r);
             // SAFETY: the caller's contract (lengths `n`, AVX-512F present).
-            let values = unsafe { row_dots::<L>(row, next, group, n) };
+            let values = unsafe { row_dots::<L>(row, group, n) };
             let base = r * stride + column;
             dots[base..base + L].copy_from_slice(&values);
         }
     }
 
+    /// One row's dots with `L` questions: two sums per question, so that the
+    /// row's chains of dependent adds are half as long.
     #[target_feature(enable = "avx512f")]
-    unsafe fn row_dots<const L: usize>(
-        row: &[f16],
-        next: &[f16],
-        group: &[&[f32]],
-        n: usize,
-    ) -> [f32; L] {
+    unsafe fn row_dots<const L: usize>(row: &[f16], group: &[&[f32]], n: usize) -> [f32; L] {
         let mut acc: [[__m512; 2]; L] = [[_mm512_setzero_ps(); 2]; L];
         let mut i = 0;
         // SAFETY: every load of 16 values at `i` happens only when
         // `i + 16 <= n`, inside slices of `n` values; the loads need no
-        // alignment and `f16` is `u16` in memory. A prefetch is a hint that
-        // never faults.
+        // alignment and `f16` is `u16` in memory.
         unsafe {
-            let mut line = 0;
-            while line < next.len() {
-                _mm_prefetch::<_MM_HINT_T0>(next.as_ptr().add(line).cast());
-                line += 32;
-            }
             while n - i >= 32 {
                 let h0 = _mm512_cvtph_ps(_mm256_loadu_si256(row.as_ptr().add(i).cast()));
                 let h1 = _mm512_cvtph_ps(_mm256_loadu_si256(row.as_ptr().add(i + 16).cast()));
@@ -722,13 +902,17 @@ mod tests {
                 .map(|_| (0..n).map(|_| f16::from_f32(next())).collect())
                 .collect();
             let queries: Vec<Vec<f32>> = (0..nq).map(|_| (0..n).map(|_| next()).collect()).collect();
-            let rs: Vec<&[f16]> = rows.iter().map(Vec::as_slice).collect();
+            // Each row in its own allocation (read side by side), and the
+            // same rows back to back in one (read row after row).
+            let apart: Vec<&[f16]> = rows.iter().map(Vec::as_slice).collect();
+            let flat: Vec<f16> = rows.concat();
+            let adjacent: Vec<&[f16]> = (0..nrows).map(|r| &flat[r * n..(r + 1) * n]).collect();
             let qs = rows_of(&queries);
             let mut slow = vec![f32::NAN; nrows * nq];
-            half_tile_portable(&rs, &[], &qs, &mut slow);
-            for (_, kernel) in half_tile_kernels() {
+            half_tile_portable(&apart, &[], &qs, &mut slow);
+            for ((_, kernel), rs) in half_tile_kernels().into_iter().flat_map(|k| [(k, &apart), (k, &adjacent)]) {
                 let mut fast = vec![f32::NAN; nrows * nq];
-                kernel(&rs, &rs, &qs, &mut fast);
+                kernel(rs, rs, &qs, &mut fast);
                 for r in 0..nrows {
                     for q in 0..nq {
                         let scale: f32 = rows[r].iter().zip(&queries[q])
