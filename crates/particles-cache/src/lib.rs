@@ -342,7 +342,9 @@ impl CandidateCache {
     /// Keeps the vectors of opened and rebuilt states in huge-page backed memory
     /// (where the OS allows): a one-off copy (about 0.2 s per 100k rows) that makes
     /// every later scan faster. For long-lived processes; a one-shot process reads
-    /// the sidecar's map in place.
+    /// the sidecar's map in place. With [`CandidateCache::set_half_precision`],
+    /// vectors large enough for a half copy stay in the map, and an opened
+    /// sidecar's half copy is read into huge pages when it is at most 256 MiB.
     pub fn set_huge_pages(&mut self, on: bool) {
         self.huge_pages = on;
     }

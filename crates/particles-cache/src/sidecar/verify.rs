@@ -53,7 +53,7 @@ pub fn verify(path: &Path) -> Result<VerifyReport, SidecarError> {
             range,
         })
         .collect();
-    let opened = mapped.into_opened(VectorsIn::Map)?;
+    let opened = mapped.into_opened(VectorsIn::Map, false)?;
     if !ids_sorted(&opened.set, &opened.by_id) {
         return Err(SidecarError::Invalid {
             path: path.to_owned(),

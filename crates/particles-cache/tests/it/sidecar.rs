@@ -408,12 +408,14 @@ fn half_bits(set: &particles_candidates::CandidateSet) -> (Vec<u16>, Vec<u32>) {
 }
 
 /// A server that made its half copy in memory writes it into the sidecar; the
-/// next one serves it from the file's map, bit for bit the copy it would have
-/// made, its answers exact. A copy whose bytes are damaged is made anew with a
-/// note and the file replaced; damaged radii refuse the file on open.
+/// next one serves it from the file, bit for bit the copy it would have made,
+/// its answers exact: this small copy read into huge pages (a long-lived
+/// process), or viewed in the file's map (without huge pages, as a copy too
+/// large for them is). A copy whose bytes are damaged is made anew with a note
+/// and the file replaced; damaged radii refuse the file on open.
 #[cfg(target_os = "linux")]
 #[test]
-fn a_server_keeps_its_half_copy_in_the_sidecar_and_the_next_serves_it_from_the_map() {
+fn a_server_keeps_its_half_copy_in_the_sidecar_and_the_next_serves_it_from_the_file() {
     use particles_candidates::HalfOrigin;
 
     let (_dir, store, sidecar) = setup();
@@ -440,14 +442,26 @@ fn a_server_keeps_its_half_copy_in_the_sidecar_and_the_next_serves_it_from_the_m
     assert!(serve.take_notes().is_empty());
     let set = serve.candidates().unwrap();
     assert_eq!(set.prepare_half(), HalfOrigin::Present);
-    assert!(in_a_map_of(
-        set.half().unwrap().values().as_ptr() as usize,
-        &sidecar
-    ));
+    assert!(
+        !in_a_map_of(set.half().unwrap().values().as_ptr() as usize, &sidecar),
+        "a small copy is read into huge pages"
+    );
     assert!(in_a_map_of(
         set.half().unwrap().radii().as_ptr() as usize,
         &sidecar
     ));
+    let mut mapped = cache_at(&sidecar, SidecarWrite::Never);
+    mapped.set_half_precision(Some(0));
+    assert_eq!(
+        assert_cache_exact(&handle, &mut mapped, None, "the copy in the map"),
+        Route::Sidecar
+    );
+    assert!(half_in_map(&mapped, &sidecar));
+    assert_eq!(
+        half_bits(&mapped.candidates().unwrap()),
+        half_bits(&set),
+        "the same copy, wherever it is read"
+    );
     let all: Vec<usize> = (0..set.len()).collect();
     let made = set.select(&all);
     assert_eq!(made.prepare_half(), HalfOrigin::Made);
