@@ -365,7 +365,7 @@ mod sse {
 /// (`cargo run --release -p particles-candidates --example half_tile_cost`):
 /// adjacent rows 4.0-5.1 ms side by side, 2.0-2.5 ms row after row; rows
 /// about one in four apart 4.8-5.1 ms side by side, where reading them row
-/// after row (with each next row prefetched whole) took 6.2-7.6 ms.
+/// after row (with each next row prefetched whole) took 6.2-7.8 ms.
 /// Side by side, a step touches a line of each of `R` rows in turn, a pattern
 /// the CPU's prefetcher follows badly; row after row, the hand-made prefetch
 /// has only one row's loads to overlap.
