@@ -465,7 +465,7 @@ impl CandidateCache {
     /// Copies a built set's vectors into huge-page backed memory (the `Vec` is
     /// freed); on failure the set keeps its `Vec` and a note says why.
     fn move_vectors_to_huge_pages(&mut self, set: &mut CandidateSet) {
-        let copied = sidecar::huge_page_floats(set.vector_data().len(), |into| {
+        let copied = sidecar::huge_page_column(set.vector_data().len(), |into| {
             into.copy_from_slice(bytemuck::cast_slice(set.vector_data()));
             Ok(())
         });
@@ -811,7 +811,7 @@ fn delta_vectors(
     fill: &mut dyn FnMut(&mut [f32]),
 ) -> particles_candidates::column::Column<f32> {
     if huge_pages {
-        let mapped = sidecar::huge_page_floats(len, |bytes| {
+        let mapped = sidecar::huge_page_column(len, |bytes| {
             fill(bytemuck::cast_slice_mut(bytes));
             Ok(())
         });

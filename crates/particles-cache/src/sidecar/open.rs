@@ -40,24 +40,12 @@ unsafe impl SharedBytes for HugePages {
     }
 }
 
-/// A column of `len` floats in huge-page backed memory, filled by `fill`.
-///
-/// # Errors
-///
-/// The IO error of the anonymous mapping (or of `fill`).
-pub(crate) fn huge_page_floats(
-    len: usize,
-    fill: impl FnOnce(&mut [u8]) -> std::io::Result<()>,
-) -> std::io::Result<Column<f32>> {
-    huge_page_column(len, fill)
-}
-
 /// A column of `len` values in huge-page backed memory, filled by `fill`.
 ///
 /// # Errors
 ///
 /// The IO error of the anonymous mapping (or of `fill`).
-fn huge_page_column<T: bytemuck::Pod>(
+pub(crate) fn huge_page_column<T: bytemuck::Pod>(
     len: usize,
     fill: impl FnOnce(&mut [u8]) -> std::io::Result<()>,
 ) -> std::io::Result<Column<T>> {
@@ -273,14 +261,7 @@ impl<'p> Mapped<'p> {
             vectors: match vectors_in {
                 VectorsIn::Map => column!(SectionKind::Vectors),
                 VectorsIn::HugePages | VectorsIn::HugePagesBelow(_) => {
-                    let range = table.range(SectionKind::Vectors);
-                    huge_page_floats(range.len() / std::mem::size_of::<f32>(), |into| {
-                        read_exact_at(&file, into, range.start as u64)
-                    })
-                    .map_err(|source| SidecarError::Io {
-                        path: path.to_owned(),
-                        source,
-                    })?
+                    in_huge_pages(&file, path, table.range(SectionKind::Vectors))?
                 }
             },
             strings: StrColumn::shared(
@@ -299,14 +280,7 @@ impl<'p> Mapped<'p> {
             half: if header.lengths.half {
                 Some(StoredHalf {
                     data: if half_in_huge_pages {
-                        let range = table.range(SectionKind::HalfVectors);
-                        huge_page_column(range.len() / std::mem::size_of::<u16>(), |into| {
-                            read_exact_at(&file, into, range.start as u64)
-                        })
-                        .map_err(|source| SidecarError::Io {
-                            path: path.to_owned(),
-                            source,
-                        })?
+                        in_huge_pages(&file, path, table.range(SectionKind::HalfVectors))?
                     } else {
                         column!(SectionKind::HalfVectors)
                     },
@@ -336,6 +310,26 @@ impl<'p> Mapped<'p> {
         }
         Ok(Opened { head, set, by_id })
     }
+}
+
+/// The section of `file` (at `path`) at `range`, read into huge-page backed
+/// memory instead of viewed in the map.
+///
+/// # Errors
+///
+/// [`SidecarError::Io`] when the memory cannot be had or the read fails.
+fn in_huge_pages<T: bytemuck::Pod>(
+    file: &File,
+    path: &Path,
+    range: std::ops::Range<usize>,
+) -> Result<Column<T>, SidecarError> {
+    huge_page_column(range.len() / std::mem::size_of::<T>(), |into| {
+        read_exact_at(file, into, range.start as u64)
+    })
+    .map_err(|source| SidecarError::Io {
+        path: path.to_owned(),
+        source,
+    })
 }
 
 /// Reads `into.len()` bytes of `file` at `offset`.
