@@ -581,7 +581,7 @@ pub(crate) struct RankedHit<'a> {
 
 /// The hits as full particles: kept by the set (a long-lived process over a
 /// small store keeps every row's), or as this connection read them before while
-/// the file is unchanged ([`memo::QueryMemo`]), else read by id in the
+/// the file is unchanged ([`memo::QueryMemo`]), else read by rowid in the
 /// ranking's transaction.
 fn materialise(store: &Store, set: &CandidateSet, ranked: &[RankedHit<'_>]) -> Result<Vec<Hit>> {
     let wanted: Vec<(i64, &str)> = ranked
@@ -611,25 +611,38 @@ fn materialise(store: &Store, set: &CandidateSet, ranked: &[RankedHit<'_>]) -> R
             })?
             .unwrap_or_default(),
     };
-    let missing: Vec<&str> = wanted
+    let missing: Vec<(i64, &str)> = wanted
         .iter()
-        .map(|&(_, id)| id)
-        .filter(|id| !particles.contains_key(*id))
+        .copied()
+        .filter(|(_, id)| !particles.contains_key(*id))
         .collect();
     if !missing.is_empty() {
-        let read: Vec<std::sync::Arc<Particle>> =
-            particles_store::particles_by_ids(store, &missing)?
+        // By rowid, as the set knows it (one walk down the table's tree, where
+        // an id walks its index first); by id only for a row whose id has
+        // moved (a store rewritten under the set), which the memo then skips.
+        let read: Vec<(i64, std::sync::Arc<Particle>)> =
+            particles_store::particles_at_rowids(store, &missing)?
                 .into_iter()
-                .map(std::sync::Arc::new)
+                .map(|(rowid, particle)| (rowid, std::sync::Arc::new(particle)))
                 .collect();
         store.with_remembered(|memo: &mut memo::QueryMemo| {
-            for particle in &read {
-                if let Some(&(rowid, _)) = wanted.iter().find(|(_, id)| *id == particle.id) {
-                    memo.remember_hit(rowid, particle);
-                }
+            for (rowid, particle) in &read {
+                memo.remember_hit(*rowid, particle);
             }
         })?;
-        particles.extend(read.into_iter().map(|p| (p.id.clone(), p)));
+        particles.extend(read.into_iter().map(|(_, p)| (p.id.clone(), p)));
+        let moved: Vec<&str> = missing
+            .iter()
+            .map(|&(_, id)| id)
+            .filter(|id| !particles.contains_key(*id))
+            .collect();
+        if !moved.is_empty() {
+            particles.extend(
+                particles_store::particles_by_ids(store, &moved)?
+                    .into_iter()
+                    .map(|p| (p.id.clone(), std::sync::Arc::new(p))),
+            );
+        }
     }
     ranked
         .iter()

@@ -17,7 +17,7 @@ use rusqlite::params;
 
 use crate::{
     error::{query_error, Result},
-    row::{ParticleRow, PARTICLE_COLUMNS},
+    row::{ParticleRow, MODEL_COLUMNS},
     Store,
 };
 
@@ -65,14 +65,14 @@ pub fn load_active_claims(
 fn active_claims_sql(with_subject: bool) -> String {
     if !with_subject {
         format!(
-            "SELECT {PARTICLE_COLUMNS} FROM particles \
+            "SELECT {MODEL_COLUMNS} FROM particles \
              WHERE status = 'ACTIVE' AND confidence_value >= ?1 \
                AND structured_claim_json IS NOT NULL \
              ORDER BY confidence_value ASC, particles.rowid ASC"
         )
     } else {
         format!(
-            "SELECT {PARTICLE_COLUMNS} FROM particle_subjects \
+            "SELECT {MODEL_COLUMNS} FROM particle_subjects \
              CROSS JOIN particles ON particle_subjects.particle_id = particles.id \
              WHERE particles.status = 'ACTIVE' AND particles.confidence_value >= ?1 \
                AND particles.structured_claim_json IS NOT NULL \
@@ -98,12 +98,12 @@ pub fn load_claims_as_of(
 ) -> Result<Vec<ScopeRow>> {
     let sql = match subject_id {
         None => format!(
-            "SELECT {PARTICLE_COLUMNS} FROM particles \
+            "SELECT {MODEL_COLUMNS} FROM particles \
              WHERE confidence_value >= ?1 AND structured_claim_json IS NOT NULL \
              ORDER BY confidence_value ASC, particles.rowid ASC"
         ),
         Some(_) => format!(
-            "SELECT {PARTICLE_COLUMNS} FROM particles \
+            "SELECT {MODEL_COLUMNS} FROM particles \
              JOIN particle_subjects ON particle_subjects.particle_id = particles.id \
              WHERE particles.confidence_value >= ?1 \
                AND particles.structured_claim_json IS NOT NULL \
@@ -143,12 +143,12 @@ pub fn load_window_scope(
     };
     let sql = match subject_id {
         None => format!(
-            "SELECT {PARTICLE_COLUMNS} FROM particles \
+            "SELECT {MODEL_COLUMNS} FROM particles \
              WHERE particles.confidence_value >= ?1 AND particles.valid_from IS NOT NULL {claim} \
              ORDER BY particles.confidence_value ASC, particles.rowid ASC"
         ),
         Some(_) => format!(
-            "SELECT {PARTICLE_COLUMNS} FROM particles \
+            "SELECT {MODEL_COLUMNS} FROM particles \
              JOIN particle_subjects ON particle_subjects.particle_id = particles.id \
              WHERE particles.confidence_value >= ?1 AND particles.valid_from IS NOT NULL {claim} \
                AND particle_subjects.subject_id = ?2 \

@@ -2,7 +2,7 @@
 
 use crate::{
     error::{query_error, Result},
-    row::{ParticleRow, PARTICLE_COLUMNS},
+    row::{ParticleRow, MODEL_COLUMNS},
     Store,
 };
 
@@ -19,7 +19,7 @@ use crate::{
 /// [`crate::Error::Query`] when SQLite fails, [`crate::Error::InvalidRow`] on a
 /// malformed record.
 pub fn inconsistency_backrefs(store: &Store) -> Result<Vec<(String, String)>> {
-    let sql = format!("SELECT {PARTICLE_COLUMNS} FROM particles WHERE particles.status = ?1");
+    let sql = format!("SELECT {MODEL_COLUMNS} FROM particles WHERE particles.status = ?1");
     let mut statement = store
         .connection()
         .prepare_cached(&sql)

@@ -73,7 +73,8 @@ pub use crate::{
     },
     loader::{
         active_ids_spread, count_active, load_active, load_cacheable, load_cacheable_by_ids,
-        particles_by_ids, subject_ids_of, CandidateLoader, Loaded, UncachedLoader,
+        particles_at_rowids, particles_by_ids, subject_ids_of, CandidateLoader, Loaded,
+        UncachedLoader,
     },
     policy::load_policy_rows,
     profile::LoadCounters,

@@ -10,7 +10,7 @@ use crate::{
     chunked::{for_each_in_chunks, SqlClock},
     embedding::decode_embedding,
     error::{query_error, Error, Result},
-    row::{copy_row, Cell, ParticleRow, COLUMN_COUNT, PARTICLE_COLUMNS},
+    row::{copy_row, Cell, ParticleRow, COLUMN_COUNT, MODEL_COLUMNS, PARTICLE_COLUMNS},
     Store,
 };
 
@@ -583,10 +583,43 @@ pub fn particles_by_ids(store: &Store, ids: &[&str]) -> Result<Vec<Particle>> {
         store,
         "particles by id",
         &unique,
-        |list| format!("SELECT {PARTICLE_COLUMNS} FROM particles WHERE id IN ({list})"),
+        |list| format!("SELECT {MODEL_COLUMNS} FROM particles WHERE id IN ({list})"),
         SqlClock::Untimed,
         |row| {
             out.push(ParticleRow::new(row)?.to_particle()?);
+            Ok(())
+        },
+    )?;
+    Ok(out)
+}
+
+/// The particles at the given rows, each `(rowid, id)` as a candidate set
+/// knows it, fully hydrated: a row whose id is not the one given (a store
+/// rewritten since the set read it) is left out, so the caller reads what is
+/// missing by id ([`particles_by_ids`]). In rowid order, each rowid once.
+///
+/// A rowid goes straight down the table's tree; an id goes down the id index
+/// first, one more walk and one more page per row.
+///
+/// # Errors
+///
+/// [`Error::Query`] when SQLite fails, [`Error::InvalidRow`] on a malformed row.
+pub fn particles_at_rowids(store: &Store, rows: &[(i64, &str)]) -> Result<Vec<(i64, Particle)>> {
+    let wanted: HashMap<i64, &str> = rows.iter().copied().collect();
+    let mut rowids: Vec<i64> = wanted.keys().copied().collect();
+    rowids.sort_unstable();
+    let mut out = Vec::with_capacity(rowids.len());
+    for_each_in_chunks(
+        store,
+        "particles by rowid",
+        &rowids,
+        |list| format!("SELECT {MODEL_COLUMNS} FROM particles WHERE rowid IN ({list})"),
+        SqlClock::Untimed,
+        |row| {
+            let row = ParticleRow::new(row)?;
+            if wanted.get(&row.rowid()) == Some(&row.id()) {
+                out.push((row.rowid(), row.to_particle()?));
+            }
             Ok(())
         },
     )?;
@@ -666,5 +699,63 @@ mod tests {
             }
             length = crate::chunked::padded_len(length + 1);
         }
+    }
+
+    /// A row read by rowid is the row read by id, hydrated the same; a rowid
+    /// whose row has another id, or no row, is left out for the caller's
+    /// lookup by id; and the list goes down the table's tree, not an index.
+    #[test]
+    fn rows_read_by_rowid_are_the_rows_read_by_id_and_a_moved_id_is_left_out() {
+        let fixture = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/stores/coins-a.db");
+        let store = Store::open_read_only(&fixture).unwrap();
+        let rows: Vec<(i64, String)> = store
+            .connection()
+            .prepare("SELECT rowid, id FROM particles ORDER BY id DESC")
+            .unwrap()
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert!(rows.len() >= 3, "the fixture has rows");
+        let mut wanted: Vec<(i64, &str)> = rows.iter().map(|(r, id)| (*r, id.as_str())).collect();
+        let ids: Vec<&str> = wanted.iter().map(|&(_, id)| id).collect();
+        let by_id = particles_by_ids(&store, &ids).unwrap();
+        let by_rowid = particles_at_rowids(&store, &wanted).unwrap();
+        assert_eq!(by_rowid.len(), rows.len());
+        assert!(
+            by_rowid.windows(2).all(|w| w[0].0 < w[1].0),
+            "in rowid order"
+        );
+        for (rowid, particle) in &by_rowid {
+            let expected = by_id.iter().find(|p| p.id == particle.id).unwrap();
+            assert_eq!(particle, expected);
+            assert!(wanted.contains(&(*rowid, particle.id.as_str())));
+        }
+        // The first row's id moved to the second's rowid; a rowid past the end.
+        let moved = (wanted[1].0, wanted[0].1);
+        let past_end = (rows.iter().map(|(r, _)| *r).max().unwrap() + 1, "nowhere");
+        wanted = vec![moved, past_end, wanted[2]];
+        let read = particles_at_rowids(&store, &wanted).unwrap();
+        assert_eq!(read.len(), 1);
+        assert_eq!((read[0].0, read[0].1.id.as_str()), wanted[2]);
+
+        let sql = format!(
+            "EXPLAIN QUERY PLAN SELECT {MODEL_COLUMNS} FROM particles WHERE rowid IN ({})",
+            crate::chunked::placeholders(4)
+        );
+        let plan: Vec<String> = store
+            .connection()
+            .prepare(&sql)
+            .unwrap()
+            .query_map(rusqlite::params_from_iter([1, 2, 3, 4]), |row| row.get(3))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert!(
+            plan.iter()
+                .any(|step| step.contains("USING INTEGER PRIMARY KEY (rowid=?)")),
+            "{plan:?}"
+        );
     }
 }

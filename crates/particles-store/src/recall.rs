@@ -12,7 +12,7 @@ use particles_model::{Particle, Timestamp};
 use crate::{
     error::{query_error, Error, Result},
     policy::collect_with,
-    row::{ParticleRow, PARTICLE_COLUMNS},
+    row::{ParticleRow, MODEL_COLUMNS},
     Store,
 };
 
@@ -209,11 +209,7 @@ pub fn held_snapshot_tags(
 /// The particles `clause` selects, hydrated but for their embedding, in rowid
 /// order.
 fn particles_where(store: &Store, clause: &str, params: &[&str]) -> Result<Vec<Particle>> {
-    // Everything but the embedding, which is most of a row's bytes (about 12 KB
-    // of JSON at 384 dimensions) and which nothing here reads: SQLite reads a
-    // selected column's overflow pages whether or not it is used.
-    let columns = PARTICLE_COLUMNS.replace("particles.embedding_json", "NULL");
-    let sql = format!("SELECT {columns} FROM particles WHERE {clause} ORDER BY rowid");
+    let sql = format!("SELECT {MODEL_COLUMNS} FROM particles WHERE {clause} ORDER BY rowid");
     let mut statement = store
         .connection()
         .prepare_cached(&sql)

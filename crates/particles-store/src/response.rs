@@ -10,7 +10,7 @@ use crate::{
     chunked::{placeholders, ID_CHUNK},
     error::{query_error, Result},
     policy::collect_with,
-    row::{ParticleRow, PARTICLE_COLUMNS},
+    row::{ParticleRow, MODEL_COLUMNS},
     Store,
 };
 
@@ -170,7 +170,7 @@ pub fn active_claim_count(store: &Store, subject_id: &str) -> Result<u64> {
 /// malformed record (the reference fails on it too).
 pub fn inconsistency_records(store: &Store) -> Result<Vec<Particle>> {
     let sql = format!(
-        "SELECT {PARTICLE_COLUMNS} FROM particles WHERE status = 'INCONSISTENCY' ORDER BY rowid"
+        "SELECT {MODEL_COLUMNS} FROM particles WHERE status = 'INCONSISTENCY' ORDER BY rowid"
     );
     let mut statement = store
         .connection()

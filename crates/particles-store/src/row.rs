@@ -11,22 +11,42 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 
-/// The columns every particle read selects, `rowid` first. Qualified, so the
-/// subject join can use the same list.
-pub(crate) const PARTICLE_COLUMNS: &str = "particles.rowid, particles.id, particles.content, \
-    particles.confidence_value, particles.confidence_variance, \
-    particles.confidence_calibration_source, particles.confidence_calibration_method, \
-    particles.confidence_calibration_ref, particles.uncertainty_nature, particles.asserted_by, \
-    particles.asserted_at, particles.status, particles.status_reason, particles.schema_version, \
-    particles.particle_type, particles.assertion_modality, particles.valid_until, \
-    particles.valid_from, particles.valid_kind, particles.supersedes, particles.retired_at, \
-    particles.provenance_json, particles.extractor_ref_json, \
-    particles.extraction_provider_model, particles.embedding_json, particles.embedding_model_id, \
-    particles.subject_ids_json, particles.properties_json, particles.context_fingerprint, \
-    particles.tags_json, particles.contributors_json, particles.structured_claim_json, \
-    particles.structurizer_id, particles.structurizer_version, \
-    particles.structured_claim_generated_at, particles.canonical_form, \
-    particles.modality_classified_at";
+/// The particle columns, `rowid` first, with `$embedding` in the embedding's
+/// place: one list, so the two column sets below cannot drift apart.
+macro_rules! particle_columns {
+    ($embedding:literal) => {
+        concat!(
+            "particles.rowid, particles.id, particles.content, \
+            particles.confidence_value, particles.confidence_variance, \
+            particles.confidence_calibration_source, particles.confidence_calibration_method, \
+            particles.confidence_calibration_ref, particles.uncertainty_nature, particles.asserted_by, \
+            particles.asserted_at, particles.status, particles.status_reason, particles.schema_version, \
+            particles.particle_type, particles.assertion_modality, particles.valid_until, \
+            particles.valid_from, particles.valid_kind, particles.supersedes, particles.retired_at, \
+            particles.provenance_json, particles.extractor_ref_json, \
+            particles.extraction_provider_model, ",
+            $embedding,
+            ", particles.embedding_model_id, \
+            particles.subject_ids_json, particles.properties_json, particles.context_fingerprint, \
+            particles.tags_json, particles.contributors_json, particles.structured_claim_json, \
+            particles.structurizer_id, particles.structurizer_version, \
+            particles.structured_claim_generated_at, particles.canonical_form, \
+            particles.modality_classified_at"
+        )
+    };
+}
+
+/// The columns a candidate read selects (its embedding decoded beside the
+/// particle), `rowid` first. Qualified, so the subject join can use the same
+/// list.
+pub(crate) const PARTICLE_COLUMNS: &str = particle_columns!("particles.embedding_json");
+
+/// [`PARTICLE_COLUMNS`] with NULL for the embedding: what a read that only
+/// hydrates selects. A [`Particle`] has no embedding, and the embedding is most
+/// of a row's bytes (about 8-12 KB of JSON at 384 dimensions): SQLite copies a
+/// selected column out of its overflow pages whether or not it is read. The
+/// columns after it still walk those pages.
+pub(crate) const MODEL_COLUMNS: &str = particle_columns!("NULL");
 
 // Column positions in PARTICLE_COLUMNS.
 const ROWID: usize = 0;
