@@ -3,9 +3,15 @@
 //! warning can count or compare, bit for bit. And the same after a scan of the
 //! half-precision copy (a cache with `set_half_precision`), where the band
 //! settles rows by their intervals: the same hits and warning, the same count
-//! at the warning's floor and the same best score within the band.
+//! at the warning's floor and the same best score within the band. The half
+//! scan runs twice: over a fresh build (its rows out of order, each block's
+//! rows apart) and over the set a sidecar holds (rows in order, so a block is
+//! consecutive rows the tile reads whole, the ones the filters leave out
+//! included).
 
-use particles_cache::CandidateCache;
+use std::{path::PathBuf, sync::OnceLock};
+
+use particles_cache::{CandidateCache, SidecarConfig, SidecarWrite};
 use particles_model::{QueryRequest, Timestamp};
 use particles_query::{
     run_query, run_query_with, truncation_warning, QueryInput, TruncationSettings,
@@ -63,14 +69,22 @@ proptest! {
         let every = run_query(&store, &input(true)).unwrap();
         let mut cache = CandidateCache::new();
         cache.set_half_precision(Some(0));
-        let half = run_query_with(&store, &mut cache, &input(false)).unwrap();
+        let fresh = run_query_with(&store, &mut cache, &input(false)).unwrap();
+        prop_assert!(cache.candidates().is_some_and(|set| set.half().is_some()));
+        let mut cache = CandidateCache::with_sidecar(SidecarConfig {
+            path: sidecar_of(store_name),
+            write: SidecarWrite::Never,
+        });
+        cache.set_half_precision(Some(0));
+        let in_order = run_query_with(&store, &mut cache, &input(false)).unwrap();
         prop_assert!(cache.candidates().is_some_and(|set| set.half().is_some()));
         prop_assert_eq!(&band.hits, &every.hits);
-        prop_assert_eq!(&half.hits, &every.hits);
         let rank = RankSettings::default();
         let warning = truncation_warning(&every, top_k, &rank, &settings);
         prop_assert_eq!(&truncation_warning(&band, top_k, &rank, &settings), &warning);
-        prop_assert_eq!(&truncation_warning(&half, top_k, &rank, &settings), &warning);
+        for half in [&fresh, &in_order] {
+        prop_assert_eq!(&half.hits, &every.hits);
+        prop_assert_eq!(&truncation_warning(half, top_k, &rank, &settings), &warning);
         if let Some(last) = half.hits.last() {
             let last = particles_rank::rank_score(
                 &rank,
@@ -90,6 +104,7 @@ proptest! {
             prop_assert_eq!(near(&half.beyond_cut), near(&every.beyond_cut));
             prop_assert_eq!(best(&half.beyond_cut), best(&every.beyond_cut));
         }
+        }
         if let Some(last) = band.hits.last() {
             let last = particles_rank::rank_score(
                 &rank,
@@ -103,6 +118,33 @@ proptest! {
             );
         }
     }
+}
+
+/// The sidecar of fixture `name`, with its half copy, written once for the
+/// test binary: a set opened from it is in order, as `serve` opens one.
+fn sidecar_of(name: &str) -> PathBuf {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let now = Timestamp::parse("2026-06-01T00:00:00Z").unwrap();
+        let request = QueryRequest::question("q").validate(now).unwrap();
+        for fixture_name in ["coins-a.db", "coins-b.db"] {
+            let store_path = fixture(fixture_name);
+            let store = Store::open_read_only(&store_path).unwrap();
+            let mut cache = CandidateCache::with_sidecar(SidecarConfig {
+                path: dir.path().join(fixture_name),
+                write: SidecarWrite::OnRebuild,
+            });
+            cache.set_half_precision(Some(0));
+            run_query_with(&store, &mut cache, &QueryInput::new(&request, None, now)).unwrap();
+            assert!(
+                cache.persist(&store_path),
+                "the sidecar of {fixture_name} is written"
+            );
+        }
+        dir
+    });
+    dir.path().join(name)
 }
 
 /// The proptest above is not vacuous: on a fixture, the half-precision band
