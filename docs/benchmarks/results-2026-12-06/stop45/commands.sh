@@ -13,3 +13,9 @@ prs-after  benchmark query-latency run --work-dir $W --sizes 100k --cold-runs 1 
 # Open loop at 100k, two rounds of before and after, alternating:
 prs-before benchmark serve-load --store $W/stores/qlat-s20261017-n100000-rs1.db --rates 150,200,250 --step-seconds 30 --max-requests 13000 --drain-seconds 30 --out sl100-before-rN
 prs-after  benchmark serve-load --store $W/stores/qlat-s20261017-n100000-rs1.db --rates 150,200,250 --step-seconds 30 --max-requests 13000 --drain-seconds 30 --out sl100-after-rN
+# The whole-block half tile (be9f046) against d9133dc, same commands: band_cost built at each
+# (`cargo build --release -p particles-query --example band_cost`), then
+PASSES=20 BARE_ONLY=1 perf stat -e task-clock band_cost $W/stores/qlat-s20261017-n100000-rs1.db $W/questions-s20261017.json 30
+PASSES=20 perf stat -e task-clock band_cost $W/stores/qlat-s20261017-n100000-rs1.db $W/questions-s20261017.json 30
+PASSES=1 band_cost $W/stores/qlat-s20261017-n100000-rs1.db $W/questions-s20261017.json 60
+# -> band-cost-whole-block.txt; the warm cells -> warm-100k-whole-block.txt; serve-load -> sl100-whole-*.
