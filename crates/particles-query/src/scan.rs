@@ -752,7 +752,8 @@ impl<'a> Pass<'a, '_> {
                 rows.extend(block.iter().map(|&row| view.vector(row)));
                 if rows.iter().all(|vector| vector.len() == spec.len) {
                     // Every row's dots, at its block position: nothing to
-                    // spread, and the rows nobody wants are never read.
+                    // spread. The dots of the rows nobody wants are never
+                    // read (`tiled` marks only the wanted).
                     (self.half_tile)(
                         rows,
                         &lists.half_ahead,

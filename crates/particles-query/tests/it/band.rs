@@ -83,27 +83,27 @@ proptest! {
         let warning = truncation_warning(&every, top_k, &rank, &settings);
         prop_assert_eq!(&truncation_warning(&band, top_k, &rank, &settings), &warning);
         for half in [&fresh, &in_order] {
-        prop_assert_eq!(&half.hits, &every.hits);
-        prop_assert_eq!(&truncation_warning(half, top_k, &rank, &settings), &warning);
-        if let Some(last) = half.hits.last() {
-            let last = particles_rank::rank_score(
-                &rank,
-                last.particle.particle_type == particles_model::ParticleType::Narrative,
-                last.similarity,
-                last.effective_confidence,
-            );
-            let floor = last - near_margin;
-            let near = |scores: &[f64]| scores.iter().filter(|s| **s >= floor).count();
-            // The best score within the band (`last - margin`): one below it
-            // leaves a gap wider than `min_gap` whichever it is, and no count
-            // at the floor, so neither path needs to know it.
-            let best = |scores: &[f64]| scores.iter().copied()
-                .filter(|s| *s >= last - margin || s.is_nan())
-                .reduce(|a, b| if a.is_nan() || (!b.is_nan() && a >= b) { a } else { b })
-                .map(f64::to_bits);
-            prop_assert_eq!(near(&half.beyond_cut), near(&every.beyond_cut));
-            prop_assert_eq!(best(&half.beyond_cut), best(&every.beyond_cut));
-        }
+            prop_assert_eq!(&half.hits, &every.hits);
+            prop_assert_eq!(&truncation_warning(half, top_k, &rank, &settings), &warning);
+            if let Some(last) = half.hits.last() {
+                let last = particles_rank::rank_score(
+                    &rank,
+                    last.particle.particle_type == particles_model::ParticleType::Narrative,
+                    last.similarity,
+                    last.effective_confidence,
+                );
+                let floor = last - near_margin;
+                let near = |scores: &[f64]| scores.iter().filter(|s| **s >= floor).count();
+                // The best score within the band (`last - margin`): one below it
+                // leaves a gap wider than `min_gap` whichever it is, and no count
+                // at the floor, so neither path needs to know it.
+                let best = |scores: &[f64]| scores.iter().copied()
+                    .filter(|s| *s >= last - margin || s.is_nan())
+                    .reduce(|a, b| if a.is_nan() || (!b.is_nan() && a >= b) { a } else { b })
+                    .map(f64::to_bits);
+                prop_assert_eq!(near(&half.beyond_cut), near(&every.beyond_cut));
+                prop_assert_eq!(best(&half.beyond_cut), best(&every.beyond_cut));
+            }
         }
         if let Some(last) = band.hits.last() {
             let last = particles_rank::rank_score(
