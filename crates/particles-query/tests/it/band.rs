@@ -14,7 +14,7 @@ use std::{path::PathBuf, sync::OnceLock};
 use particles_cache::{CandidateCache, SidecarConfig, SidecarWrite};
 use particles_model::{QueryRequest, Timestamp};
 use particles_query::{
-    run_query, run_query_with, truncation_warning, QueryInput, TruncationSettings,
+    run_query, run_query_with, truncation_warning, Hit, QueryInput, TruncationSettings,
 };
 use particles_rank::{NormKernel, RankSettings};
 use particles_store::Store;
@@ -85,13 +85,7 @@ proptest! {
         for half in [&fresh, &in_order] {
             prop_assert_eq!(&half.hits, &every.hits);
             prop_assert_eq!(&truncation_warning(half, top_k, &rank, &settings), &warning);
-            if let Some(last) = half.hits.last() {
-                let last = particles_rank::rank_score(
-                    &rank,
-                    last.particle.particle_type == particles_model::ParticleType::Narrative,
-                    last.similarity,
-                    last.effective_confidence,
-                );
+            if let Some(last) = last_score(&rank, &half.hits) {
                 let floor = last - near_margin;
                 let near = |scores: &[f64]| scores.iter().filter(|s| **s >= floor).count();
                 // The best score within the band (`last - margin`): one below it
@@ -105,19 +99,25 @@ proptest! {
                 prop_assert_eq!(best(&half.beyond_cut), best(&every.beyond_cut));
             }
         }
-        if let Some(last) = band.hits.last() {
-            let last = particles_rank::rank_score(
-                &rank,
-                last.particle.particle_type == particles_model::ParticleType::Narrative,
-                last.similarity,
-                last.effective_confidence,
-            );
+        if let Some(last) = last_score(&rank, &band.hits) {
             prop_assert_eq!(
                 band_scores(&band.beyond_cut, last - margin),
                 band_scores(&every.beyond_cut, last - margin)
             );
         }
     }
+}
+
+/// The last hit's score, as the truncation warning computes it.
+fn last_score(rank: &RankSettings, hits: &[Hit]) -> Option<f64> {
+    hits.last().map(|last| {
+        particles_rank::rank_score(
+            rank,
+            last.particle.particle_type == particles_model::ParticleType::Narrative,
+            last.similarity,
+            last.effective_confidence,
+        )
+    })
 }
 
 /// The sidecar of fixture `name`, with its half copy, written once for the
@@ -268,13 +268,7 @@ fn near_and_best(
     near_margin: f64,
     margin: f64,
 ) -> Option<(usize, Option<u64>)> {
-    let last = outcome.hits.last()?;
-    let last = particles_rank::rank_score(
-        &RankSettings::default(),
-        last.particle.particle_type == particles_model::ParticleType::Narrative,
-        last.similarity,
-        last.effective_confidence,
-    );
+    let last = last_score(&RankSettings::default(), &outcome.hits)?;
     let near = outcome
         .beyond_cut
         .iter()
