@@ -5,7 +5,10 @@
 //! unfiltered scan of a set in order), then about one row in four of a set four
 //! times as large, in no fixed stride (a filtered scan).
 //!
-//! `cargo run --release -p particles-candidates --example half_tile_cost -- [ROWS]`
+//! `cargo run --release -p particles-candidates --example half_tile_cost -- [ROWS] [QUESTIONS]`
+//!
+//! QUESTIONS (default 1) asks that many questions in each tile, as a batch's
+//! shared pass does.
 
 use std::time::Instant;
 
@@ -35,7 +38,17 @@ fn main() {
     let data: Vec<f16> = (0..rows * 4 * DIMS)
         .map(|_| f16::from_f32(next() * 0.1))
         .collect();
-    let query: Vec<f32> = (0..DIMS).map(|_| next() * 0.1).collect();
+    let questions: usize = match std::env::args().nth(2).map(|arg| arg.parse()) {
+        None => 1,
+        Some(Ok(questions)) if questions > 0 => questions,
+        Some(_) => {
+            eprintln!("QUESTIONS must be a whole number of questions, 1 or more, like 4");
+            std::process::exit(2);
+        }
+    };
+    let queries: Vec<Vec<f32>> = (0..questions)
+        .map(|_| (0..DIMS).map(|_| next() * 0.1).collect())
+        .collect();
     let all: Vec<&[f16]> = data.chunks(DIMS).collect();
     let adjacent: Vec<&[f16]> = all[..rows].to_vec();
     // Gaps of 1 to 7 rows, 4 on average, in no fixed stride.
@@ -45,14 +58,16 @@ fn main() {
         scattered.push(all[at]);
         at += 1 + state_gap(&mut next);
     }
-    println!("{rows} rows of {DIMS} halves, {THREADS} threads, best of 20 passes");
+    println!(
+        "{rows} rows of {DIMS} halves, {questions} question(s), {THREADS} threads, best of 20 passes"
+    );
     for (layout, picked) in [("adjacent", &adjacent), ("one in ~4", &scattered)] {
         // The portable tile is the others' oracle, not a contender.
         for (name, kernel) in half_tile_kernels()
             .into_iter()
             .filter(|(name, _)| *name != "portable")
         {
-            let seconds = best_pass(kernel, picked, &query);
+            let seconds = best_pass(kernel, picked, &queries);
             println!(
                 "{layout:>11}  {name:<8}  {:7.2} ms  {:5.1} GB/s",
                 seconds * 1e3,
@@ -68,20 +83,22 @@ fn state_gap(next: &mut impl FnMut() -> f32) -> usize {
 }
 
 /// The best of 20 passes of `kernel` over `rows`, split across the threads.
-fn best_pass(kernel: HalfTile, rows: &[&[f16]], query: &[f32]) -> f64 {
+fn best_pass(kernel: HalfTile, rows: &[&[f16]], queries: &[Vec<f32>]) -> f64 {
+    let queries: Vec<&[f32]> = queries.iter().map(Vec::as_slice).collect();
+    let queries = &queries[..];
     let mut best = f64::INFINITY;
     for _ in 0..20 {
         let started = Instant::now();
         std::thread::scope(|scope| {
             for part in rows.chunks(rows.len().div_ceil(THREADS).max(1)) {
                 scope.spawn(move || {
-                    let mut dots = [0.0f32; BLOCK];
+                    let mut dots = vec![0.0f32; BLOCK * queries.len()];
                     let mut sum = 0.0f32;
                     for (at, block) in part.chunks(BLOCK).enumerate() {
                         let ahead_from = ((at + 1) * BLOCK).min(part.len());
                         let ahead_to = (ahead_from + PREFETCH_ROWS).min(part.len());
-                        kernel(block, &part[ahead_from..ahead_to], &[query], &mut dots);
-                        sum += dots[..block.len()].iter().sum::<f32>();
+                        kernel(block, &part[ahead_from..ahead_to], queries, &mut dots);
+                        sum += dots[..block.len() * queries.len()].iter().sum::<f32>();
                     }
                     std::hint::black_box(sum);
                 });
