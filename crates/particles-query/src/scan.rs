@@ -582,6 +582,10 @@ struct Scratch<'a> {
     /// more), and the block's rows it keeps (bit i: row i).
     group_failed: Vec<bool>,
     group_mask: Vec<u32>,
+    /// Per filter group: the block's rows it keeps, with what every lane of
+    /// the group reads of each (its norm, its half row's radius), gathered
+    /// once for all the group's lanes.
+    kept: Vec<GroupRows>,
     /// Per tile.
     work: Vec<TileWork>,
     lists: RowLists<'a>,
@@ -603,8 +607,9 @@ impl<'a> Pass<'a, '_> {
             self.look_ahead(next, &mut scratch.lists);
             self.filter_block(block, &mut scratch, &mut out);
             self.run_tiles(block, &mut scratch, &out);
+            self.gather_kept(block, &mut scratch);
             for lane in 0..self.lanes.len() {
-                self.lane_block(lane, block, &scratch, &mut part, &mut out);
+                self.lane_block(lane, &scratch, &mut part, &mut out);
             }
             write_survivors(block, &scratch.group_mask, &mut part, &mut out);
         }
@@ -616,6 +621,7 @@ impl<'a> Pass<'a, '_> {
         Scratch {
             group_failed: vec![false; self.leaders.len()],
             group_mask: vec![0u32; self.leaders.len()],
+            kept: vec![GroupRows::default(); self.leaders.len()],
             work: self
                 .tiles
                 .iter()
@@ -793,13 +799,30 @@ impl<'a> Pass<'a, '_> {
         }
     }
 
+    /// Each filter group's kept rows of `block`, with their norms and radii
+    /// ([`GroupRows`]).
+    #[inline(always)]
+    fn gather_kept(&self, block: &[usize], scratch: &mut Scratch<'_>) {
+        for (kept, &mask) in scratch.kept.iter_mut().zip(&scratch.group_mask) {
+            let m = kept_rows_of(block, mask, &mut kept.rows, &mut kept.at_block);
+            kept.len = m;
+            for (norm, &row) in kept.norms.iter_mut().zip(&kept.rows[..m]) {
+                *norm = self.columns.norm(row);
+            }
+            if let Some(view) = self.half.as_ref() {
+                for (radius, &row) in kept.radii.iter_mut().zip(&kept.rows[..m]) {
+                    *radius = view.radius(row);
+                }
+            }
+        }
+    }
+
     /// Lane `lane`'s similarities and bounds, in row order, at its group's next
     /// positions.
     #[inline(always)]
     fn lane_block(
         &self,
         lane: usize,
-        block: &[usize],
         scratch: &Scratch<'_>,
         part: &mut ThreadParts<'_>,
         out: &mut ThreadOut,
@@ -810,13 +833,9 @@ impl<'a> Pass<'a, '_> {
         }
         let spec = &self.lanes[lane];
         let base = out.written[self.group_of[lane]];
-        let mut kept_rows = [0usize; BLOCK];
-        let mut at_block = [0usize; BLOCK];
-        let m = kept_rows_of(block, mask, &mut kept_rows, &mut at_block);
-        let kept = KeptRows {
-            rows: &kept_rows[..m],
-            at_block: &at_block[..m],
-        };
+        // The lane reads its group's rows (its mask is the group's).
+        let kept = &scratch.kept[self.group_of[lane]];
+        let m = kept.len;
         let mut values = [0.0f64; BLOCK];
         let error = &mut out.similarity_error[lane];
         // How many of the kept rows were read (all, unless one failed).
@@ -872,18 +891,16 @@ impl<'a> Pass<'a, '_> {
         &self,
         query: &QueryVector,
         column: DotColumn<'_>,
-        kept: KeptRows<'_>,
+        kept: &GroupRows,
         values: &mut [f64; BLOCK],
         error: &mut Option<Error>,
     ) -> usize {
         let set = self.set;
-        let (kept_rows, at_block) = (kept.rows, kept.at_block);
-        let m = kept_rows.len();
+        let m = kept.len;
+        let (kept_rows, at_block, norms) = (&kept.rows[..m], &kept.at_block[..m], &kept.norms);
         let mut dots = [0.0f32; BLOCK];
-        let mut norms = [0.0f32; BLOCK];
         for (j, &i) in at_block.iter().enumerate() {
             dots[j] = column.dot(i);
-            norms[j] = self.columns.norm(kept_rows[j]);
         }
         query.cosines_from_dots(&dots[..m], &norms[..m], &mut values[..m]);
         for (j, (&row, &i)) in kept_rows.iter().zip(at_block).enumerate() {
@@ -918,23 +935,21 @@ impl<'a> Pass<'a, '_> {
         &self,
         query: &QueryVector,
         column: DotColumn<'_>,
-        kept: KeptRows<'_>,
+        kept: &GroupRows,
         values: &mut [f64; BLOCK],
         sims: &mut [[f32; 2]],
         error: &mut Option<Error>,
     ) -> usize {
         let set = self.set;
-        let (kept_rows, at_block) = (kept.rows, kept.at_block);
-        let m = kept_rows.len();
+        let m = kept.len;
+        let (kept_rows, at_block, norms) = (&kept.rows[..m], &kept.at_block[..m], &kept.norms);
         let mut dots = [0.0f32; BLOCK];
         let mut radii = [f32::NAN; BLOCK];
-        let mut norms = [0.0f32; BLOCK];
-        for (j, (&row, &i)) in kept_rows.iter().zip(at_block).enumerate() {
+        for (j, &i) in at_block.iter().enumerate() {
             if column.tiled(i) {
                 dots[j] = column.dot(i);
-                radii[j] = self.half.as_ref().map_or(f32::NAN, |view| view.radius(row));
+                radii[j] = kept.radii[j];
             }
-            norms[j] = self.columns.norm(row);
         }
         // NaN: no sound interval (a NaN radius, a row the tile did not take):
         // the row is read exactly.
@@ -981,12 +996,30 @@ impl<'a> Pass<'a, '_> {
     }
 }
 
-/// The rows of a block a lane keeps, in row order, and their positions in the
-/// block.
+/// The rows of a block a filter group keeps, in row order, their positions in
+/// the block, and each one's norm and half row radius: what every lane of the
+/// group reads per row, gathered once a block rather than once a lane (a
+/// batch's shared pass has up to 16 lanes in one group).
 #[derive(Clone, Copy)]
-struct KeptRows<'k> {
-    rows: &'k [usize],
-    at_block: &'k [usize],
+struct GroupRows {
+    len: usize,
+    rows: [usize; BLOCK],
+    at_block: [usize; BLOCK],
+    norms: [f32; BLOCK],
+    /// NaN without a half copy (no interval).
+    radii: [f32; BLOCK],
+}
+
+impl Default for GroupRows {
+    fn default() -> GroupRows {
+        GroupRows {
+            len: 0,
+            rows: [0; BLOCK],
+            at_block: [0; BLOCK],
+            norms: [0.0; BLOCK],
+            radii: [f32::NAN; BLOCK],
+        }
+    }
 }
 
 /// The rows of `block` that `mask` marks (bit i: row i) into `rows`, in row
