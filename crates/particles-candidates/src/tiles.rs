@@ -371,13 +371,15 @@ mod sse {
 /// has only one row's loads to overlap.
 ///
 /// Only a tile of one group of questions reads its rows row after row. With
-/// more groups (a batch's shared pass of more than 4 questions) each row's
-/// values are loaded and converted once per question there, where side by
-/// side they serve `R` rows' sums at each step. Same host and example, three
+/// more groups (a batch's shared pass of more than 4 questions), row after row
+/// loads each question's values once per row and converts each row once per
+/// group, where side by side one load of a question's values serves `R` rows.
+/// Same host and example, three
 /// runs each, AVX-512 tile: 16 questions 15.6-16.6 ms row after row,
 /// 10.9-11.9 ms side by side; 8 questions 8.8-9.9 against 7.4-10.2 ms; 4
-/// questions (one group) 4.6-6.1 against 4.9-5.7 ms; 2 questions 3.1-3.3
-/// against 5.5-5.9 ms (`half_tile_cost -- 100000 Q`).
+/// questions (one group) 4.6-6.1 against 4.9-5.7 ms; 3 questions 3.1-5.3
+/// against 4.8-5.9 ms; 2 questions 3.3 against 5.6 ms, one run
+/// (`half_tile_cost -- 100000 Q`).
 fn adjacent<T>(rows: &[&[T]]) -> bool {
     rows.windows(2)
         .all(|pair| pair[0].as_ptr_range().end == pair[1].as_ptr())
