@@ -26,3 +26,4 @@ BIN benchmark query-latency run --work-dir W1M --sizes 1M --cold-runs 1 --no-enc
 # before (1509144) and after (2bb6c32), two rounds:
 BIN benchmark serve-load --store W1M/stores/qlat-s20261017-n1000000-rs1.db --rates 20,30,40 --step-seconds 30 --max-requests 2000 --drain-seconds 30 --out sl1m-BIN
 # and a second round, after first, at --rates 30,40,50 (sl1m-BIN-r2).
+# profiles: profile-batch8-901b050.txt, profile-batch8-2bb6c32.txt (perf record -F 10000 ... batch_cost with SIZES=8, 30 rounds)
