@@ -183,6 +183,128 @@ fn the_half_precision_band_settles_rows_without_reading_them() {
     );
 }
 
+/// A band row whose half copy rounds its similarity down across the
+/// warning's floor is still counted: its interval, not its half dot, settles
+/// it. Copies of one belief (the same factors) against a question along the
+/// first axis, every other row across it: T at (0.9, 0.43589) is the hit; 70
+/// copies at (0.6, 0.8) fill the walk's first batch of 64, so the rest reach
+/// the band; C's first value 0.5002 rounds down to 0.5 in binary16, so its
+/// half cosine (0.529940) is below its exact one (0.530152). The warning's
+/// margin is set so that its floor sits just under C's exact score: C counts,
+/// and a scan that settled C by its half dot alone would leave it out (a
+/// radius of 0 everywhere fails this test).
+#[test]
+fn a_band_row_rounded_down_in_half_precision_is_still_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rounded.db");
+    std::fs::copy(fixture("coins-b.db"), &path).unwrap();
+    let embedding = |first: f32, second: f32| {
+        let mut values = vec![0.0f32; 384];
+        values[0] = first;
+        values[1] = second;
+        serde_json::to_string(&values).unwrap()
+    };
+    {
+        let connection = rusqlite::Connection::open(&path).unwrap();
+        let columns = columns_but(&connection, "particles", "'id'");
+        // T: a belief a plain question ranks (it passes the default filters).
+        let t = {
+            let store = Store::open_read_only(&path).unwrap();
+            let now = Timestamp::parse("2026-06-01T00:00:00Z").unwrap();
+            let request = QueryRequest::question("q").validate(now).unwrap();
+            let vector = unit_vector(1);
+            let outcome = run_query(&store, &QueryInput::new(&request, Some(&vector), now));
+            outcome.unwrap().hits[0].particle.id.clone()
+        };
+        connection
+            .execute(
+                &format!(
+                    "INSERT INTO particles (id, {columns}) SELECT id || '-c', {columns} \
+                     FROM particles WHERE id = ?1"
+                ),
+                [&t],
+            )
+            .unwrap();
+        for copy in 0..70 {
+            connection
+                .execute(
+                    &format!(
+                        "INSERT INTO particles (id, {columns}) SELECT id || '-f{copy}', {columns} \
+                         FROM particles WHERE id = ?1"
+                    ),
+                    [&t],
+                )
+                .unwrap();
+        }
+        for (vector, id) in [
+            (embedding(0.0, 1.0), "%".to_owned()),
+            (embedding(0.9, 0.43589), t.clone()),
+            (embedding(0.6, 0.8), format!("{t}-f%")),
+            (embedding(0.5002, 0.8), format!("{t}-c")),
+        ] {
+            connection
+                .execute(
+                    "UPDATE particles SET embedding_json = ?1 WHERE status = 'ACTIVE' AND id LIKE ?2",
+                    [vector, id],
+                )
+                .unwrap();
+        }
+    }
+    let store = Store::open_read_only(&path).unwrap();
+    let now = Timestamp::parse("2026-06-01T00:00:00Z").unwrap();
+    let request = QueryRequest {
+        top_k: 1,
+        ..QueryRequest::question("q")
+    }
+    .validate(now)
+    .unwrap();
+    let mut question = vec![0.0f32; 384];
+    question[0] = 1.0;
+    let input = |settings: &TruncationSettings, exhaustive: bool| {
+        QueryInput {
+            norm_kernel: NormKernel::SkylakeX,
+            exhaustive,
+            ..QueryInput::new(&request, Some(&question), now)
+        }
+        .with_truncation(settings)
+    };
+    // T's and C's exact scores, from the walk that scores every candidate:
+    // beyond the cut, the copies' score is the highest, C's the next.
+    let every = run_query(&store, &input(&TruncationSettings::default(), true)).unwrap();
+    let rank = RankSettings::default();
+    let last = last_score(&rank, &every.hits).unwrap();
+    let below = |ceiling: f64| {
+        every
+            .beyond_cut
+            .iter()
+            .copied()
+            .filter(|s| *s < ceiling)
+            .fold(f64::NEG_INFINITY, f64::max)
+    };
+    let copies = below(last);
+    let c = below(copies);
+    let count = |score: f64| every.beyond_cut.iter().filter(|s| **s == score).count();
+    assert_eq!((count(copies), count(c)), (70, 1), "70 copies, then C");
+    let settings = TruncationSettings {
+        near_margin: last - c + 1e-9,
+        ..TruncationSettings::default()
+    };
+    let floor = last - settings.near_margin;
+    let near = |scores: &[f64]| scores.iter().filter(|s| **s >= floor).count();
+    let every = run_query(&store, &input(&settings, true)).unwrap();
+    assert_eq!(near(&every.beyond_cut), 71, "the copies and C count");
+    let mut cache = CandidateCache::new();
+    cache.set_half_precision(Some(0));
+    let half = run_query_with(&store, &mut cache, &input(&settings, false)).unwrap();
+    assert!(cache.candidates().is_some_and(|set| set.half().is_some()));
+    assert_eq!(half.hits, every.hits);
+    assert_eq!(near(&half.beyond_cut), 71, "C counts after the half scan");
+    assert_eq!(
+        truncation_warning(&half, 1, &rank, &settings),
+        truncation_warning(&every, 1, &rank, &settings)
+    );
+}
+
 /// `table`'s column names but those `except` lists (quoted, comma-separated),
 /// joined for a column list.
 fn columns_but(connection: &rusqlite::Connection, table: &str, except: &str) -> String {
