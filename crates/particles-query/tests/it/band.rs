@@ -216,26 +216,20 @@ fn a_band_row_rounded_down_in_half_precision_is_still_counted() {
             let outcome = run_query(&store, &QueryInput::new(&request, Some(&vector), now));
             outcome.unwrap().hits[0].particle.id.clone()
         };
-        connection
-            .execute(
-                &format!(
-                    "INSERT INTO particles (id, {columns}) SELECT id || '-c', {columns} \
-                     FROM particles WHERE id = ?1"
-                ),
-                [&t],
-            )
-            .unwrap();
-        for copy in 0..70 {
+        // A copy of T, its id suffixed: the same belief, so the same factors.
+        let copy = |suffix: String| {
             connection
                 .execute(
                     &format!(
-                        "INSERT INTO particles (id, {columns}) SELECT id || '-f{copy}', {columns} \
+                        "INSERT INTO particles (id, {columns}) SELECT id || ?2, {columns} \
                          FROM particles WHERE id = ?1"
                     ),
-                    [&t],
+                    [&t, &suffix],
                 )
                 .unwrap();
-        }
+        };
+        copy("-c".to_owned());
+        (0..70).for_each(|at| copy(format!("-f{at}")));
         for (vector, id) in [
             (embedding(0.0, 1.0), "%".to_owned()),
             (embedding(0.9, 0.43589), t.clone()),
