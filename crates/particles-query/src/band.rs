@@ -198,7 +198,6 @@ type ToRead = (usize, f64, Option<(usize, usize)>);
 
 /// One thread's share of the band: the scores settled so far, the rows to read
 /// exactly, the rows that might be the best, and the best low end met.
-#[derive(Default)]
 struct Part {
     scores: Vec<f64>,
     read: Vec<(usize, f64)>,
@@ -207,6 +206,19 @@ struct Part {
     below_min_confidence: usize,
     /// Derived rows, scored once their premises' statuses are read.
     derived: Vec<usize>,
+}
+
+impl Part {
+    fn new() -> Part {
+        Part {
+            scores: Vec::new(),
+            read: Vec::new(),
+            maybe_best: Vec::new(),
+            best_low: f64::NEG_INFINITY,
+            below_min_confidence: 0,
+            derived: Vec::new(),
+        }
+    }
 }
 
 /// Scores every candidate beyond the cut whose bound reaches `floor`.
@@ -231,20 +243,29 @@ pub(crate) fn score_band(input: &BandInput<'_>, timings: &mut StageTimings) -> R
 
     // 1. With what the connection knows of the rows (`rows`); when it knows
     // nothing and the band is large beside the store's sources (it would read
-    // most of them anyway), that is computed and the band picked again.
+    // most of them anyway), that is computed and the band picked again. A
+    // steady row is settled as it is picked.
+    let settle = Settle {
+        policies: input.policies,
+        similarities: input.similarities,
+        count_floor: input.count_floor.filter(|floor| !floor.is_nan()),
+        min_confidence: input.min_confidence,
+    };
+    let started = std::time::Instant::now();
     let remembered = rows::remembered(input.store, index, input.policies, input.now)?;
     let mut known = remembered.clone().unwrap_or_default();
-    let (mut chunks, mut named) = band_positions(input, index, &in_cut, &known);
-    let picked: usize = chunks.iter().map(|c| c.len()).sum();
-    if remembered.is_none() && picked >= rows::MIN_BAND && picked * 4 >= index.keys.len() {
-        let started = std::time::Instant::now();
+    let mut picked = band_positions(input, index, &in_cut, &known, &settle);
+    if remembered.is_none() && picked.rows >= rows::MIN_BAND && picked.rows * 4 >= index.keys.len()
+    {
+        let computing = std::time::Instant::now();
         known = rows::compute(input.store, input.set, input.policies, input.now)?;
-        timings.source_rows += started.elapsed().as_secs_f64();
+        timings.source_rows += computing.elapsed().as_secs_f64();
         if known.ceilings.is_some() || known.steady.is_some() {
-            (chunks, named) = band_positions(input, index, &in_cut, &known);
+            picked = band_positions(input, index, &in_cut, &known, &settle);
         }
     }
-    let band_rows: usize = chunks.iter().map(|c| c.len()).sum();
+    timings.scoring += started.elapsed().as_secs_f64();
+    let band_rows = picked.rows;
     if band_rows == 0 {
         return Ok(Band {
             scores: Vec::new(),
@@ -259,14 +280,15 @@ pub(crate) fn score_band(input: &BandInput<'_>, timings: &mut StageTimings) -> R
     // the file and the settings are unchanged; the facts of a source met for
     // the first time are fetched by slot (the connection remembers those too).
     let started = std::time::Instant::now();
-    let slots = named_slots(&named);
+    let slots = named_slots(&picked.named);
     let statics = source_statics(input.store, input.set, input.policies, index, &slots)?;
     timings.source_rows += started.elapsed().as_secs_f64();
-    let factors = factors_by_slot(input, index, &slots, &statics, &chunks)?;
+    let factors = factors_by_slot(input, index, &slots, &statics, &picked.chunks)?;
 
-    // 3. Score and settle, on every core. A derived row's discount needs its
-    // premises' statuses (a store read): derived rows are set aside, their
-    // premises read in one statement, and scored after.
+    // 3. Score and settle the rows that are not steady, on every core. A
+    // derived row's discount needs its premises' statuses (a store read):
+    // derived rows are set aside, their premises read in one statement, and
+    // scored after.
     let started = std::time::Instant::now();
     let scorer = Scorer {
         set: input.set,
@@ -274,15 +296,15 @@ pub(crate) fn score_band(input: &BandInput<'_>, timings: &mut StageTimings) -> R
         index,
         factors: &factors,
         policies: input.policies,
-        similarities: input.similarities,
-        columns: input.set.row_columns(),
         query: input.query,
-        count_floor: input.count_floor.filter(|floor| !floor.is_nan()),
-        min_confidence: input.min_confidence,
-        known: &known,
+        settle,
     };
-    let mut parts: Vec<Part> =
-        crate::cores::on_each(chunks, |positions| scorer.score_chunk(&positions));
+    let mut parts = picked.steady;
+    if picked.chunks.iter().any(|chunk| !chunk.is_empty()) {
+        parts.extend(crate::cores::on_each(picked.chunks, |positions| {
+            scorer.score_chunk(&positions)
+        }));
+    }
     let derived: Vec<usize> = parts.iter_mut().flat_map(|p| p.derived.drain(..)).collect();
     if !derived.is_empty() {
         parts.push(scorer.score_derived(input.store, &derived)?);
@@ -319,15 +341,29 @@ fn all_slots(index: &particles_candidates::SourceIndex) -> Vec<u32> {
         .collect()
 }
 
-/// Pass 1: the band's positions, one list per thread in loader order, and the
-/// source slots they name (a bitmap per thread, joined). The rows' traits are
-/// not read here: they are 32 bytes a row, read once, when scoring.
+/// What pass 1 picked: the band's rows that are not steady, one list per
+/// thread in loader order, and the source slots they name (a bitmap); the
+/// steady rows, already settled (one part per thread); and how many rows the
+/// band has in all.
+struct Picked {
+    chunks: Vec<Recycled<usize>>,
+    named: Vec<u64>,
+    steady: Vec<Part>,
+    rows: usize,
+}
+
+/// Pass 1: the band's positions, and each steady row settled as it is met
+/// (its effective confidence is known without its source): the band's rows
+/// are read once, and only the others are listed for passes 2 and 3. The
+/// rows' traits are not read here: they are 32 bytes a row, read once, when
+/// scoring.
 fn band_positions(
     input: &BandInput<'_>,
     index: &particles_candidates::SourceIndex,
     in_cut: &[usize],
     known: &rows::Known,
-) -> (Vec<Recycled<usize>>, Vec<u64>) {
+    settle: &Settle<'_>,
+) -> Picked {
     // Only what the threads read: the store's connection stays on this one.
     let (survivors, bounds, floor) = (input.survivors, input.bounds, input.floor);
     let (set, policies, similarities) = (input.set, input.policies, input.similarities);
@@ -346,45 +382,64 @@ fn band_positions(
     };
     let words = index.keys.len().div_ceil(64);
     let picked = crate::cores::on_cores(bounds.len(), PARALLEL_BAND_MIN, |range| {
-        let mut positions: Recycled<usize> = Recycled::with_capacity(range.len());
+        // Most rows are steady when any is (`rows::USEFUL_ONE_IN`).
+        let mut positions: Recycled<usize> = if known.steady.is_some() {
+            Recycled::default()
+        } else {
+            Recycled::with_capacity(range.len())
+        };
         let mut named = vec![0u64; words];
+        let mut steady = Part::new();
+        let mut rows = 0usize;
+        // Highest confidence first (loader order ascends by it): the best low
+        // end met rises early, so few rows are kept aside as maybe the best.
         // The cut's positions are sorted, and so are the range's: one cursor
         // walks them side by side (a binary search a row was 60% of this
         // loop at 1M).
-        let mut cut = in_cut.partition_point(|&at| at < range.start);
-        for position in range {
+        let mut cut = in_cut.partition_point(|&at| at < range.end);
+        for position in range.rev() {
             let bound = bounds[position];
             if !(bound >= floor || bound.is_nan()) {
                 continue;
             }
-            while in_cut.get(cut).is_some_and(|&at| at < position) {
-                cut += 1;
+            while cut > 0 && in_cut[cut - 1] > position {
+                cut -= 1;
             }
-            if in_cut.get(cut) == Some(&position) {
+            if cut > 0 && in_cut[cut - 1] == position {
                 continue;
             }
             let row = survivors[position];
             if !under_ceiling(position, row) {
                 continue;
             }
-            // A steady row is scored without its source.
-            if known.steady(row).is_none() {
+            rows += 1;
+            if let Some(effective) = known.steady(row) {
+                let (_, narrative) = columns.bound_input(row);
+                settle.row(&mut steady, position, effective, narrative);
+            } else {
                 let slot = index.of_row[row] as usize;
                 named[slot / 64] |= 1 << (slot % 64);
+                positions.push(position);
             }
-            positions.push(position);
         }
-        (positions, named)
+        positions.reverse();
+        (positions, named, steady, rows)
     });
-    let mut named = vec![0u64; words];
-    let mut chunks: Vec<Recycled<usize>> = Vec::with_capacity(picked.len());
-    for (positions, part) in picked {
-        for (word, bits) in named.iter_mut().zip(part) {
+    let mut out = Picked {
+        chunks: Vec::with_capacity(picked.len()),
+        named: vec![0u64; words],
+        steady: Vec::with_capacity(picked.len()),
+        rows: 0,
+    };
+    for (positions, part, steady, rows) in picked {
+        for (word, bits) in out.named.iter_mut().zip(part) {
             *word |= bits;
         }
-        chunks.push(positions);
+        out.chunks.push(positions);
+        out.steady.push(steady);
+        out.rows += rows;
     }
-    (chunks, named)
+    out
 }
 
 /// The slots a bitmap names, in ascending order.
@@ -499,113 +554,24 @@ fn factors_by_slot(
     Ok(factors)
 }
 
-/// What pass 3 reads to score a band row, shared by every thread (the store's
-/// connection stays out of it: it is read on this thread only).
-struct Scorer<'a> {
-    set: &'a CandidateSet,
-    survivors: &'a [usize],
-    index: &'a particles_candidates::SourceIndex,
-    /// `(trust, decay)` by source slot.
-    factors: &'a [(f64, f64)],
+/// How a band row is settled once its effective confidence is known (passes
+/// 1 and 3), shared by every thread.
+#[derive(Clone, Copy)]
+struct Settle<'a> {
     policies: &'a Policies,
     similarities: Option<&'a Similarities>,
-    columns: particles_candidates::RowColumns<'a>,
-    query: Option<&'a QueryVector>,
     /// The warning's floor, when known and a number.
     count_floor: Option<f64>,
     min_confidence: f64,
-    /// The rows' steady effective confidences, when known (`rows`).
-    known: &'a rows::Known,
 }
 
-impl<'a> Scorer<'a> {
-    fn new_part() -> Part {
-        Part {
-            best_low: f64::NEG_INFINITY,
-            ..Part::default()
-        }
-    }
-
-    fn weights(&self) -> Weights<'a> {
-        Weights::new(self.set, self.policies)
-    }
-
-    /// One thread's band positions scored, but for the derived rows, set
-    /// aside in `Part::derived`.
+impl Settle<'_> {
+    /// Band row `position`, of effective confidence `effective`, scored and,
+    /// after a half-precision scan, settled by its interval: its score (or
+    /// counted low end) in `part.scores`, or set aside in `part.read` or
+    /// `part.maybe_best`, or left out.
     #[inline]
-    fn score_chunk(&self, positions: &[usize]) -> Part {
-        let mut part = Self::new_part();
-        let mut weights = self.weights();
-        // Highest confidence first (loader order ascends by it): the best low
-        // end met rises early, so few rows are kept aside as maybe the best.
-        for &position in positions.iter().rev() {
-            let row = self.survivors[position];
-            if let Some(effective) = self.known.steady(row) {
-                let (_, narrative) = self.columns.bound_input(row);
-                self.settle_row(&mut part, position, effective, narrative);
-            } else if self.set.derived(row) {
-                part.derived.push(position);
-            } else {
-                self.score_row(&mut part, &mut weights, position, 1.0);
-            }
-        }
-        part
-    }
-
-    /// The derived rows scored, on this thread, once their premises'
-    /// statuses are read (one statement).
-    fn score_derived(&self, store: &Store, derived: &[usize]) -> Result<Part> {
-        let (set, survivors) = (self.set, self.survivors);
-        let premises = particles_store::premise_statuses(
-            store,
-            derived
-                .iter()
-                .flat_map(|&position| set.premises(survivors[position]).iter().map(String::as_str)),
-        )?;
-        let mut part = Self::new_part();
-        let mut weights = self.weights();
-        for &position in derived {
-            let discount = particles_rank::stale_support_discount(
-                set,
-                survivors[position],
-                &premises,
-                self.policies,
-            );
-            self.score_row(&mut part, &mut weights, position, discount);
-        }
-        Ok(part)
-    }
-
-    /// Band row `position` scored and, after a half-precision scan, settled by
-    /// its interval: its score (or counted low end) in `part.scores`, or set
-    /// aside in `part.read` or `part.maybe_best`, or left out.
-    #[inline]
-    fn score_row(
-        &self,
-        part: &mut Part,
-        weights: &mut Weights<'_>,
-        position: usize,
-        discount: f64,
-    ) {
-        let (set, policies) = (self.set, self.policies);
-        let row = self.survivors[position];
-        let (source_trust, decay) = self.factors[self.index.of_row[row] as usize];
-        // `score_with_similarity`'s arithmetic, taken apart so that the low end
-        // is computed only for the rows that need it.
-        let effective = particles_rank::effective_confidence(
-            policies.capped_confidence(set.confidence(row), set.calibration_source(row)),
-            weights.of(set.extractor(row)),
-            source_trust,
-            decay,
-            discount,
-        );
-        self.settle_row(part, position, effective, set.narrative(row));
-    }
-
-    /// Band row `position`, of effective confidence `effective`, settled as
-    /// [`Scorer::score_row`] says.
-    #[inline]
-    fn settle_row(&self, part: &mut Part, position: usize, effective: f64, narrative: bool) {
+    fn row(&self, part: &mut Part, position: usize, effective: f64, narrative: bool) {
         let (policies, similarities) = (self.policies, self.similarities);
         let count_floor = self.count_floor;
         if effective < self.min_confidence {
@@ -656,6 +622,93 @@ impl<'a> Scorer<'a> {
                 counted_at,
             });
         }
+    }
+}
+
+/// What pass 3 reads to score a band row that is not steady, shared by every
+/// thread (the store's connection stays out of it: it is read on this thread
+/// only).
+struct Scorer<'a> {
+    set: &'a CandidateSet,
+    survivors: &'a [usize],
+    index: &'a particles_candidates::SourceIndex,
+    /// `(trust, decay)` by source slot.
+    factors: &'a [(f64, f64)],
+    policies: &'a Policies,
+    query: Option<&'a QueryVector>,
+    settle: Settle<'a>,
+}
+
+impl<'a> Scorer<'a> {
+    fn weights(&self) -> Weights<'a> {
+        Weights::new(self.set, self.policies)
+    }
+
+    /// One thread's band positions (none steady) scored, but for the derived
+    /// rows, set aside in `Part::derived`.
+    #[inline]
+    fn score_chunk(&self, positions: &[usize]) -> Part {
+        let mut part = Part::new();
+        let mut weights = self.weights();
+        // Highest confidence first, as pass 1 walks.
+        for &position in positions.iter().rev() {
+            if self.set.derived(self.survivors[position]) {
+                part.derived.push(position);
+            } else {
+                self.score_row(&mut part, &mut weights, position, 1.0);
+            }
+        }
+        part
+    }
+
+    /// The derived rows scored, on this thread, once their premises'
+    /// statuses are read (one statement).
+    fn score_derived(&self, store: &Store, derived: &[usize]) -> Result<Part> {
+        let (set, survivors) = (self.set, self.survivors);
+        let premises = particles_store::premise_statuses(
+            store,
+            derived
+                .iter()
+                .flat_map(|&position| set.premises(survivors[position]).iter().map(String::as_str)),
+        )?;
+        let mut part = Part::new();
+        let mut weights = self.weights();
+        for &position in derived {
+            let discount = particles_rank::stale_support_discount(
+                set,
+                survivors[position],
+                &premises,
+                self.policies,
+            );
+            self.score_row(&mut part, &mut weights, position, discount);
+        }
+        Ok(part)
+    }
+
+    /// Band row `position` scored with its source's factors and settled
+    /// ([`Settle::row`]).
+    #[inline]
+    fn score_row(
+        &self,
+        part: &mut Part,
+        weights: &mut Weights<'_>,
+        position: usize,
+        discount: f64,
+    ) {
+        let (set, policies) = (self.set, self.policies);
+        let row = self.survivors[position];
+        let (source_trust, decay) = self.factors[self.index.of_row[row] as usize];
+        // `score_with_similarity`'s arithmetic, taken apart so that the low end
+        // is computed only for the rows that need it.
+        let effective = particles_rank::effective_confidence(
+            policies.capped_confidence(set.confidence(row), set.calibration_source(row)),
+            weights.of(set.extractor(row)),
+            source_trust,
+            decay,
+            discount,
+        );
+        self.settle
+            .row(part, position, effective, set.narrative(row));
     }
 
     /// The band from the threads' parts: the rows set aside read exactly
