@@ -36,7 +36,12 @@ use particles_store::Store;
 
 use particles_model::policy::SourceFacts;
 
-use crate::{memo::QueryMemo, scan::Similarities, Result, StageTimings};
+use crate::{
+    memo::QueryMemo,
+    outcome::{BeyondCut, Counted},
+    scan::Similarities,
+    Result, StageTimings,
+};
 
 mod rows;
 
@@ -72,12 +77,13 @@ pub(crate) struct BandInput<'a> {
     pub(crate) floor: f64,
 }
 
-/// The band's scores (unordered) and what scoring them counted. A row decided
-/// by its interval is here by its low end when that is at least the count's
-/// floor, and absent otherwise: the warning's count and best score are those of
-/// the exact scores.
+/// The band's scores and what scoring them counted. With the count's floor,
+/// a row that scores at least the floor is counted, not listed; a row decided
+/// by its interval is counted by its low end when that is at least the floor,
+/// and absent otherwise: the warning's count and best score are those of the
+/// exact scores ([`BeyondCut`]).
 pub(crate) struct Band {
-    pub(crate) scores: Vec<f64>,
+    pub(crate) beyond: BeyondCut,
     pub(crate) scored: usize,
     pub(crate) below_min_confidence: usize,
     /// Rows whose exact `f32` vector was read because their interval could not
@@ -184,22 +190,27 @@ impl<'a> Weights<'a> {
 
 /// A band row that may still have to be read exactly: its interval could hold
 /// the best score beyond the cut (its high end reached the best low end met so
-/// far), and whether its low end was already counted (at `scores[at]`).
+/// far), and whether its low end was already counted.
 struct MaybeBest {
     position: usize,
     effective: f64,
     high: f64,
-    counted_at: Option<usize>,
+    counted: bool,
 }
 
-/// A row to read exactly: its position, its effective confidence, and where
-/// its low end was counted (part, index), if it was.
-type ToRead = (usize, f64, Option<(usize, usize)>);
+/// A row to read exactly: its position, its effective confidence, and whether
+/// its low end was counted.
+type ToRead = (usize, f64, bool);
 
-/// One thread's share of the band: the scores settled so far, the rows to read
-/// exactly, the rows that might be the best, and the best low end met.
+/// One thread's share of the band: the scores settled so far (listed, or
+/// counted at the floor), the rows to read exactly, the rows that might be the
+/// best, and the best low end met.
 struct Part {
     scores: Vec<f64>,
+    /// Rows counted at the count's floor, not listed, and the best of what
+    /// they were counted by.
+    counted: usize,
+    counted_best: f64,
     read: Vec<(usize, f64)>,
     maybe_best: Vec<MaybeBest>,
     best_low: f64,
@@ -209,9 +220,21 @@ struct Part {
 }
 
 impl Part {
+    /// A row counted at the count's floor by `score` (its exact score, or a
+    /// low end at least the floor).
+    #[inline]
+    fn count(&mut self, score: f64) {
+        self.counted += 1;
+        if score > self.counted_best {
+            self.counted_best = score;
+        }
+    }
+
     fn new() -> Part {
         Part {
             scores: Vec::new(),
+            counted: 0,
+            counted_best: f64::NEG_INFINITY,
             read: Vec::new(),
             maybe_best: Vec::new(),
             best_low: f64::NEG_INFINITY,
@@ -268,7 +291,7 @@ pub(crate) fn score_band(input: &BandInput<'_>, timings: &mut StageTimings) -> R
     let band_rows = picked.rows;
     if band_rows == 0 {
         return Ok(Band {
-            scores: Vec::new(),
+            beyond: BeyondCut::default(),
             scored: 0,
             below_min_confidence: 0,
             read_exactly: 0,
@@ -568,8 +591,8 @@ struct Settle<'a> {
 impl Settle<'_> {
     /// Band row `position`, of effective confidence `effective`, scored and,
     /// after a half-precision scan, settled by its interval: its score (or
-    /// counted low end) in `part.scores`, or set aside in `part.read` or
-    /// `part.maybe_best`, or left out.
+    /// counted low end) counted or listed in `part`, or set aside in
+    /// `part.read` or `part.maybe_best`, or left out.
     #[inline]
     fn row(&self, part: &mut Part, position: usize, effective: f64, narrative: bool) {
         let (policies, similarities) = (self.policies, self.similarities);
@@ -588,7 +611,11 @@ impl Settle<'_> {
             if score > part.best_low {
                 part.best_low = score;
             }
-            part.scores.push(score);
+            if count_floor.is_some_and(|floor| score >= floor) {
+                part.count(score);
+            } else {
+                part.scores.push(score);
+            }
             return;
         }
         let Some(similarities) = similarities else {
@@ -610,16 +637,16 @@ impl Settle<'_> {
             part.read.push((position, effective));
             return;
         }
-        let counted_at = count_floor.is_some_and(|floor| low >= floor).then(|| {
-            part.scores.push(low);
-            part.scores.len() - 1
-        });
+        let counted = count_floor.is_some_and(|floor| low >= floor);
+        if counted {
+            part.count(low);
+        }
         if high >= part.best_low {
             part.maybe_best.push(MaybeBest {
                 position,
                 effective,
                 high,
-                counted_at,
+                counted,
             });
         }
     }
@@ -712,19 +739,25 @@ impl<'a> Scorer<'a> {
     }
 
     /// The band from the threads' parts: the rows set aside read exactly
-    /// where they must be, and every score joined.
+    /// where they must be, and every score joined, counted at the count's
+    /// floor or listed.
     fn settle(&self, mut parts: Vec<Part>, band_rows: usize) -> Result<Band> {
         let read = rows_to_read(&mut parts);
-        let mut band = Band {
-            scores: Vec::with_capacity(
-                parts.iter().map(|p| p.scores.len()).sum::<usize>() + read.len(),
-            ),
-            scored: band_rows,
-            below_min_confidence: parts.iter().map(|p| p.below_min_confidence).sum(),
-            read_exactly: 0,
+        let below_min_confidence = parts.iter().map(|p| p.below_min_confidence).sum();
+        let floor = self.settle.count_floor;
+        let mut counted = Counted {
+            floor: floor.unwrap_or(f64::INFINITY),
+            count: parts.iter().map(|p| p.counted).sum(),
+            best: parts
+                .iter()
+                .map(|p| p.counted_best)
+                .fold(f64::NEG_INFINITY, f64::max),
         };
+        let mut scores: Vec<f64> =
+            Vec::with_capacity(parts.iter().map(|p| p.scores.len()).sum::<usize>() + read.len());
+        let mut read_exactly = 0;
         if let Some(query) = self.query.filter(|_| !read.is_empty()) {
-            band.read_exactly = read.len();
+            read_exactly = read.len();
             let scored: Vec<f64> = crate::cores::on_cores(read.len(), PARALLEL_BAND_MIN, |range| {
                 self.exact_scores(&read[range], query)
             })
@@ -733,18 +766,28 @@ impl<'a> Scorer<'a> {
             .into_iter()
             .flatten()
             .collect();
-            for (&(_, _, counted), score) in read.iter().zip(scored) {
-                match counted {
-                    // Its low end was counted: the exact score takes its place.
-                    Some((part, at)) => parts[part].scores[at] = score,
-                    None => band.scores.push(score),
+            for (&(_, _, was_counted), score) in read.iter().zip(scored) {
+                // A row counted by its low end stays counted (its score is at
+                // least that end): the exact score can only raise the best
+                // of the counted, as the low end it replaces was at most it.
+                if floor.is_some_and(|floor| score >= floor) {
+                    counted.count += usize::from(!was_counted);
+                    counted.best = counted.best.max(score);
+                } else {
+                    counted.count -= usize::from(was_counted);
+                    scores.push(score);
                 }
             }
         }
         for part in parts {
-            band.scores.extend(part.scores);
+            scores.extend(part.scores);
         }
-        Ok(band)
+        Ok(Band {
+            beyond: BeyondCut { scores, counted },
+            scored: band_rows,
+            below_min_confidence,
+            read_exactly,
+        })
     }
 
     /// The exact scores of rows to read, from their `f32` vectors.
@@ -769,19 +812,15 @@ fn rows_to_read(parts: &mut [Part]) -> Vec<ToRead> {
         .map(|part| part.best_low)
         .fold(f64::NEG_INFINITY, f64::max);
     let mut read: Vec<ToRead> = Vec::new();
-    for (at, part) in parts.iter_mut().enumerate() {
+    for part in parts.iter_mut() {
         read.extend(
             part.read
                 .drain(..)
-                .map(|(position, effective)| (position, effective, None)),
+                .map(|(position, effective)| (position, effective, false)),
         );
         for maybe in part.maybe_best.drain(..) {
             if maybe.high >= best_low {
-                read.push((
-                    maybe.position,
-                    maybe.effective,
-                    maybe.counted_at.map(|counted| (at, counted)),
-                ));
+                read.push((maybe.position, maybe.effective, maybe.counted));
             }
         }
     }

@@ -146,7 +146,8 @@ pub fn run_federated(
     outcome.beyond_cut = merged[cut..]
         .iter()
         .map(|entry| score(&gatherings, entry))
-        .collect();
+        .collect::<Vec<f64>>()
+        .into();
     add_counts(&mut outcome, &gatherings);
     outcome.stats.collapsed = cut - collapsed.len();
     // A tag is unknown when no store knows it.

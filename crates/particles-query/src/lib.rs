@@ -73,7 +73,10 @@ pub use crate::{
     gather::FactLookups,
     lift::{owner_viewer, recall_lifts, LiftItem, OwnerViewer},
     observer::{default_harness_tags, entry_in_view, observer_filter, ObserverFilter},
-    outcome::{ClaimCoverage, Hit, QueryOutcome, QueryStats, ScanStop, StageTimings, WorkCounters},
+    outcome::{
+        BeyondCut, ClaimCoverage, Counted, Hit, QueryOutcome, QueryStats, ScanStop, StageTimings,
+        WorkCounters,
+    },
     truncation::{truncation_warning, TruncationSettings},
     window::{gather_window, WindowGathered},
 };
@@ -487,7 +490,7 @@ pub(crate) fn finish(
                 let narrative = set.traits(last.ranked.row).narrative;
                 policies.rank_score(narrative, last.ranked.similarity, effective)
             });
-    let beyond_cut: Vec<f64> = match last_score {
+    let beyond_cut: BeyondCut = match last_score {
         // The walk stopped at the cut: the band beyond it is scored now.
         Some(last) => {
             let query = input
@@ -515,13 +518,14 @@ pub(crate) fn finish(
             stats.pruned = gathered.survivors.len().saturating_sub(cut + band.scored);
             work.candidates_scored += band.scored;
             work.band_rows_read_exactly += band.read_exactly;
-            band.scores
+            band.beyond
         }
         None => gathered.scored[cut..]
             .iter()
             .map(|s| s.ranked.score)
             .chain(gathered.beyond.iter().copied())
-            .collect(),
+            .collect::<Vec<f64>>()
+            .into(),
     };
     let hits: Vec<RankedHit<'_>> = kept
         .into_iter()

@@ -169,16 +169,10 @@ pub struct QueryOutcome {
     /// is exact at (a committed write moves it; a rolled-back one does not).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub journal_seq: Option<i64>,
-    /// The rank scores of scored candidates after the cut at `top_k`, in no
-    /// particular order: the truncation warning's input. With a pruning margin,
-    /// every candidate beyond the cut scoring within the margin of the last hit is
-    /// here; others may be absent (pruned). After a half-precision scan, with
-    /// [`crate::QueryInput::near_margin`], a candidate the band settled by its
-    /// interval is here by a lower bound of its score that is at least the
-    /// warning's floor, or absent below it: the warning's count and best score are
-    /// those of the exact scores.
+    /// The rank scores of scored candidates after the cut at `top_k`: the
+    /// truncation warning's input ([`BeyondCut`]).
     #[serde(skip)]
-    pub beyond_cut: Vec<f64>,
+    pub beyond_cut: BeyondCut,
     /// Where the bound-ordered scoring stopped, when it stopped before the
     /// last candidate: why the rest were never scored.
     #[serde(skip)]
@@ -205,10 +199,106 @@ impl QueryOutcome {
             not_applied: crate::not_applied(request),
             stats: QueryStats::default(),
             journal_seq: None,
-            beyond_cut: Vec::new(),
+            beyond_cut: BeyondCut::default(),
             scan_stop: None,
             timings: StageTimings::default(),
             work: WorkCounters::default(),
+        }
+    }
+}
+
+/// The scores of the candidates beyond the cut at `top_k`, as the truncation
+/// warning reads them: how many score at least its floor, and the best.
+///
+/// With a pruning margin, every candidate beyond the cut scoring within the
+/// margin of the last hit is here; others may be absent (pruned). With
+/// [`crate::QueryInput::near_margin`], the band after the cut counts the
+/// candidates that score at least the warning's floor (`last − near_margin`)
+/// without listing their scores ([`Counted`]): at 1M that is a third of the
+/// store, for each question. After a half-precision scan, a candidate the band
+/// settled by its interval is counted by a lower bound of its score, or absent
+/// when wholly below the floor: the warning's count and best score are those of
+/// the exact scores.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BeyondCut {
+    /// Scores listed one by one, in no particular order.
+    pub scores: Vec<f64>,
+    /// Candidates counted at or above a floor, not in `scores`.
+    pub counted: Counted,
+}
+
+/// Candidates beyond the cut counted at or above `floor` without their scores.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Counted {
+    /// The floor they were counted at: the query's `last − near_margin`.
+    pub floor: f64,
+    /// How many.
+    pub count: usize,
+    /// The best of their scores (of the lower bounds they were counted by,
+    /// where not read exactly): `-inf` when none.
+    pub best: f64,
+}
+
+impl Default for Counted {
+    fn default() -> Counted {
+        Counted {
+            floor: f64::INFINITY,
+            count: 0,
+            best: f64::NEG_INFINITY,
+        }
+    }
+}
+
+impl From<Vec<f64>> for BeyondCut {
+    fn from(scores: Vec<f64>) -> BeyondCut {
+        BeyondCut {
+            scores,
+            counted: Counted::default(),
+        }
+    }
+}
+
+impl BeyondCut {
+    /// How many candidates beyond the cut there are (scored or counted).
+    pub fn len(&self) -> usize {
+        self.scores.len() + self.counted.count
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// How many score at least `floor`. Exact for a floor at or below the
+    /// one the counted candidates were counted at, or above their best: the
+    /// query's own (the warning asks with the settings the query was given).
+    /// Between the two, every counted candidate is counted.
+    pub fn near(&self, floor: f64) -> usize {
+        let listed = self.scores.iter().filter(|s| **s >= floor).count();
+        let counted = &self.counted;
+        let counted = if counted.count > 0 && counted.best >= floor {
+            counted.count
+        } else {
+            0
+        };
+        listed + counted
+    }
+
+    /// The best score, as the first of a descending sort gives it (NaN first,
+    /// as the ranking's order puts it); `None` when there are none.
+    pub fn best(&self) -> Option<f64> {
+        let listed = self.scores.iter().copied().reduce(|best, score| {
+            if best.is_nan() || (!score.is_nan() && best >= score) {
+                best
+            } else {
+                score
+            }
+        });
+        let counted = (self.counted.count > 0).then_some(self.counted.best);
+        match (listed, counted) {
+            (Some(listed), Some(counted)) if !listed.is_nan() && counted > listed => Some(counted),
+            (Some(listed), _) => Some(listed),
+            (None, counted) => counted,
         }
     }
 }

@@ -56,13 +56,7 @@ pub fn truncation_warning(
     let last_hit = outcome.hits.last()?;
     // The best score beyond the cut, as the first of a descending sort gives it
     // (NaN first, as the ranking's order puts it).
-    let next = outcome.beyond_cut.iter().copied().reduce(|best, score| {
-        if best.is_nan() || (!score.is_nan() && best >= score) {
-            best
-        } else {
-            score
-        }
-    })?;
+    let next = outcome.beyond_cut.best()?;
     let narrative = last_hit.particle.particle_type == ParticleType::Narrative;
     let last = particles_rank::rank_score(
         rank,
@@ -72,7 +66,7 @@ pub fn truncation_warning(
     );
     let gap = last - next;
     let floor = last - settings.near_margin;
-    let near = outcome.beyond_cut.iter().filter(|s| **s >= floor).count();
+    let near = outcome.beyond_cut.near(floor);
     let too_close = gap < settings.min_gap;
     let too_many = i64::try_from(near).unwrap_or(i64::MAX) > settings.near_count;
     if !(too_close || too_many) {

@@ -14,7 +14,7 @@ use std::{path::PathBuf, sync::OnceLock};
 use particles_cache::{CandidateCache, SidecarConfig, SidecarWrite};
 use particles_model::{QueryRequest, Timestamp};
 use particles_query::{
-    run_query, run_query_with, truncation_warning, Hit, QueryInput, TruncationSettings,
+    run_query, run_query_with, truncation_warning, BeyondCut, Hit, QueryInput, TruncationSettings,
 };
 use particles_rank::{NormKernel, RankSettings};
 use particles_store::Store;
@@ -31,6 +31,64 @@ fn band_scores(scores: &[f64], floor: f64) -> Vec<u64> {
         .collect();
     bits.sort_unstable();
     bits
+}
+
+/// The best score at or above `floor` (NaN first, as the warning takes it),
+/// by its bits: of the listed scores, and of the counted ones (all above the
+/// count's floor, which is never below `floor` here).
+fn best_within(beyond: &BeyondCut, floor: f64) -> Option<u64> {
+    let listed = BeyondCut::from(
+        beyond
+            .scores
+            .iter()
+            .copied()
+            .filter(|s| *s >= floor || s.is_nan())
+            .collect::<Vec<f64>>(),
+    );
+    BeyondCut {
+        counted: beyond.counted,
+        ..listed
+    }
+    .best()
+    .map(f64::to_bits)
+}
+
+/// The band of an exact scan (`band`) against the walk's list of every score
+/// beyond the cut (`every`), at and above `floor`: the scores the band lists
+/// are the walk's, and the ones it counts at `count_floor` are as many as the
+/// walk's other scores there, all at least `count_floor`, their best the
+/// walk's.
+fn same_band(band: &BeyondCut, every: &[f64], count_floor: f64, floor: f64) -> Result<(), String> {
+    let listed = band_scores(&band.scores, floor);
+    let mut rest = band_scores(every, floor);
+    for bits in &listed {
+        match rest.iter().position(|b| b == bits) {
+            Some(at) => {
+                rest.remove(at);
+            }
+            None => {
+                return Err(format!(
+                    "listed {} is not the walk's",
+                    f64::from_bits(*bits)
+                ))
+            }
+        }
+    }
+    let rest: Vec<f64> = rest.into_iter().map(f64::from_bits).collect();
+    if rest.len() != band.counted.count || rest.iter().any(|s| !(*s >= count_floor)) {
+        return Err(format!(
+            "counted {:?}, the walk's rest {rest:?}",
+            band.counted
+        ));
+    }
+    let best = rest.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if best.to_bits() != band.counted.best.to_bits() {
+        return Err(format!(
+            "counted best {:?}, the walk's {best}",
+            band.counted
+        ));
+    }
+    Ok(())
 }
 
 proptest! {
@@ -87,23 +145,27 @@ proptest! {
             prop_assert_eq!(&truncation_warning(half, top_k, &rank, &settings), &warning);
             if let Some(last) = last_score(&rank, &half.hits) {
                 let floor = last - near_margin;
-                let near = |scores: &[f64]| scores.iter().filter(|s| **s >= floor).count();
                 // The best score within the band (`last - margin`): one below it
                 // leaves a gap wider than `min_gap` whichever it is, and no count
                 // at the floor, so neither path needs to know it.
-                let best = |scores: &[f64]| scores.iter().copied()
-                    .filter(|s| *s >= last - margin || s.is_nan())
-                    .reduce(|a, b| if a.is_nan() || (!b.is_nan() && a >= b) { a } else { b })
-                    .map(f64::to_bits);
-                prop_assert_eq!(near(&half.beyond_cut), near(&every.beyond_cut));
-                prop_assert_eq!(best(&half.beyond_cut), best(&every.beyond_cut));
+                prop_assert_eq!(half.beyond_cut.near(floor), every.beyond_cut.near(floor));
+                prop_assert_eq!(
+                    best_within(&half.beyond_cut, last - margin),
+                    best_within(&every.beyond_cut, last - margin)
+                );
             }
         }
         if let Some(last) = last_score(&rank, &band.hits) {
-            prop_assert_eq!(
-                band_scores(&band.beyond_cut, last - margin),
-                band_scores(&every.beyond_cut, last - margin)
+            // The walk lists every score; the band counts those at the
+            // warning's floor.
+            prop_assert_eq!(every.beyond_cut.counted.count, 0);
+            let checked = same_band(
+                &band.beyond_cut,
+                &every.beyond_cut.scores,
+                last - near_margin,
+                last - margin,
             );
+            prop_assert!(checked.is_ok(), "{}", checked.unwrap_err());
         }
     }
 }
@@ -270,6 +332,7 @@ fn a_band_row_rounded_down_in_half_precision_is_still_counted() {
     let below = |ceiling: f64| {
         every
             .beyond_cut
+            .scores
             .iter()
             .copied()
             .filter(|s| *s < ceiling)
@@ -277,22 +340,32 @@ fn a_band_row_rounded_down_in_half_precision_is_still_counted() {
     };
     let copies = below(last);
     let c = below(copies);
-    let count = |score: f64| every.beyond_cut.iter().filter(|s| **s == score).count();
+    let count = |score: f64| {
+        every
+            .beyond_cut
+            .scores
+            .iter()
+            .filter(|s| **s == score)
+            .count()
+    };
     assert_eq!((count(copies), count(c)), (70, 1), "70 copies, then C");
     let settings = TruncationSettings {
         near_margin: last - c + 1e-9,
         ..TruncationSettings::default()
     };
     let floor = last - settings.near_margin;
-    let near = |scores: &[f64]| scores.iter().filter(|s| **s >= floor).count();
     let every = run_query(&store, &input(&settings, true)).unwrap();
-    assert_eq!(near(&every.beyond_cut), 71, "the copies and C count");
+    assert_eq!(every.beyond_cut.near(floor), 71, "the copies and C count");
     let mut cache = CandidateCache::new();
     cache.set_half_precision(Some(0));
     let half = run_query_with(&store, &mut cache, &input(&settings, false)).unwrap();
     assert!(cache.candidates().is_some_and(|set| set.half().is_some()));
     assert_eq!(half.hits, every.hits);
-    assert_eq!(near(&half.beyond_cut), 71, "C counts after the half scan");
+    assert_eq!(
+        half.beyond_cut.near(floor),
+        71,
+        "C counts after the half scan"
+    );
     assert_eq!(
         truncation_warning(&half, 1, &rank, &settings),
         truncation_warning(&every, 1, &rank, &settings)
@@ -385,24 +458,8 @@ fn near_and_best(
     margin: f64,
 ) -> Option<(usize, Option<u64>)> {
     let last = last_score(&RankSettings::default(), &outcome.hits)?;
-    let near = outcome
-        .beyond_cut
-        .iter()
-        .filter(|s| **s >= last - near_margin)
-        .count();
-    let best = outcome
-        .beyond_cut
-        .iter()
-        .copied()
-        .filter(|s| *s >= last - margin || s.is_nan())
-        .reduce(|a, b| {
-            if a.is_nan() || (!b.is_nan() && a >= b) {
-                a
-            } else {
-                b
-            }
-        })
-        .map(f64::to_bits);
+    let near = outcome.beyond_cut.near(last - near_margin);
+    let best = best_within(&outcome.beyond_cut, last - margin);
     Some((near, best))
 }
 

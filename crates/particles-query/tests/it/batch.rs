@@ -144,10 +144,11 @@ proptest! {
                         last.effective_confidence,
                     );
                     let floor = last - TruncationSettings::default().near_margin;
-                    let near = |s: &[f64]| s.iter().filter(|s| **s >= floor).count();
-                    let best = |s: &[f64]| s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                    prop_assert_eq!(near(&half.beyond_cut), near(&alone.beyond_cut));
-                    prop_assert_eq!(best(&half.beyond_cut).to_bits(), best(&alone.beyond_cut).to_bits());
+                    prop_assert_eq!(half.beyond_cut.near(floor), alone.beyond_cut.near(floor));
+                    prop_assert_eq!(
+                        half.beyond_cut.best().map(f64::to_bits),
+                        alone.beyond_cut.best().map(f64::to_bits)
+                    );
                 }
             }
         }
@@ -162,7 +163,12 @@ proptest! {
                 bits.sort_unstable();
                 bits
             };
-            prop_assert_eq!(bits(&batched.beyond_cut), bits(&alone.beyond_cut));
+            prop_assert_eq!(bits(&batched.beyond_cut.scores), bits(&alone.beyond_cut.scores));
+            let counted = |o: &particles_query::QueryOutcome| {
+                let c = o.beyond_cut.counted;
+                (c.floor.to_bits(), c.count, c.best.to_bits())
+            };
+            prop_assert_eq!(counted(&batched), counted(&alone));
         }
     }
 }
