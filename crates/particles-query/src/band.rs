@@ -26,6 +26,11 @@
 //! is at least the floor (so it counts, and cannot exceed the best), and left out
 //! otherwise. Only the rows an interval leaves undecided are read exactly: at 1M,
 //! a few thousand of ~372k.
+//!
+//! Those two things are all the band returns of the rows at or above the floor:
+//! their count and their best score ([`BeyondCut`]'s `counted`), not their
+//! scores. At 1M a list was ~370k scores a question, written, copied into
+//! fresh pages, and read again by the warning.
 
 use std::collections::HashMap;
 
@@ -248,17 +253,21 @@ impl Part {
 ///
 /// Three passes, the first and last on every core:
 ///
-/// 1. the band's positions (bound at least `floor`, not in the cut) and the
-///    source slots they name (the set's own `SourceIndex`);
+/// 1. the band's positions (bound at least `floor`, not in the cut): a steady
+///    row (its effective confidence known without its source) settled as it
+///    is met, as pass 3 settles a row, and the others listed with the source
+///    slots they name (the set's own `SourceIndex`);
 /// 2. each named source's trust and decay, once per source (what they depend
 ///    on besides `now`, the connection remembers);
-/// 3. each row scored with its source's factors, and, after a half-precision
-///    scan, settled by its interval as it goes: counted by its low end when the
-///    whole interval is at or above the count's floor, left out when wholly
-///    below, read exactly when it straddles the floor; a row whose high end
-///    reaches the best low end met so far is kept aside until the best low end
-///    of the whole band is known, and read exactly if it could be the best.
-///    Derived rows wait for their premises' statuses (one statement).
+/// 3. each listed row scored with its source's factors, and settled: counted
+///    when its score is at least the count's floor, listed when below; after a
+///    half-precision scan, settled by its interval as it goes: counted by its
+///    low end when the whole interval is at or above the count's floor, left
+///    out when wholly below, read exactly when it straddles the floor; a row
+///    whose high end reaches the best low end met so far is kept aside until
+///    the best low end of the whole band is known, and read exactly if it
+///    could be the best. Derived rows wait for their premises' statuses (one
+///    statement).
 pub(crate) fn score_band(input: &BandInput<'_>, timings: &mut StageTimings) -> Result<Band> {
     let mut in_cut = input.in_cut.to_vec();
     in_cut.sort_unstable();
