@@ -75,7 +75,9 @@ fn same_band(band: &BeyondCut, every: &[f64], count_floor: f64, floor: f64) -> R
         }
     }
     let rest: Vec<f64> = rest.into_iter().map(f64::from_bits).collect();
-    if rest.len() != band.counted.count || rest.iter().any(|s| !(*s >= count_floor)) {
+    // NaN is never counted: it must be listed.
+    let below = |s: &f64| s.is_nan() || *s < count_floor;
+    if rest.len() != band.counted.count || rest.iter().any(below) {
         return Err(format!(
             "counted {:?}, the walk's rest {rest:?}",
             band.counted
