@@ -276,6 +276,11 @@ impl BeyondCut {
     pub fn near(&self, floor: f64) -> usize {
         let listed = self.scores.iter().filter(|s| **s >= floor).count();
         let counted = &self.counted;
+        debug_assert!(
+            counted.count == 0 || floor <= counted.floor || floor > counted.best,
+            "a count at {floor} asked of candidates counted at {}",
+            counted.floor
+        );
         let counted = if counted.count > 0 && counted.best >= floor {
             counted.count
         } else {
