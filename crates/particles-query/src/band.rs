@@ -287,16 +287,19 @@ pub(crate) fn score_band(input: &BandInput<'_>, timings: &mut StageTimings) -> R
     let remembered = rows::remembered(input.store, index, input.policies, input.now)?;
     let mut known = remembered.clone().unwrap_or_default();
     let mut picked = band_positions(input, index, &in_cut, &known, &settle);
+    // The rows' bounds are the sources' time, not the scoring's.
+    let mut computing = 0.0;
     if remembered.is_none() && picked.rows >= rows::MIN_BAND && picked.rows * 4 >= index.keys.len()
     {
-        let computing = std::time::Instant::now();
+        let computed = std::time::Instant::now();
         known = rows::compute(input.store, input.set, input.policies, input.now)?;
-        timings.source_rows += computing.elapsed().as_secs_f64();
+        computing = computed.elapsed().as_secs_f64();
+        timings.source_rows += computing;
         if known.ceilings.is_some() || known.steady.is_some() {
             picked = band_positions(input, index, &in_cut, &known, &settle);
         }
     }
-    timings.scoring += started.elapsed().as_secs_f64();
+    timings.scoring += started.elapsed().as_secs_f64() - computing;
     let band_rows = picked.rows;
     if band_rows == 0 {
         return Ok(Band {
