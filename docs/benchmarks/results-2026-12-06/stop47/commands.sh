@@ -27,3 +27,6 @@ BIN benchmark serve-load --store $S --rates 200 --step-seconds 40 --max-requests
 sleep 25; perf record -a -F 999 -g -- sleep 15
 # warm-cells.txt: stop 44's ab.sh (the two warm cells removed, then)
 BIN benchmark query-latency run --work-dir /tmp/s44/ql --sizes 100k --cold-runs 1 --no-encoder
+# first-1m/: the 1M first query, its cell file removed before each run (only it runs)
+rm W1M/cells-extra/n1000000-first-unfiltered.json
+BIN benchmark query-latency run --work-dir $W1M --sizes 1M --cold-runs 1 --no-encoder
