@@ -1,6 +1,8 @@
 //! The truncation band scored after the cut (`band.rs`) against the walk that
-//! scores every candidate: the same hits, the same warning, and every score the
-//! warning can count or compare, bit for bit. And the same after a scan of the
+//! scores every candidate: the same hits, the same warning, and of the scores
+//! the warning can count or compare, those the band lists equal to the walk's
+//! and those it counts (at the warning's floor) as many as the walk's others,
+//! with the same best, bit for bit (`same_band`). And the same after a scan of the
 //! half-precision copy (a cache with `set_half_precision`), where the band
 //! settles rows by their intervals: the same hits and warning, the same count
 //! at the warning's floor and the same best score within the band. The half
