@@ -108,6 +108,10 @@ pub struct StepResult {
     /// bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub anon_rss_bytes: Option<u64>,
+    /// The CPU time the server used over the step, its drain included, all
+    /// its threads, seconds (`utime + stime`, 10 ms ticks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cpu_seconds: Option<f64>,
     /// Wall time of the step, seconds.
     pub seconds: f64,
     /// Where the server says the 200s' time went (its `Server-Timing`
@@ -224,6 +228,15 @@ impl StepResult {
     /// answered 200 within the step and its drain, and completions arriving at
     /// least 90% as fast as requests were sent (answers per second of the whole
     /// step, last answer included, over requests per second of the sending span).
+    /// The server's CPU time per 200 over the step, milliseconds: what one
+    /// more answer costs the machine, which, unlike the latencies and the
+    /// throughput, a shared host's drift moves little. The step's refusals and
+    /// unfinished requests are charged to its answers.
+    pub fn cpu_ms_per_answer(&self) -> Option<f64> {
+        let cpu = self.server_cpu_seconds?;
+        (self.ok > 0).then(|| cpu * 1e3 / self.ok as f64)
+    }
+
     pub fn sustained(&self, step_seconds: f64) -> bool {
         if self.sent == 0 || self.ok != self.sent {
             return false;
@@ -442,6 +455,9 @@ async fn run_step(
     if let Some(pid) = options.server_pid {
         probe::reset_peak_rss(Process::Id(pid));
     }
+    let cpu_before = options
+        .server_pid
+        .and_then(|pid| probe::cpu_seconds(Process::Id(pid)));
     let start = tokio::time::Instant::now();
     let wall = Instant::now();
     let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
@@ -506,6 +522,11 @@ async fn run_step(
         anon_rss_bytes: options
             .server_pid
             .and_then(|pid| probe::anon_rss(Process::Id(pid))),
+        server_cpu_seconds: options
+            .server_pid
+            .and_then(|pid| probe::cpu_seconds(Process::Id(pid)))
+            .zip(cpu_before)
+            .map(|(after, before)| (after - before).max(0.0)),
         seconds,
         server_timing: Vec::new(),
         mean_batch_size: None,
@@ -879,8 +900,8 @@ fn seconds(value: Option<f64>) -> String {
 pub fn markdown(report: &LoadReport) -> String {
     let mut out = format!(
         "Target {} on {}; {} s per step (at most {} requests, {} s drain), seed {}, {} questions.\n\n\
-         | rate/s | sent | ok | errors | timed out | throughput/s | sustained | p50 s | p99 s | p99.9 s | max s | peak RSS MiB | anon MiB |\n\
-         |---:|---:|---:|---|---:|---:|---|---:|---:|---:|---:|---:|---:|\n",
+         | rate/s | sent | ok | errors | timed out | throughput/s | sustained | p50 s | p99 s | p99.9 s | max s | peak RSS MiB | anon MiB | CPU ms/answer |\n\
+         |---:|---:|---:|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|\n",
         report.url,
         report.cpu,
         report.step_seconds,
@@ -899,7 +920,7 @@ pub fn markdown(report: &LoadReport) -> String {
             errors.push(format!("{}×no answer", step.transport_errors));
         }
         out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {:.2} | {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {:.2} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             step.rate,
             step.sent,
             step.ok,
@@ -921,6 +942,8 @@ pub fn markdown(report: &LoadReport) -> String {
             seconds(step.max),
             mebibytes(step.peak_rss_bytes),
             mebibytes(step.anon_rss_bytes),
+            step.cpu_ms_per_answer()
+                .map_or_else(|| "—".to_owned(), |ms| format!("{ms:.1}")),
         ));
     }
     for step in &report.steps {
@@ -1084,6 +1107,7 @@ mod tests {
             max: None,
             peak_rss_bytes: None,
             anon_rss_bytes: None,
+            server_cpu_seconds: None,
             seconds: 60.0,
             server_timing: Vec::new(),
             mean_batch_size: None,
@@ -1194,5 +1218,21 @@ mod tests {
             .capacity(),
             None
         );
+    }
+
+    #[test]
+    fn the_cpu_per_answer_is_the_steps_cpu_over_its_answers() {
+        let mut measured = step(50.0, 1500, 1200, 40.0);
+        assert_eq!(measured.cpu_ms_per_answer(), None);
+        measured.server_cpu_seconds = Some(3.0);
+        assert_eq!(measured.cpu_ms_per_answer(), Some(2.5));
+        let none_answered = StepResult {
+            ok: 0,
+            ..measured.clone()
+        };
+        assert_eq!(none_answered.cpu_ms_per_answer(), None);
+        let table = markdown(&report(vec![measured]));
+        assert!(table.contains("| anon MiB | CPU ms/answer |"), "{table}");
+        assert!(table.lines().any(|line| line.ends_with("| — | 2.5 |")), "{table}");
     }
 }

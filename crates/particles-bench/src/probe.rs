@@ -1,5 +1,5 @@
 //! Every `/proc` read of the benchmarks: a process's resident set (current and
-//! peak, the peak's reset), its `smaps_rollup` fields, and the machine's load
+//! peak, the peak's reset), its CPU time, its `smaps_rollup` fields, and the machine's load
 //! average, CPU model and memory. Linux only; on another system, or for a
 //! process that has gone, each probe answers `None` (a reset does nothing).
 
@@ -65,6 +65,30 @@ pub(crate) fn smaps_rollup_bytes(process: Process, field: &str) -> Option<u64> {
     kib_field(&text, field)
 }
 
+/// The CPU time a process has used, all its threads (the living and the
+/// ended), in seconds: `utime + stime` of its `stat`.
+pub(crate) fn cpu_seconds(process: Process) -> Option<f64> {
+    let stat = std::fs::read_to_string(process.file("stat")).ok()?;
+    cpu_seconds_of(&stat)
+}
+
+/// `utime + stime` of a `stat` line, in seconds. The times are in `USER_HZ`
+/// ticks, which Linux fixes at 100 a second on x86-64 and aarch64 (what
+/// `sysconf(_SC_CLK_TCK)` returns there; asking would need this crate's
+/// second `unsafe` block). The command name (field 2) is in parentheses and
+/// may hold spaces or parentheses itself, so the fields are counted from its
+/// last `)`: utime and stime are fields 14 and 15, the 12th and 13th after it.
+fn cpu_seconds_of(stat: &str) -> Option<f64> {
+    const USER_HZ: f64 = 100.0;
+    let mut fields = stat
+        .get(stat.rfind(')')? + 1..)?
+        .split_whitespace()
+        .skip(11);
+    let user: u64 = fields.next()?.parse().ok()?;
+    let system: u64 = fields.next()?.parse().ok()?;
+    Some((user + system) as f64 / USER_HZ)
+}
+
 /// The 1, 5 and 15 minute load averages (`/proc/loadavg`).
 pub(crate) fn load_average() -> Option<[f64; 3]> {
     let text = std::fs::read_to_string("/proc/loadavg").ok()?;
@@ -102,6 +126,16 @@ mod tests {
     }
 
     #[test]
+    fn cpu_time_is_user_and_system_after_the_name() {
+        // A name with a space and a parenthesis; utime 250 and stime 50 ticks.
+        let stat = "4242 (http (x) 1) S 1 4242 4242 0 -1 4194560 900 0 0 0 250 50 0 0 20 0 9 0 \
+                    100 1000 200 18446744073709551615";
+        assert_eq!(cpu_seconds_of(stat), Some(3.0));
+        assert_eq!(cpu_seconds_of("4242 (cut short) S 1 2"), None);
+        assert_eq!(cpu_seconds_of("no name at all"), None);
+    }
+
+    #[test]
     fn this_process_is_probed_on_linux() {
         if !cfg!(target_os = "linux") {
             return;
@@ -113,5 +147,6 @@ mod tests {
         assert!(anon_rss(Process::Current).is_some_and(|b| b > 0));
         assert!(meminfo_bytes("MemTotal:").is_some_and(|b| b > 0));
         assert!(load_average().is_some());
+        assert!(cpu_seconds(Process::Current).is_some_and(|s| s >= 0.0));
     }
 }
