@@ -588,39 +588,37 @@ mod avx {
     #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn row_dots<const L: usize>(row: &[f16], group: &[&[f32]], n: usize) -> [f32; L] {
         let mut acc: [[__m256; 2]; L] = [[_mm256_setzero_ps(); 2]; L];
-        let query: [*const f32; L] = std::array::from_fn(|l| group[l].as_ptr());
-        let at = row.as_ptr();
         let mut i = 0;
         // SAFETY: every load of 8 values at `i` happens only when `i + 8 <= n`,
         // inside slices of `n` values; the loads need no alignment and `f16` is
         // `u16` in memory.
         unsafe {
             while n - i >= 16 {
-                let h0 = _mm256_cvtph_ps(_mm_loadu_si128(at.add(i).cast()));
-                let h1 = _mm256_cvtph_ps(_mm_loadu_si128(at.add(i + 8).cast()));
-                for l in 0..L {
-                    acc[l][0] = _mm256_fmadd_ps(_mm256_loadu_ps(query[l].add(i)), h0, acc[l][0]);
-                    acc[l][1] =
-                        _mm256_fmadd_ps(_mm256_loadu_ps(query[l].add(i + 8)), h1, acc[l][1]);
+                let h0 = _mm256_cvtph_ps(_mm_loadu_si128(row.as_ptr().add(i).cast()));
+                let h1 = _mm256_cvtph_ps(_mm_loadu_si128(row.as_ptr().add(i + 8).cast()));
+                for (sums, query) in acc.iter_mut().zip(group) {
+                    sums[0] = _mm256_fmadd_ps(_mm256_loadu_ps(query.as_ptr().add(i)), h0, sums[0]);
+                    sums[1] =
+                        _mm256_fmadd_ps(_mm256_loadu_ps(query.as_ptr().add(i + 8)), h1, sums[1]);
                 }
                 i += 16;
             }
             if n - i >= 8 {
-                let h = _mm256_cvtph_ps(_mm_loadu_si128(at.add(i).cast()));
-                for l in 0..L {
-                    acc[l][0] = _mm256_fmadd_ps(_mm256_loadu_ps(query[l].add(i)), h, acc[l][0]);
+                let h = _mm256_cvtph_ps(_mm_loadu_si128(row.as_ptr().add(i).cast()));
+                for (sums, query) in acc.iter_mut().zip(group) {
+                    sums[0] = _mm256_fmadd_ps(_mm256_loadu_ps(query.as_ptr().add(i)), h, sums[0]);
                 }
                 i += 8;
             }
         }
         let mut out = [0.0f32; L];
-        for l in 0..L {
-            let sum = horizontal_sum(_mm256_add_ps(acc[l][0], acc[l][1]));
+        for ((value, sums), query) in out.iter_mut().zip(&acc).zip(group) {
+            let sum = horizontal_sum(_mm256_add_ps(sums[0], sums[1]));
             let mut tail = 0.0f32;
             for k in i..n {
-                tail = group[l][k].mul_add(row[k].to_f32(), tail);
+                tail = query[k].mul_add(row[k].to_f32(), tail);
             }
-            out[l] = sum + tail;
+            *value = sum + tail;
         }
         out
     }
@@ -817,39 +815,37 @@ mod avx512 {
     #[target_feature(enable = "avx512f")]
     unsafe fn row_dots<const L: usize>(row: &[f16], group: &[&[f32]], n: usize) -> [f32; L] {
         let mut acc: [[__m512; 2]; L] = [[_mm512_setzero_ps(); 2]; L];
-        let query: [*const f32; L] = std::array::from_fn(|l| group[l].as_ptr());
-        let at = row.as_ptr();
         let mut i = 0;
         // SAFETY: every load of 16 values at `i` happens only when
         // `i + 16 <= n`, inside slices of `n` values; the loads need no
         // alignment and `f16` is `u16` in memory.
         unsafe {
             while n - i >= 32 {
-                let h0 = _mm512_cvtph_ps(_mm256_loadu_si256(at.add(i).cast()));
-                let h1 = _mm512_cvtph_ps(_mm256_loadu_si256(at.add(i + 16).cast()));
-                for l in 0..L {
-                    acc[l][0] = _mm512_fmadd_ps(_mm512_loadu_ps(query[l].add(i)), h0, acc[l][0]);
-                    acc[l][1] =
-                        _mm512_fmadd_ps(_mm512_loadu_ps(query[l].add(i + 16)), h1, acc[l][1]);
+                let h0 = _mm512_cvtph_ps(_mm256_loadu_si256(row.as_ptr().add(i).cast()));
+                let h1 = _mm512_cvtph_ps(_mm256_loadu_si256(row.as_ptr().add(i + 16).cast()));
+                for (sums, query) in acc.iter_mut().zip(group) {
+                    sums[0] = _mm512_fmadd_ps(_mm512_loadu_ps(query.as_ptr().add(i)), h0, sums[0]);
+                    sums[1] =
+                        _mm512_fmadd_ps(_mm512_loadu_ps(query.as_ptr().add(i + 16)), h1, sums[1]);
                 }
                 i += 32;
             }
             if n - i >= 16 {
-                let h = _mm512_cvtph_ps(_mm256_loadu_si256(at.add(i).cast()));
-                for l in 0..L {
-                    acc[l][0] = _mm512_fmadd_ps(_mm512_loadu_ps(query[l].add(i)), h, acc[l][0]);
+                let h = _mm512_cvtph_ps(_mm256_loadu_si256(row.as_ptr().add(i).cast()));
+                for (sums, query) in acc.iter_mut().zip(group) {
+                    sums[0] = _mm512_fmadd_ps(_mm512_loadu_ps(query.as_ptr().add(i)), h, sums[0]);
                 }
                 i += 16;
             }
         }
         let mut out = [0.0f32; L];
-        for l in 0..L {
-            let sum = _mm512_reduce_add_ps(_mm512_add_ps(acc[l][0], acc[l][1]));
+        for ((value, sums), query) in out.iter_mut().zip(&acc).zip(group) {
+            let sum = _mm512_reduce_add_ps(_mm512_add_ps(sums[0], sums[1]));
             let mut tail = 0.0f32;
             for k in i..n {
-                tail = group[l][k].mul_add(row[k].to_f32(), tail);
+                tail = query[k].mul_add(row[k].to_f32(), tail);
             }
-            out[l] = sum + tail;
+            *value = sum + tail;
         }
         out
     }
