@@ -228,6 +228,14 @@ impl StepResult {
     /// answered 200 within the step and its drain, and completions arriving at
     /// least 90% as fast as requests were sent (answers per second of the whole
     /// step, last answer included, over requests per second of the sending span).
+    pub fn sustained(&self, step_seconds: f64) -> bool {
+        if self.sent == 0 || self.ok != self.sent {
+            return false;
+        }
+        let offered = self.sent as f64 / step_seconds.max(f64::MIN_POSITIVE);
+        self.throughput >= 0.9 * offered
+    }
+
     /// The server's CPU time per 200 over the step, milliseconds: what one
     /// more answer costs the machine, which, unlike the latencies and the
     /// throughput, a shared host's drift moves little. The step's refusals and
@@ -235,14 +243,6 @@ impl StepResult {
     pub fn cpu_ms_per_answer(&self) -> Option<f64> {
         let cpu = self.server_cpu_seconds?;
         (self.ok > 0).then(|| cpu * 1e3 / self.ok as f64)
-    }
-
-    pub fn sustained(&self, step_seconds: f64) -> bool {
-        if self.sent == 0 || self.ok != self.sent {
-            return false;
-        }
-        let offered = self.sent as f64 / step_seconds.max(f64::MIN_POSITIVE);
-        self.throughput >= 0.9 * offered
     }
 }
 
@@ -1233,6 +1233,9 @@ mod tests {
         assert_eq!(none_answered.cpu_ms_per_answer(), None);
         let table = markdown(&report(vec![measured]));
         assert!(table.contains("| anon MiB | CPU ms/answer |"), "{table}");
-        assert!(table.lines().any(|line| line.ends_with("| — | 2.5 |")), "{table}");
+        assert!(
+            table.lines().any(|line| line.ends_with("| — | 2.5 |")),
+            "{table}"
+        );
     }
 }
