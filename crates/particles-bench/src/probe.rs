@@ -1,7 +1,8 @@
 //! Every `/proc` read of the benchmarks: a process's resident set (current and
-//! peak, the peak's reset), its CPU time, its `smaps_rollup` fields, and the machine's load
-//! average, CPU model and memory. Linux only; on another system, or for a
-//! process that has gone, each probe answers `None` (a reset does nothing).
+//! peak, the peak's reset), its CPU time, its `smaps_rollup` fields, and the
+//! machine's load average, CPU model and memory. Linux only; on another
+//! system, or for a process that has gone, each probe answers `None` (a reset
+//! does nothing).
 
 /// The process a probe reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

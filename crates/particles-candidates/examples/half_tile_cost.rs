@@ -14,7 +14,7 @@
 //! L2 cache after the first pass) on one thread, best of 15 rounds of 20
 //! passes, in nanoseconds a row and question. Memory speed drifts on a shared
 //! host by more than a kernel change moves the two lines above; this line
-//! does not.
+//! drifts much less.
 
 use std::time::Instant;
 
