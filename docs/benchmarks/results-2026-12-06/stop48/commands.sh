@@ -9,3 +9,5 @@ BIN benchmark serve-load --store $S1M --rates 10,20,30,40 --step-seconds 30 --ma
 # the load profiles: a step of 40 s at R = 100 and 200, and 25 s into it
 BIN benchmark serve-load --store $S --rates R --step-seconds 40 --max-requests 13000 --drain-seconds 20 --out prof &
 sleep 25; perf record -a -F 999 -g -- sleep 15
+# the ladder, the code that stands (b03f1ab):
+BIN benchmark serve-load --store $S --rates 10,140,160,180 --step-seconds 30 --max-requests 13000 --drain-seconds 30 --out sl100-ladder
