@@ -67,12 +67,13 @@ fn main() {
     println!(
         "{rows} rows of {DIMS} halves, {questions} question(s), {THREADS} threads, best of 20 passes"
     );
+    // The portable tile is the others' oracle, not a contender.
+    let contenders: Vec<_> = half_tile_kernels()
+        .into_iter()
+        .filter(|(name, _)| *name != "portable")
+        .collect();
     for (layout, picked) in [("adjacent", &adjacent), ("one in ~4", &scattered)] {
-        // The portable tile is the others' oracle, not a contender.
-        for (name, kernel) in half_tile_kernels()
-            .into_iter()
-            .filter(|(name, _)| *name != "portable")
-        {
+        for &(name, kernel) in &contenders {
             let seconds = best_pass(kernel, picked, &queries);
             println!(
                 "{layout:>11}  {name:<8}  {:7.2} ms  {:5.1} GB/s",
@@ -82,10 +83,7 @@ fn main() {
         }
     }
     let cached = &adjacent[..adjacent.len().min(1024)];
-    for (name, kernel) in half_tile_kernels()
-        .into_iter()
-        .filter(|(name, _)| *name != "portable")
-    {
+    for &(name, kernel) in &contenders {
         let seconds = best_in_cache(kernel, cached, &queries);
         println!(
             "{:>11}  {name:<8}  {:7.2} ns a row and question, one thread",
