@@ -36,6 +36,7 @@
 
 mod shared;
 pub mod sidecar;
+mod writeback;
 
 use std::{
     path::{Path, PathBuf},
@@ -49,6 +50,7 @@ pub use shared::{SharedCache, SharedLoader};
 pub use sidecar::{
     sidecar_path, verify as verify_sidecar, SidecarError, VerifiedSection, VerifyReport,
 };
+pub use writeback::WriteBehind;
 
 /// When the cache writes its sidecar (on [`CandidateCache::persist`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -165,6 +167,9 @@ struct CacheState {
     /// the set, never ranked (neither `order` nor `by_id` names them), dropped
     /// when the set is compacted.
     dead: Vec<u32>,
+    /// Opened from the sidecar (the file holds exactly this state): a
+    /// write-behind has nothing to give it.
+    from_file: bool,
 }
 
 impl CacheState {
@@ -177,6 +182,19 @@ impl CacheState {
             by_id: by_id.into(),
             order: None,
             dead: Vec::new(),
+            from_file: false,
+        }
+    }
+
+    /// The state a sidecar holds, its rows in order.
+    fn opened(opened: sidecar::Opened) -> CacheState {
+        CacheState {
+            head: opened.head,
+            set: Arc::new(opened.set),
+            by_id: opened.by_id,
+            order: None,
+            dead: Vec::new(),
+            from_file: true,
         }
     }
 
@@ -196,6 +214,7 @@ impl CacheState {
             by_id: by_id.into(),
             order: None,
             dead: Vec::new(),
+            from_file: false,
         }
     }
 
@@ -267,6 +286,7 @@ impl CacheState {
             by_id: by_id.into(),
             order: Some(order),
             dead,
+            from_file: false,
         }
     }
 
@@ -323,6 +343,11 @@ pub struct CandidateCache {
     half_precision: Option<usize>,
     /// The most rows a state may have for its particles to be kept hydrated.
     keep_particles: Option<usize>,
+    /// The last state a write-behind took (`writeback.rs`): it is not taken
+    /// again.
+    writeback_tried: std::sync::Weak<CacheState>,
+    /// A write-behind failed: no more are taken.
+    writeback_stopped: bool,
 }
 
 impl CandidateCache {
@@ -455,6 +480,12 @@ impl CandidateCache {
         own + state.dead.len() + changed <= len / COMPACT_AT_FRACTION
     }
 
+    /// Whether this cache gives `set` a half-precision copy.
+    fn wants_half(&self, set: &CandidateSet) -> bool {
+        self.half_precision
+            .is_some_and(|min| set.vector_floats() * std::mem::size_of::<f32>() >= min)
+    }
+
     /// Whether this cache writes its sidecar at all.
     fn writes_sidecar(&self) -> bool {
         self.sidecar
@@ -476,6 +507,17 @@ impl CandidateCache {
         }
     }
 
+    /// Where an opened sidecar's vectors go in this cache.
+    fn vectors_in(&self) -> sidecar::VectorsIn {
+        match (self.huge_pages, self.half_precision) {
+            (false, _) => sidecar::VectorsIn::Map,
+            (true, None) => sidecar::VectorsIn::HugePages,
+            // Vectors large enough for a half copy stay in the map: the scans
+            // read the copy.
+            (true, Some(least)) => sidecar::VectorsIn::HugePagesBelow(least),
+        }
+    }
+
     /// Opens the sidecar into an empty cache, once.
     fn open_sidecar(&mut self) {
         if self.state.is_some() || self.sidecar_tried {
@@ -485,22 +527,9 @@ impl CandidateCache {
         let Some(config) = &self.sidecar else {
             return;
         };
-        let vectors_in = match (self.huge_pages, self.half_precision) {
-            (false, _) => sidecar::VectorsIn::Map,
-            (true, None) => sidecar::VectorsIn::HugePages,
-            // Vectors large enough for a half copy stay in the map: the scans
-            // read the copy.
-            (true, Some(least)) => sidecar::VectorsIn::HugePagesBelow(least),
-        };
-        match sidecar::open(&config.path, vectors_in) {
+        match sidecar::open(&config.path, self.vectors_in()) {
             Ok(Some(opened)) => {
-                self.state = Some(Arc::new(CacheState {
-                    head: opened.head,
-                    set: Arc::new(opened.set),
-                    by_id: opened.by_id,
-                    order: None,
-                    dead: Vec::new(),
-                }));
+                self.state = Some(Arc::new(CacheState::opened(opened)));
                 self.stats.sidecar_loads += 1;
             }
             Ok(None) => {}
@@ -700,10 +729,7 @@ impl CandidateLoader for CandidateCache {
             .state
             .as_ref()
             .expect("refresh leaves a state when it returns a route");
-        if self
-            .half_precision
-            .is_some_and(|min| state.set.vector_floats() * std::mem::size_of::<f32>() >= min)
-        {
+        if self.wants_half(&state.set) {
             match state.set.prepare_half() {
                 HalfOrigin::Present | HalfOrigin::Stored => {}
                 // A copy made in memory: the sidecar should carry it, so the next

@@ -13,18 +13,24 @@
 //! queries that started on it run. Worst case (a rebuild under a long query), two
 //! states at once: about 1.7 KB per cached row each.
 
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::{
+    path::Path,
+    sync::{Arc, Mutex, PoisonError, RwLock},
+    time::Instant,
+};
 
 use particles_candidates::Selection;
 use particles_store::{CandidateLoader, Result, Store};
 
-use crate::{select_from, CacheState, CandidateCache, Route};
+use crate::{select_from, CacheState, CandidateCache, Route, WriteBehind};
 
 /// A [`CandidateCache`] for several threads: lock-free reads at the current head,
 /// one refresh at a time. Query through [`SharedCache::loader`].
 pub struct SharedCache {
     published: RwLock<Option<Arc<CacheState>>>,
     refresher: Mutex<CandidateCache>,
+    /// Held while the sidecar is written, so two writes never race.
+    writing: Mutex<()>,
 }
 
 impl SharedCache {
@@ -34,6 +40,7 @@ impl SharedCache {
         SharedCache {
             published,
             refresher: Mutex::new(cache),
+            writing: Mutex::new(()),
         }
     }
 
@@ -52,6 +59,38 @@ impl SharedCache {
             .refresher
             .lock()
             .unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Writes the sidecar if the state changed since it was read or written and
+    /// the policy asks for it ([`CandidateCache::persist`]), after any
+    /// write-behind under way. Returns whether a file was written.
+    pub fn persist(&self, store: &Path) -> bool {
+        let _writing = self.writing.lock().unwrap_or_else(PoisonError::into_inner);
+        self.with_cache(|cache| cache.persist(store))
+    }
+
+    /// Writes the state to the sidecar while queries go on, when the file
+    /// would then serve it from its map where the state now holds memory of
+    /// its own (built, compacted, or given a half copy the file lacks), and
+    /// serves the same head from the file once written (see `writeback.rs`).
+    /// For long-lived processes, from a thread of their own: at 1M rows the
+    /// write is 2.5 GB. `None` when there is nothing to write; the cache's
+    /// notes say why a write failed.
+    pub fn write_behind(&self, store: &Path) -> Option<WriteBehind> {
+        let _writing = self.writing.lock().unwrap_or_else(PoisonError::into_inner);
+        let job = self.with_cache(|cache| cache.writeback())?;
+        let started = Instant::now();
+        let result = job.run(store);
+        let mut cache = self
+            .refresher
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let outcome = cache.written(job, result, started.elapsed());
+        if matches!(outcome, WriteBehind::Served { .. }) {
+            // Under the refresher's lock the published state is the cache's.
+            self.publish(cache.state.clone());
+        }
+        Some(outcome)
     }
 
     /// Drops the state and deletes the sidecar after a query found them damaged

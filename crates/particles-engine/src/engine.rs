@@ -9,7 +9,9 @@ use std::{
     time::{Duration, Instant},
 };
 
-use particles_cache::{CandidateCache, Route, SharedCache, SidecarConfig, SidecarWrite};
+use particles_cache::{
+    CandidateCache, Route, SharedCache, SidecarConfig, SidecarWrite, WriteBehind,
+};
 use particles_model::{response::QueryResponse, Envelope, Mode, Timestamp, ValidRequest};
 use particles_query::{QueryInput, QueryOutcome};
 use particles_store::Store;
@@ -475,9 +477,12 @@ impl Engine {
     /// Follows the stores' writes on a thread of its own: soon after another
     /// process commits to a store, its cache is brought to the head and the
     /// truncation band's sources are read again, so the next question does
-    /// not wait for either (see `follow.rs`). Stores read uncached and
-    /// Litestream replicas are not followed. The thread ends when the engine
-    /// is dropped. Returns whether a follower runs.
+    /// not wait for either (see `follow.rs`). A second thread writes each
+    /// followed store's sidecar behind its cache when the file would then
+    /// serve a state that holds memory of its own (see `writeback.rs`).
+    /// Stores read uncached and Litestream replicas are not followed. The
+    /// threads end when the engine is dropped. Returns whether a follower
+    /// runs.
     pub fn follow_writes(self: &std::sync::Arc<Engine>) -> bool {
         let stores: Vec<(usize, std::path::PathBuf)> = self
             .slots
@@ -486,7 +491,24 @@ impl Engine {
             .filter(|(_, slot)| !slot.uncached && slot.replica.is_none())
             .map(|(at, slot)| (at, slot.target.path.clone()))
             .collect();
+        crate::writeback::spawn(std::sync::Arc::downgrade(self), stores.clone());
         crate::follow::spawn(std::sync::Arc::downgrade(self), stores).is_some()
+    }
+
+    /// Writes store `at`'s sidecar behind its cache when the file would then
+    /// serve the state from its map (`SharedCache::write_behind`), and warms
+    /// the band's sources of the state swapped in, as after a write. With the
+    /// cache's notes.
+    pub(crate) fn write_behind(&self, at: usize) -> (Option<WriteBehind>, Vec<String>) {
+        let slot = &self.slots[at];
+        let outcome = slot.cache.write_behind(&slot.target.path);
+        let notes = slot.cache.with_cache(|cache| cache.take_notes());
+        if matches!(outcome, Some(WriteBehind::Served { .. })) {
+            if let Err(error) = self.warm_after_write(at) {
+                tracing::debug!(%error, "the band's sources were left for the next question");
+            }
+        }
+        (outcome, notes)
     }
 
     /// What the first question after a write would do first, on store `at`:
@@ -886,10 +908,8 @@ impl Engine {
         let mut notes = Vec::new();
         let mut written = 0;
         for slot in &self.slots {
-            slot.cache.with_cache(|cache| {
-                written += usize::from(cache.persist(&slot.target.path));
-                notes.extend(cache.take_notes());
-            });
+            written += usize::from(slot.cache.persist(&slot.target.path));
+            notes.extend(slot.cache.with_cache(|cache| cache.take_notes()));
         }
         (written, notes)
     }

@@ -29,6 +29,7 @@ mod passage;
 mod respond;
 mod settings;
 mod stores;
+mod writeback;
 
 pub use crate::{
     batcher::BatchTiming,

@@ -49,7 +49,7 @@ use std::path::{Path, PathBuf};
 #[cfg(doc)]
 use particles_candidates::CandidateSet;
 
-pub(crate) use open::{huge_page_column, open, VectorsIn};
+pub(crate) use open::{huge_page_column, open, Opened, VectorsIn};
 pub use verify::{verify, VerifiedSection, VerifyReport};
 pub(crate) use write::write;
 

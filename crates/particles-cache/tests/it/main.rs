@@ -6,3 +6,4 @@ mod freshness;
 mod shared;
 mod sidecar;
 mod support;
+mod writeback;

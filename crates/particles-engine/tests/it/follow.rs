@@ -94,3 +94,67 @@ fn a_commit_is_followed_before_the_next_question() {
         assert!(weak.upgrade().is_none(), "wal {wal}: the engine was freed");
     }
 }
+
+/// A server's engine writes the sidecar of the state it built behind it
+/// (with the half copy), and then answers from the file as it did before.
+#[test]
+fn a_built_state_is_written_behind_a_following_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("coins-b.db");
+    std::fs::copy(fixture(), &path).unwrap();
+    let sidecar = particles_cache::sidecar_path(&path, None);
+    let config = particles_config::Config::default();
+    let engine = Arc::new(
+        Engine::new(
+            particles_engine::Settings::from_config(&config),
+            particles_engine::answer_settings(&config, &Default::default()),
+            &particles_engine::StoreSelection {
+                targets: vec![particles_engine::StoreTarget {
+                    handle: None,
+                    path: path.clone(),
+                }],
+                federated: false,
+            },
+            &particles_engine::CacheOptions {
+                write: Some(particles_cache::SidecarWrite::OnRebuild),
+                huge_pages: true,
+                half_precision: Some(0),
+                ..particles_engine::CacheOptions::default()
+            },
+            None,
+        )
+        .unwrap(),
+    );
+    let built = ask(&engine);
+    let heap_built = engine.cache_report().unwrap().heap_bytes;
+    assert!(!sidecar.exists(), "answering writes no file");
+    assert!(engine.follow_writes());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !sidecar.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the sidecar was not written behind"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // A persist waits for a write-behind under way, and finds nothing left.
+    assert_eq!(engine.persist_counted().0, 0, "nothing is left to persist");
+    let report = particles_cache::verify_sidecar(&sidecar).unwrap();
+    assert!(
+        report
+            .sections
+            .iter()
+            .any(|section| section.name == "half.vectors" && !section.range.is_empty()),
+        "the file carries the half copy: {report:?}"
+    );
+    assert_eq!(ask(&engine), built, "the answer from the file");
+    assert_eq!(
+        engine.cache_report().and_then(|report| report.route),
+        Some(particles_cache::Route::Reuse)
+    );
+    let heap = engine.cache_report().unwrap().heap_bytes;
+    assert!(
+        heap < heap_built,
+        "the half copy is the file's now: {heap} heap bytes, {heap_built} before"
+    );
+}

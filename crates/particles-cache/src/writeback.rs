@@ -1,0 +1,153 @@
+//! Writing a long-lived cache's sidecar behind it, and serving the state from
+//! the file once written.
+//!
+//! A server's state holds memory of its own when it was built, compacted, or
+//! given a half copy its sidecar lacked: at 1M rows 1.5 GB of `f32` vectors in
+//! huge pages and 768 MB of half copy, where a state opened from a sidecar
+//! keeps both in the file's map (the page cache, shared, given back under
+//! pressure). Before this, such a state lived until the process stopped and
+//! was written only then. Now [`SharedCache::write_behind`] writes it while
+//! queries go on ranking it, opens the file it wrote, and swaps that in at the
+//! same journal head: the answers are the same rows, values and bits (the file
+//! is the state, which the sidecar's round-trip tests hold), and the memory of
+//! the old state goes once the queries that hold it end.
+//!
+//! The write takes a copy of the state's `Arc` under the refresher's lock and
+//! runs outside it, so refreshes and queries never wait for it. It is one
+//! write per state: a state the cache moved past during the write (a delta or
+//! a rebuild) is not swapped, and a state that was tried is not tried again.
+//! A failed write (a read-only directory, a full disk) leaves a note and stops
+//! the cache's write-behinds: retrying every poll would write gigabytes for
+//! nothing.
+//!
+//! [`SharedCache::write_behind`]: crate::SharedCache::write_behind
+
+use std::{path::PathBuf, sync::Arc, time::Duration};
+
+use particles_candidates::HalfOrigin;
+
+use crate::{sidecar, CacheState, CandidateCache, SidecarWrite};
+
+/// What one write-behind did.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum WriteBehind {
+    /// The sidecar was written, and the cache now serves the same head from it.
+    Served {
+        /// The state's rows.
+        rows: usize,
+        /// The write, the open and the half copy's check.
+        elapsed: Duration,
+    },
+    /// The sidecar was written, but the cache's state moved on while it was
+    /// (a delta or a rebuild), or the file read back was not the one written
+    /// (another process replaced it): the cache keeps its state. The file is
+    /// still a valid start for the next process.
+    Outrun {
+        /// The write and the open.
+        elapsed: Duration,
+    },
+    /// The write or the open failed; the cache's notes say why, and its
+    /// write-behinds stop.
+    Failed,
+}
+
+/// A state to write, taken under the refresher's lock, written outside it.
+pub(crate) struct Job {
+    state: Arc<CacheState>,
+    path: PathBuf,
+    vectors_in: sidecar::VectorsIn,
+}
+
+impl Job {
+    /// Writes the state to the sidecar and opens it again: the state to swap
+    /// in, or `None` when the file read back is not the one written.
+    pub(crate) fn run(
+        &self,
+        store: &std::path::Path,
+    ) -> Result<Option<CacheState>, sidecar::SidecarError> {
+        let state = &self.state;
+        sidecar::write(
+            &self.path,
+            store,
+            &state.head,
+            &state.set,
+            &state.by_id,
+            state.order.as_deref(),
+        )?;
+        let Some(opened) = sidecar::open(&self.path, self.vectors_in)? else {
+            return Ok(None);
+        };
+        let live_rows = state.order.as_ref().map_or(state.set.len(), Vec::len);
+        if opened.head != state.head || opened.set.len() != live_rows {
+            return Ok(None);
+        }
+        let fresh = CacheState::opened(opened);
+        // The copy the old state scans must come from the file (checked here,
+        // off the lock), or the swap would give back no memory.
+        if state.set.half().is_some() && fresh.set.prepare_half() != HalfOrigin::Stored {
+            return Ok(None);
+        }
+        Ok(Some(fresh))
+    }
+}
+
+impl CandidateCache {
+    /// The state a write-behind should write: one its sidecar would serve
+    /// from the file where it now holds memory of its own (built, compacted,
+    /// or given a half copy the file lacks). Not an extended set (its deltas
+    /// are few, and compacting it first would be a copy under the lock), not
+    /// one whose particles this cache keeps (small, and kept by row), and not
+    /// one whose half copy is still to be made (the file should carry it).
+    pub(crate) fn writeback(&self) -> Option<Job> {
+        let config = self.sidecar.as_ref()?;
+        let state = self.state.as_ref()?;
+        let wanted = config.write != SidecarWrite::Never
+            && !self.writeback_stopped
+            && !self.writeback_tried.ptr_eq(&Arc::downgrade(state))
+            && (!state.from_file || self.dirty)
+            && state.set.base_rows() == 0
+            && self.keep_particles.is_none_or(|max| state.set.len() > max)
+            && (!self.wants_half(&state.set) || state.set.half().is_some());
+        wanted.then(|| Job {
+            state: Arc::clone(state),
+            path: config.path.clone(),
+            vectors_in: self.vectors_in(),
+        })
+    }
+
+    /// Takes a write-behind's result: the fresh state swapped in when the
+    /// cache still holds the state written.
+    pub(crate) fn written(
+        &mut self,
+        job: Job,
+        result: Result<Option<CacheState>, sidecar::SidecarError>,
+        elapsed: Duration,
+    ) -> WriteBehind {
+        self.writeback_tried = Arc::downgrade(&job.state);
+        let fresh = match result {
+            Ok(fresh) => fresh,
+            Err(e) => {
+                self.writeback_stopped = true;
+                self.notes.push(format!(
+                    "{e}; the sidecar is not written behind the server again until it restarts \
+                     (use --sidecar-dir for a writable place, or --no-sidecar)"
+                ));
+                return WriteBehind::Failed;
+            }
+        };
+        self.stats.sidecar_writes += 1;
+        let current = self
+            .state
+            .as_ref()
+            .is_some_and(|state| Arc::ptr_eq(state, &job.state));
+        match fresh {
+            Some(fresh) if current => {
+                let rows = fresh.set.len();
+                self.state = Some(Arc::new(fresh));
+                self.dirty = false;
+                WriteBehind::Served { rows, elapsed }
+            }
+            _ => WriteBehind::Outrun { elapsed },
+        }
+    }
+}
