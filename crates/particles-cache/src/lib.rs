@@ -442,6 +442,7 @@ impl CandidateCache {
             &state.set,
             &state.by_id,
             state.order.as_deref(),
+            sidecar::Pace::Eager,
         ) {
             Ok(()) => {
                 self.dirty = false;

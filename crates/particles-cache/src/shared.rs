@@ -16,7 +16,6 @@
 use std::{
     path::Path,
     sync::{Arc, Mutex, PoisonError, RwLock},
-    time::Instant,
 };
 
 use particles_candidates::Selection;
@@ -79,16 +78,23 @@ impl SharedCache {
     pub fn write_behind(&self, store: &Path) -> Option<WriteBehind> {
         let _writing = self.writing.lock().unwrap_or_else(PoisonError::into_inner);
         let job = self.with_cache(|cache| cache.writeback())?;
-        let started = Instant::now();
-        let result = job.run(store);
-        let mut cache = self
-            .refresher
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let outcome = cache.written(job, result, started.elapsed());
-        if matches!(outcome, WriteBehind::Served { .. }) {
-            // Under the refresher's lock the published state is the cache's.
-            self.publish(cache.state.clone());
+        let ran = job.run(store);
+        let mut outcome = {
+            let mut cache = self
+                .refresher
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            let outcome = cache.written(&job, ran);
+            if matches!(outcome, WriteBehind::Served { .. }) {
+                // Under the refresher's lock the published state is the cache's.
+                self.publish(cache.state.clone());
+            }
+            outcome
+        };
+        // The state the file replaced is freed off the lock, and off the
+        // questions' threads; one the cache still holds is left to it.
+        if let WriteBehind::Served { freed, .. } = &mut outcome {
+            *freed = job.retire();
         }
         Some(outcome)
     }

@@ -504,8 +504,16 @@ impl Engine {
         let outcome = slot.cache.write_behind(&slot.target.path);
         let notes = slot.cache.with_cache(|cache| cache.take_notes());
         if matches!(outcome, Some(WriteBehind::Served { .. })) {
-            if let Err(error) = self.warm_after_write(at) {
-                tracing::debug!(%error, "the band's sources were left for the next question");
+            let started = std::time::Instant::now();
+            match self.warm_after_write(at) {
+                Ok((_, sources)) => tracing::debug!(
+                    sources,
+                    elapsed_ms = started.elapsed().as_secs_f64() * 1000.0,
+                    "the band's sources of the state from the file are warm"
+                ),
+                Err(error) => {
+                    tracing::debug!(%error, "the band's sources were left for the next question");
+                }
             }
         }
         (outcome, notes)

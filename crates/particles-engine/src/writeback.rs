@@ -48,15 +48,22 @@ fn report(path: &std::path::Path, outcome: Option<WriteBehind>, notes: &[String]
         tracing::warn!(store = %path.display(), "{note}");
     }
     match outcome {
-        Some(WriteBehind::Served { rows, elapsed }) => tracing::info!(
+        Some(WriteBehind::Served {
+            rows,
+            written,
+            opened,
+            freed,
+        }) => tracing::info!(
             store = %path.display(),
             rows,
-            elapsed_ms = elapsed.as_secs_f64() * 1000.0,
+            written_ms = written.as_secs_f64() * 1000.0,
+            opened_ms = opened.as_secs_f64() * 1000.0,
+            freed_ms = freed.as_secs_f64() * 1000.0,
             "the sidecar was written behind the cache, which now serves it from the file"
         ),
-        Some(WriteBehind::Outrun { elapsed }) => tracing::info!(
+        Some(WriteBehind::Outrun { written }) => tracing::info!(
             store = %path.display(),
-            elapsed_ms = elapsed.as_secs_f64() * 1000.0,
+            written_ms = written.as_secs_f64() * 1000.0,
             "the sidecar was written behind the cache, which had moved on meanwhile"
         ),
         Some(WriteBehind::Failed) | None => {}

@@ -51,7 +51,7 @@ use particles_candidates::CandidateSet;
 
 pub(crate) use open::{huge_page_column, open, Opened, VectorsIn};
 pub use verify::{verify, VerifiedSection, VerifyReport};
-pub(crate) use write::write;
+pub(crate) use write::{write, Pace};
 
 /// The file name suffix of a sidecar: `<store file name>.particles-rs.sidecar`.
 pub const SIDECAR_SUFFIX: &str = ".particles-rs.sidecar";

@@ -121,6 +121,57 @@ fn refuse_extended(path: &Path, set: &CandidateSet) -> Result<(), SidecarError> 
     })
 }
 
+/// How a write shares the disk with the process's reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pace {
+    /// At full speed, flushed once at the end: a one-shot process, whose user
+    /// waits for it.
+    Eager,
+    /// Flushed every [`PACE_STEP`] bytes, resting after each flush as long as
+    /// it took: a server writing behind itself, whose questions read the store
+    /// (and, once evicted, the sidecar) from the same disk. Written eagerly, a
+    /// 1M sidecar's 2.5 GB reached the disk in one flush at the end, and the
+    /// reads queued behind it held every question for about a second (AMD
+    /// EPYC, 2 cores, 24 GiB, a 12 GB store).
+    Paced,
+}
+
+/// The bytes a paced write puts in the page cache between two flushes.
+const PACE_STEP: usize = 32 << 20;
+
+/// The file under a sidecar's writer, flushed to the disk as `pace` says,
+/// every `step` bytes.
+struct Paced<'f> {
+    file: &'f mut File,
+    pace: Pace,
+    step: usize,
+    since_flush: usize,
+}
+
+impl Write for Paced<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        // A section's slice comes through whole (gigabytes): a paced write
+        // takes it a step at a time.
+        let bytes = match self.pace {
+            Pace::Eager => bytes,
+            Pace::Paced => &bytes[..bytes.len().min(self.step - self.since_flush)],
+        };
+        let written = self.file.write(bytes)?;
+        self.since_flush += written;
+        if self.pace == Pace::Paced && self.since_flush >= self.step {
+            let started = std::time::Instant::now();
+            self.file.sync_data()?;
+            std::thread::sleep(started.elapsed());
+            self.since_flush = 0;
+        }
+        Ok(written)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
 /// Writes `set` (exact at `head`) and its id index to `path`, atomically. With
 /// `order`, rows are written in that order (the file is always in loader order).
 /// The set's half copy goes with it when it has one (a long-lived process made
@@ -138,6 +189,7 @@ pub(crate) fn write(
     set: &CandidateSet,
     by_id: &[u32],
     order: Option<&[u32]>,
+    pace: Pace,
 ) -> Result<(), SidecarError> {
     let io = |source| SidecarError::Io {
         path: path.to_owned(),
@@ -235,7 +287,13 @@ pub(crate) fn write(
     // into the space reserved for it.
     let mut checksums = Checksums::default();
     {
-        let mut out = BufWriter::with_capacity(1 << 20, temp.as_file_mut());
+        let paced = Paced {
+            file: temp.as_file_mut(),
+            pace,
+            step: PACE_STEP,
+            since_flush: 0,
+        };
+        let mut out = BufWriter::with_capacity(1 << 20, paced);
         out.write_all(&[0u8; HEADER_SPACE]).map_err(io)?;
         let mut written = HEADER_SPACE;
         for (kind, range) in table.iter() {
@@ -275,4 +333,39 @@ pub(crate) fn write(
         let _ = dir.sync_all();
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Seek, SeekFrom, Write};
+
+    use super::{Pace, Paced};
+
+    /// A paced file takes a slice a step at a time, flushing between steps,
+    /// and ends up with the bytes an eager one does.
+    #[test]
+    fn a_paced_write_writes_every_byte_in_steps() {
+        let bytes: Vec<u8> = (0..10_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        for pace in [Pace::Eager, Pace::Paced] {
+            let mut file = tempfile::tempfile().unwrap();
+            let mut paced = Paced {
+                file: &mut file,
+                pace,
+                step: 999,
+                since_flush: 0,
+            };
+            let first = paced.write(&bytes).unwrap();
+            match pace {
+                Pace::Eager => assert_eq!(first, bytes.len()),
+                Pace::Paced => assert_eq!(first, 999, "one step"),
+            }
+            paced.write_all(&bytes[first..]).unwrap();
+            paced.flush().unwrap();
+            assert!(paced.since_flush < 999 || pace == Pace::Eager);
+            let mut back = Vec::new();
+            file.seek(SeekFrom::Start(0)).unwrap();
+            file.read_to_end(&mut back).unwrap();
+            assert_eq!(back, bytes, "{pace:?}");
+        }
+    }
 }
