@@ -172,6 +172,18 @@ impl Write for Paced<'_> {
     }
 }
 
+/// A temporary file in `dir`, for the sidecar to be renamed into place.
+fn temp_file_in(dir: &Path) -> std::io::Result<tempfile::NamedTempFile> {
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".particles-rs-sidecar-");
+    // Readable by whoever can read the store beside it (tempfile's default is
+    // owner-only, which would make other users rebuild it). Elsewhere the new file
+    // takes the directory's access rules.
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644));
+    builder.tempfile_in(dir)
+}
+
 /// Writes `set` (exact at `head`) and its id index to `path`, atomically. With
 /// `order`, rows are written in that order (the file is always in loader order).
 /// The set's half copy goes with it when it has one (a long-lived process made
@@ -275,14 +287,7 @@ pub(crate) fn write(
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
     };
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(".particles-rs-sidecar-");
-    // Readable by whoever can read the store beside it (tempfile's default is
-    // owner-only, which would make other users rebuild it). Elsewhere the new file
-    // takes the directory's access rules.
-    #[cfg(unix)]
-    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644));
-    let mut temp = builder.tempfile_in(dir).map_err(io)?;
+    let mut temp = temp_file_in(dir).map_err(io)?;
     // Sections first (their checksums are known once written), then the header
     // into the space reserved for it.
     let mut checksums = Checksums::default();
