@@ -5,15 +5,17 @@
 //! given a half copy its sidecar lacked: at 1M rows 1.5 GB of `f32` vectors in
 //! huge pages and 768 MB of half copy, where a state opened from a sidecar
 //! keeps both in the file's map (the page cache, shared, given back under
-//! pressure). Before this, such a state lived until the process stopped and
-//! was written only then. Now [`SharedCache::write_behind`] writes it while
+//! pressure). Left alone, such a state would live until the process stopped,
+//! and be written only then. [`SharedCache::write_behind`] writes it while
 //! queries go on ranking it, opens the file it wrote, and swaps that in at the
 //! same journal head: the answers are the same rows, values and bits (the file
 //! is the state, which the sidecar's round-trip tests hold), and the memory of
 //! the old state goes once the queries that hold it end.
 //!
 //! The write takes a copy of the state's `Arc` under the refresher's lock and
-//! runs outside it, so refreshes and queries never wait for it. It is one
+//! runs outside it, so refreshes and queries never wait for it, and the
+//! replaced state is freed on the writer's thread (`Job::retire`), so no
+//! question pays for unmapping it. It is one
 //! write per state: a state the cache moved past during the write (a delta or
 //! a rebuild) is not swapped, and a state that was tried is not tried again.
 //! A failed write (a read-only directory, a full disk) leaves a note and stops
@@ -44,7 +46,7 @@ pub enum WriteBehind {
         /// The open and the half copy's check.
         opened: Duration,
         /// Freeing the state the file replaced, once the questions still
-        /// ranking on it were done ([`Job::retire`]).
+        /// ranking on it were done.
         freed: Duration,
     },
     /// The sidecar was written, but the cache's state moved on while it was

@@ -16,3 +16,4 @@ scenario-run.sh BIN $S1M EMPTY_DIR 100 OUT      # scenario-{before1m-r2,after1m-
 scenario-run.sh BIN $S100k EMPTY_DIR 40 OUT     # scenario-{before,final}100k-rebuild
 scenario-run.sh after $S1M DIR_WITH_FULL_SIDECAR 30 OUT   # scenario-after1m-open (a full sidecar opened)
 # perf of the swap (eager binary, 10/s): perf record -a -g -F 499 -- sleep 28, two seconds after serve-load started
+# eager-retire = 41e63bf with Pace::Eager in writeback.rs (a variant binary, not committed); diag.sh run alternately: er1, pr1, er2, pr2
