@@ -504,7 +504,7 @@ impl Engine {
         let outcome = slot.cache.write_behind(&slot.target.path);
         let notes = slot.cache.with_cache(|cache| cache.take_notes());
         if matches!(outcome, Some(WriteBehind::Served { .. })) {
-            let started = std::time::Instant::now();
+            let started = Instant::now();
             match self.warm_after_write(at) {
                 Ok((_, sources)) => tracing::debug!(
                     sources,
