@@ -198,6 +198,25 @@ impl CacheState {
         }
     }
 
+    /// Writes the state to a sidecar at `path`, its rows in loader order so
+    /// the file's readers scan front to back.
+    fn write_to(
+        &self,
+        path: &Path,
+        store: &Path,
+        pace: sidecar::Pace,
+    ) -> Result<(), sidecar::SidecarError> {
+        sidecar::write(
+            path,
+            store,
+            &self.head,
+            &self.set,
+            &self.by_id,
+            self.order.as_deref(),
+            pace,
+        )
+    }
+
     /// The state after a delta: `replaced`'s set, its id index carried over from
     /// `old` (the kept rows renumbered, the added ones spliced in) rather than
     /// sorted again.
@@ -434,16 +453,7 @@ impl CandidateCache {
         let Some(state) = &self.state else {
             return false;
         };
-        // The file stores rows in loader order, so its readers scan front to back.
-        match sidecar::write(
-            &config.path,
-            store,
-            &state.head,
-            &state.set,
-            &state.by_id,
-            state.order.as_deref(),
-            sidecar::Pace::Eager,
-        ) {
+        match state.write_to(&config.path, store, sidecar::Pace::Eager) {
             Ok(()) => {
                 self.dirty = false;
                 self.stats.sidecar_writes += 1;

@@ -7,14 +7,13 @@ use std::path::{Path, PathBuf};
 use particles_cache::CandidateCache;
 use particles_store::{CandidateLoader, Error, Store, Writer};
 
-use crate::support::{particle, raw_sql, raw_strings, unit_vector, working_copy};
+use crate::support::{journaled_copy, particle, raw_sql, raw_strings, unit_vector};
 
 /// A journaled copy of a fixture with enough rows for several batches, and
 /// its cacheable ids in rowid order.
 fn store_of_batches(dir: &Path) -> (PathBuf, Vec<String>) {
-    let path = working_copy(dir, "coins-b.db");
+    let path = journaled_copy(dir, "coins-b.db");
     let mut writer = Writer::open(&path).unwrap();
-    particles_store::install_journal(&mut writer).unwrap();
     let tx = writer.transaction().unwrap();
     for n in 0..1_500u64 {
         tx.insert(

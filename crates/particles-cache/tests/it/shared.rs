@@ -11,16 +11,13 @@ use particles_query::{run_query_with, QueryInput};
 use particles_rank::NormKernel;
 use particles_store::{Store, UncachedLoader, Writer};
 
-use crate::support::{particle, unit_vector, working_copy};
+use crate::support::{journaled_copy, particle, unit_vector};
 
 #[test]
 fn concurrent_readers_stay_exact_across_writes() {
     let dir = tempfile::tempdir().unwrap();
-    let path = working_copy(dir.path(), "coins-b.db");
+    let path = journaled_copy(dir.path(), "coins-b.db");
     {
-        let mut writer = Writer::open(&path).unwrap();
-        particles_store::install_journal(&mut writer).unwrap();
-        drop(writer);
         // WAL, as the reference leaves a store: readers beside a writer.
         rusqlite::Connection::open(&path)
             .unwrap()

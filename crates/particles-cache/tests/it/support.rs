@@ -55,6 +55,15 @@ pub fn working_copy(dir: &Path, fixture: &str) -> PathBuf {
     path
 }
 
+/// A private copy of a fixture store with the change journal installed, as a
+/// store the cache follows by deltas.
+pub fn journaled_copy(dir: &Path, fixture: &str) -> PathBuf {
+    let path = working_copy(dir, fixture);
+    let mut writer = particles_store::Writer::open(&path).unwrap();
+    particles_store::install_journal(&mut writer).unwrap();
+    path
+}
+
 /// A deterministic unit vector.
 pub fn unit_vector(seed: u64) -> Vec<f32> {
     let mut state = seed

@@ -14,7 +14,7 @@ use particles_query::{run_query_with, QueryInput};
 use particles_rank::NormKernel;
 use particles_store::{Store, UncachedLoader, Writer};
 
-use crate::support::{assert_cache_exact, particle, unit_vector, working_copy};
+use crate::support::{assert_cache_exact, journaled_copy, particle, unit_vector};
 
 /// A server's cache: huge pages, and a half copy for every set.
 fn server_cache(sidecar: &Path) -> CandidateCache {
@@ -29,9 +29,7 @@ fn server_cache(sidecar: &Path) -> CandidateCache {
 
 fn setup() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
-    let store = working_copy(dir.path(), "coins-b.db");
-    let mut writer = Writer::open(&store).unwrap();
-    particles_store::install_journal(&mut writer).unwrap();
+    let store = journaled_copy(dir.path(), "coins-b.db");
     let sidecar = particles_cache::sidecar_path(&store, None);
     (dir, store, sidecar)
 }
