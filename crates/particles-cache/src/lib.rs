@@ -31,9 +31,10 @@
 //! fails with a note and the next process tries again. Only Linux is tested.
 #![warn(missing_docs)]
 #![warn(clippy::unwrap_used)]
-// The memory maps' `unsafe` (the sidecar's views) must each say why it is sound.
+// Each `unsafe` (the sidecar's views, `malloc_trim`) must say why it is sound.
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+mod release;
 mod shared;
 pub mod sidecar;
 mod writeback;

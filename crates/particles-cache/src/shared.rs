@@ -21,7 +21,7 @@ use std::{
 use particles_candidates::Selection;
 use particles_store::{CandidateLoader, Result, Store};
 
-use crate::{select_from, CacheState, CandidateCache, Route, WriteBehind};
+use crate::{select_from, writeback::Taken, CacheState, CandidateCache, Route, WriteBehind};
 
 /// A [`CandidateCache`] for several threads: lock-free reads at the current head,
 /// one refresh at a time. Query through [`SharedCache::loader`].
@@ -78,25 +78,22 @@ impl SharedCache {
     pub fn write_behind(&self, store: &Path) -> Option<WriteBehind> {
         let _writing = self.writing.lock().unwrap_or_else(PoisonError::into_inner);
         let job = self.with_cache(|cache| cache.writeback())?;
-        let ran = job.run(store);
-        let mut outcome = {
+        let (fresh, took) = job.run(store);
+        let (taken, swapped) = {
             let mut cache = self
                 .refresher
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            let outcome = cache.written(&job, ran);
-            if matches!(outcome, WriteBehind::Served { .. }) {
+            let taken = cache.written(&job, fresh);
+            let mut swapped = None;
+            if matches!(taken, Taken::Swapped(_)) {
                 // Under the refresher's lock the published state is the cache's.
                 self.publish(cache.state.clone());
+                swapped = cache.state.as_ref().map(|state| Arc::clone(&state.set));
             }
-            outcome
+            (taken, swapped)
         };
-        // The state the file replaced is freed off the lock, and off the
-        // questions' threads; one the cache still holds is left to it.
-        if let WriteBehind::Served { freed, .. } = &mut outcome {
-            *freed = job.retire();
-        }
-        Some(outcome)
+        Some(job.outcome(took, taken, swapped))
     }
 
     /// Drops the state and deletes the sidecar after a query found them damaged

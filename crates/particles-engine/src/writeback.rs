@@ -53,12 +53,14 @@ fn report(path: &std::path::Path, outcome: Option<WriteBehind>, notes: &[String]
             written,
             opened,
             freed,
+            released,
         }) => tracing::info!(
             store = %path.display(),
             rows,
             written_ms = written.as_secs_f64() * 1000.0,
             opened_ms = opened.as_secs_f64() * 1000.0,
             freed_ms = freed.as_secs_f64() * 1000.0,
+            released_ms = released.as_secs_f64() * 1000.0,
             "the sidecar was written behind the cache, which now serves it from the file"
         ),
         Some(WriteBehind::Outrun { written }) => tracing::info!(
