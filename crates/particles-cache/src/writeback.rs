@@ -280,7 +280,10 @@ mod tests {
             })
         };
         super::wait_for_quiet(&mine);
-        assert!(done.load(Ordering::SeqCst), "returned while the question ranked");
+        assert!(
+            done.load(Ordering::SeqCst),
+            "returned while the question ranked"
+        );
         assert_eq!(Arc::strong_count(&state), 2);
         ranking.join().unwrap();
     }
