@@ -8,7 +8,9 @@
 //! swapped in after a build, left the process at 742-755 MiB of anonymous
 //! memory, where one that opened the same file at start held 190 MiB; the
 //! difference sat in 64 and 128 MiB anonymous mappings, glibc's arena heaps.
-//! `malloc_trim(0)` walks every arena and gives back each whole free page.
+//! `malloc_trim(0)` walks every arena and gives back each whole free page:
+//! with it, 253 MiB after the same build (stop 50, the encoder's weights
+//! included, against 746 without).
 //!
 //! It runs on the write-behind's thread after a swap, the one moment a
 //! long-lived process is known to have freed gigabytes, and when no question

@@ -79,21 +79,19 @@ impl SharedCache {
         let _writing = self.writing.lock().unwrap_or_else(PoisonError::into_inner);
         let job = self.with_cache(|cache| cache.writeback())?;
         let (fresh, took) = job.run(store);
-        let (taken, swapped) = {
+        let taken = {
             let mut cache = self
                 .refresher
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
             let taken = cache.written(&job, fresh);
-            let mut swapped = None;
             if matches!(taken, Taken::Swapped(_)) {
                 // Under the refresher's lock the published state is the cache's.
                 self.publish(cache.state.clone());
-                swapped = cache.state.as_ref().map(|state| Arc::clone(&state.set));
             }
-            (taken, swapped)
+            taken
         };
-        Some(job.outcome(took, taken, swapped))
+        Some(job.outcome(took, taken))
     }
 
     /// Drops the state and deletes the sidecar after a query found them damaged

@@ -75,11 +75,11 @@ const QUIET_WAIT: Duration = Duration::from_secs(5);
 
 /// Waits (at most [`QUIET_WAIT`]) until no question ranks on `set`: its only
 /// holders are then its state and this caller. `malloc_trim` locks each
-/// arena while it walks it, and under load the walk took 0.67 s at 1M rows
-/// (89 ms idle), which the questions allocating meanwhile waited out:
-/// measured, the questions answered in the three seconds before the
-/// write-behind's report had a median of 949 ms against 284 ms without the
-/// call. Between two passes the walk has the cores to itself.
+/// arena while it walks it, so a question allocating meanwhile waits. At 1M
+/// rows, measured: the walk took 72-89 ms idle and 0.48-0.67 s in a 10/s
+/// load, and in one of those two runs the questions answered around it had a
+/// median of 949 ms against 284 ms without the call. With this wait it took
+/// 0.33-0.39 s, and those medians were 393 and 288 ms in two runs.
 fn wait_for_quiet(set: &Arc<CandidateSet>) {
     let deadline = Instant::now() + QUIET_WAIT;
     while Arc::strong_count(set) > 2 && Instant::now() < deadline {
@@ -106,8 +106,8 @@ pub(crate) struct Took {
 
 /// What the cache made of a job's result, under its lock.
 pub(crate) enum Taken {
-    /// The file's state, of these rows, replaced the one written.
-    Swapped(usize),
+    /// The file's state replaced the one written; this is its set.
+    Swapped(Arc<CandidateSet>),
     /// The cache keeps its state ([`WriteBehind::Outrun`]).
     Kept,
     /// The write or the open failed ([`WriteBehind::Failed`]).
@@ -127,24 +127,17 @@ impl Job {
 
     /// The outcome of a job the cache took: a swapped-out state is freed
     /// here, once the cache's lock is released and off the questions'
-    /// threads, and the allocator then gives its free pages back at a quiet
-    /// moment for `fresh`, the set swapped in.
-    pub(crate) fn outcome(
-        self,
-        took: Took,
-        taken: Taken,
-        fresh: Option<Arc<CandidateSet>>,
-    ) -> WriteBehind {
+    /// threads, and the allocator then gives its free pages back at a
+    /// moment when no question ranks on the set swapped in.
+    pub(crate) fn outcome(self, took: Took, taken: Taken) -> WriteBehind {
         match taken {
-            Taken::Swapped(rows) => {
+            Taken::Swapped(fresh) => {
                 let freed = self.retire();
-                if let Some(fresh) = fresh {
-                    wait_for_quiet(&fresh);
-                }
+                wait_for_quiet(&fresh);
                 let started = Instant::now();
                 crate::release::free_pages();
                 WriteBehind::Served {
-                    rows,
+                    rows: fresh.len(),
                     written: took.written,
                     opened: took.opened,
                     freed,
@@ -244,10 +237,10 @@ impl CandidateCache {
             .is_some_and(|state| Arc::ptr_eq(state, &job.state));
         match fresh {
             Some(fresh) if current => {
-                let rows = fresh.set.len();
+                let set = Arc::clone(&fresh.set);
                 self.state = Some(Arc::new(fresh));
                 self.dirty = false;
-                Taken::Swapped(rows)
+                Taken::Swapped(set)
             }
             _ => Taken::Kept,
         }
