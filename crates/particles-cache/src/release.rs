@@ -13,10 +13,15 @@
 //! included, against 746 without).
 //!
 //! It runs on the write-behind's thread after a swap, the one moment a
-//! long-lived process is known to have freed gigabytes, and when no question
-//! is ranking (`writeback.rs`, `wait_for_quiet`): the walk locks each arena in
-//! turn, so a question allocating meanwhile waits for that arena's walk. The
-//! write-behind reports how long it took.
+//! long-lived process is known to have freed gigabytes, once no question
+//! ranks on the swapped-in set or after at most 5 s (`writeback.rs`,
+//! `wait_for_quiet`): the walk locks each arena in turn, so a question
+//! allocating meanwhile waits for that arena's walk. The write-behind reports
+//! how long it took.
+
+/// Whether [`free_pages`] does anything here; elsewhere the write-behind has
+/// no reason to wait for a quiet moment.
+pub(crate) const GIVES_BACK: bool = cfg!(all(target_os = "linux", target_env = "gnu"));
 
 /// Asks the allocator to return its free pages; whether it gave any back.
 /// Elsewhere than glibc it does nothing: musl, macOS and Windows allocators
@@ -35,11 +40,11 @@ pub(crate) fn free_pages() -> bool {
 
 #[cfg(all(test, target_os = "linux", target_env = "gnu"))]
 mod tests {
-    /// Pages freed below a live allocation, in a thread's own arena, are
-    /// what glibc keeps and what the call must give back: it reports that
-    /// it returned some.
+    /// The binding reaches glibc: with whole free pages pinned below live
+    /// blocks in a thread's arena (pages glibc does not return by itself),
+    /// the call reports that it gave some back.
     #[test]
-    fn free_pages_returns_what_a_threads_arena_kept() {
+    fn free_pages_reports_pinned_pages_given_back() {
         std::thread::spawn(|| {
             // 64 MiB in 32 KiB blocks (under glibc's mmap threshold, so in
             // the arena), every 16th kept: the freed ones sit below live ones.

@@ -76,7 +76,7 @@ impl SharedCache {
     /// write is 2.5 GB. `None` when there is nothing to write; the cache's
     /// notes say why a write failed.
     pub fn write_behind(&self, store: &Path) -> Option<WriteBehind> {
-        let _writing = self.writing.lock().unwrap_or_else(PoisonError::into_inner);
+        let writing = self.writing.lock().unwrap_or_else(PoisonError::into_inner);
         let job = self.with_cache(|cache| cache.writeback())?;
         let (fresh, took) = job.run(store);
         let taken = {
@@ -91,6 +91,9 @@ impl SharedCache {
             }
             taken
         };
+        // The file is written and taken: a `persist` (a server stopping) need
+        // not wait for the freeing and the trim.
+        drop(writing);
         Some(job.outcome(took, taken))
     }
 
