@@ -9,7 +9,7 @@ particles-rs benchmark query-latency run --work-dir $W --sizes 1M --cold-runs 1 
 S1M=$W/stores/qlat-s20261017-n1000000-rs1.db
 # A 1M sidecar without a half copy, as a one-shot command writes it (nohalf.sidecar):
 particles-rs query --store $S1M --sidecar-dir sc-c --json "what do we know about coffee"
-# A server started with an empty sidecar dir (a rebuild), RssAnon/RssFile every 0.5 s, a question every 5 s (scenario-run.sh):
+# A server started with an empty sidecar dir (a rebuild), RssAnon/RssFile every 0.5 s, a question every 5 s (stop 49's script, unchanged: ../../results-2026-12-06/stop49/scenario-run.sh):
 scenario-run.sh BIN $S1M EMPTY_DIR 100 OUT          # scenario-{mend,trim,quiet}-1m-rebuild
 scenario-run.sh BIN $W/stores/qlat-s20261017-n100000-rs1.db EMPTY_DIR 40 OUT   # scenario-{mend,trim}-100k-rebuild-noencoder (before the model was fetched: no encoder, so the questions ranked degraded, as the server warned)
 python3 plot.py anon-after-build-1m-trim.svg "before (3338775)=scenario-mend-1m-rebuild.mem.txt" "after (malloc_trim at a quiet moment)=scenario-quiet-1m-rebuild.mem.txt"
