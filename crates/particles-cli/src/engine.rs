@@ -26,8 +26,9 @@ pub(crate) enum Lifetime<'a> {
     OneShot,
     /// Many questions (`serve --stdio`): huge pages, the half-precision scan as
     /// `--half-precision` says, a small store's particles kept; the sidecar
-    /// written after a rebuild (deltas stay in memory); `--no-sidecar` reads
-    /// the store itself.
+    /// written after a rebuild (behind the cache, by the thread
+    /// `Engine::follow_writes` starts; deltas stay in memory); `--no-sidecar`
+    /// reads the store itself.
     Stdio(&'a ScanArgs),
     /// A server (`serve --http`, `mcp`): as `Stdio`, but `--no-sidecar` keeps
     /// an in-memory cache, and the encoder is loaded at start.

@@ -136,3 +136,95 @@ fn the_half_precision_copy_changes_memory_not_answers() {
         assert_eq!(heap(auto), heap(off));
     }
 }
+
+/// `serve --stdio` follows its store's writes and writes its sidecar behind
+/// itself, as `serve --http` and `mcp` do (the engine's own tests show what
+/// those threads do): its log says it follows, an answer after another
+/// process's commit is the answer of a process that reads the store afresh,
+/// and the sidecar is there once the input ends.
+#[test]
+fn follows_its_stores_writes_as_the_servers_do() {
+    let fixtures = workspace_root().join("tests/fixtures/stores");
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("coins-b.db");
+    std::fs::copy(fixtures.join("coins-b.db"), &store).unwrap();
+    let installed = crate::support::particles_rs_command()
+        .args(["store", "install-journal", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(installed.status.success(), "{installed:?}");
+    let vector = std::fs::read_to_string(fixtures.join("coins-b.question.json")).unwrap();
+    let line = format!(
+        r#"{{"question": "q", "vector": {}, "top_k": 30, "now": "2026-06-01T00:00:00Z"}}"#,
+        vector.trim()
+    );
+    let sidecars = tempfile::tempdir().unwrap();
+    let mut child = crate::support::particles_rs_command()
+        .env("PARTICLES_SIDECAR_DIR", sidecars.path())
+        .args([
+            "serve",
+            "--stdio",
+            "--log-level",
+            "debug",
+            "--log-format",
+            "json",
+        ])
+        .arg("--store")
+        .arg(&store)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut ask = || -> Value {
+        writeln!(stdin, "{line}").unwrap();
+        stdin.flush().unwrap();
+        let mut answer = String::new();
+        std::io::BufRead::read_line(&mut stdout, &mut answer).unwrap();
+        serde_json::from_str(&answer).unwrap()
+    };
+    let before = ask();
+    assert_eq!(before["cache"]["route"], "rebuild");
+    // Another process lowers the confidence of every seventh belief.
+    rusqlite::Connection::open(&store)
+        .unwrap()
+        .execute(
+            "UPDATE particles SET confidence_value = confidence_value * 0.5 \
+             WHERE rowid % 7 = 0 AND status = 'ACTIVE'",
+            [],
+        )
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let after = ask();
+    drop(stdin);
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.lines().any(|line| {
+            line.contains("the stores' writes are followed") && line.contains("\"following\":true")
+        }),
+        "no follower: {stderr}"
+    );
+    assert_ne!(after["hits"], before["hits"], "the write moves the ranking");
+    // The same line, answered by a process that reads the store itself.
+    let mut fresh = crate::support::particles_rs_command()
+        .args(["serve", "--stdio", "--no-sidecar", "--store"])
+        .arg(&store)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    writeln!(fresh.stdin.take().unwrap(), "{line}").unwrap();
+    let fresh = fresh.wait_with_output().unwrap();
+    let fresh: Value = serde_json::from_slice(&fresh.stdout).unwrap();
+    assert_eq!(after["hits"], fresh["hits"]);
+    assert!(
+        particles_cache::sidecar_path(&store, Some(sidecars.path())).exists(),
+        "the sidecar is written by the end of input"
+    );
+}

@@ -27,3 +27,6 @@ RUST_LOG=info PARTICLES_SIDECAR_DIR=DIR BIN benchmark serve-load --store STORE_1
 #   quiet-f1, mend-f1, mend-f2, quiet-f2
 RUST_LOG=info PARTICLES_SIDECAR_DIR=DIR BIN benchmark serve-load --store STORE_1M \
   --rates 10,30 --step-seconds 30 --max-requests 2000 --drain-seconds 20 --out OUT
+
+# serve --stdio on the 1M store, an empty sidecar directory (stdio.py), before, after, before, after:
+python3 stdio.py BIN STORE_1M 40
