@@ -458,6 +458,11 @@ impl CandidateCache {
             Ok(()) => {
                 self.dirty = false;
                 self.stats.sidecar_writes += 1;
+                // The file holds this state now: a write-behind (a server's
+                // thread, waiting on the lock while this wrote) must not write
+                // it again as the process ends, and leave its half-written
+                // copy behind.
+                self.writeback_tried = Arc::downgrade(state);
                 true
             }
             Err(e) => {

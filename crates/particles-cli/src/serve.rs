@@ -112,8 +112,9 @@ pub(crate) fn run(args: &ServeArgs, config: &crate::config_cmd::Configured) -> R
         writeln!(out)?;
         out.flush()?;
         if !following {
-            // No thread writes behind (every store a replica or read
-            // uncached): a rebuilt state is written after its line.
+            // No follower (every store a replica or read uncached, or its
+            // thread could not start): a rebuilt state is written after its
+            // line, as before.
             for note in engine.persist() {
                 eprintln!("note: {note}");
             }

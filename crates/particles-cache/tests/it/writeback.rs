@@ -119,6 +119,21 @@ fn a_built_state_is_written_behind_and_then_served_from_its_file() {
     );
 }
 
+/// A persist at a server's stop writes the built state; a write-behind that
+/// waited on it then finds nothing to write (a second write as the process
+/// ends would leave its half-written file behind).
+#[test]
+fn a_persisted_state_is_not_written_behind_again() {
+    let (_dir, path, sidecar) = setup();
+    let store = Store::open_read_only(&path).unwrap();
+    let shared = SharedCache::new(server_cache(&sidecar));
+    assert_eq!(ask(&shared, &store, "build"), Some(Route::Rebuild));
+    assert!(shared.persist(&path), "the built state is written at stop");
+    assert!(sidecar.exists());
+    assert_eq!(shared.write_behind(&path), None, "nothing is left to write");
+    shared.with_cache(|cache| assert_eq!(cache.stats().sidecar_writes, 1));
+}
+
 #[test]
 fn a_half_copy_the_file_lacked_is_written_behind() {
     let (_dir, path, sidecar) = setup();

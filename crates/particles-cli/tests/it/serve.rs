@@ -139,9 +139,10 @@ fn the_half_precision_copy_changes_memory_not_answers() {
 
 /// `serve --stdio` follows its store's writes and writes its sidecar behind
 /// itself, as `serve --http` and `mcp` do (the engine's own tests show what
-/// those threads do): its log says it follows, an answer after another
-/// process's commit is the answer of a process that reads the store afresh,
-/// and the sidecar is there once the input ends.
+/// those threads do): after another process's commit, its follower brings the
+/// cache to the head before the next line asks (that line reuses the state),
+/// whose answer is the one a process reading the store afresh gives; and the
+/// sidecar is there once the input ends.
 #[test]
 fn follows_its_stores_writes_as_the_servers_do() {
     let fixtures = workspace_root().join("tests/fixtures/stores");
@@ -177,6 +178,26 @@ fn follows_its_stores_writes_as_the_servers_do() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // The log, line by line, as the process writes it.
+    let (to_test, log) = std::sync::mpsc::channel::<String>();
+    let stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stderr)) {
+            let Ok(line) = line else { break };
+            let _ = to_test.send(line);
+        }
+    });
+    let mut seen = Vec::new();
+    let mut wait_for = |needle: &str| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !seen.iter().any(|line: &String| line.contains(needle)) {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match log.recv_timeout(left) {
+                Ok(line) => seen.push(line),
+                Err(_) => panic!("no log line with {needle:?}: {seen:#?}"),
+            }
+        }
+    };
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
     let mut ask = || -> Value {
@@ -186,6 +207,7 @@ fn follows_its_stores_writes_as_the_servers_do() {
         std::io::BufRead::read_line(&mut stdout, &mut answer).unwrap();
         serde_json::from_str(&answer).unwrap()
     };
+    wait_for("\"following\":true");
     let before = ask();
     assert_eq!(before["cache"]["route"], "rebuild");
     // Another process lowers the confidence of every seventh belief.
@@ -197,19 +219,17 @@ fn follows_its_stores_writes_as_the_servers_do() {
             [],
         )
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    wait_for("followed a write");
     let after = ask();
-    drop(stdin);
-    let output = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stderr}");
-    assert!(
-        stderr.lines().any(|line| {
-            line.contains("the stores' writes are followed") && line.contains("\"following\":true")
-        }),
-        "no follower: {stderr}"
+    assert_eq!(
+        after["cache"]["route"], "reuse",
+        "the follower made the delta"
     );
     assert_ne!(after["hits"], before["hits"], "the write moves the ranking");
+    drop(stdin);
+    let status = child.wait().unwrap();
+    reader.join().unwrap();
+    assert!(status.success(), "{seen:#?}");
     // The same line, answered by a process that reads the store itself.
     let mut fresh = crate::support::particles_rs_command()
         .args(["serve", "--stdio", "--no-sidecar", "--store"])
