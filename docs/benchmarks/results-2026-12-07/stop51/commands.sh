@@ -30,3 +30,6 @@ RUST_LOG=info PARTICLES_SIDECAR_DIR=DIR BIN benchmark serve-load --store STORE_1
 
 # serve --stdio on the 1M store, an empty sidecar directory (stdio.py), before, after, before, after:
 python3 stdio.py BIN STORE_1M 40
+
+# The same session, with the anonymous mappings read after the swap:
+python3 stdio-smaps.py BIN STORE_1M 30
