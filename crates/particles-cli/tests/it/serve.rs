@@ -161,7 +161,8 @@ fn follows_its_stores_writes_as_the_servers_do() {
         vector.trim()
     );
     let sidecars = tempfile::tempdir().unwrap();
-    let mut child = crate::support::particles_rs_command()
+    let mut child = crate::support::particles_rs_command();
+    child
         .env("PARTICLES_SIDECAR_DIR", sidecars.path())
         .args([
             "serve",
@@ -172,12 +173,8 @@ fn follows_its_stores_writes_as_the_servers_do() {
             "json",
         ])
         .arg("--store")
-        .arg(&store)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .arg(&store);
+    let mut child = piped(&mut child);
     // The log, line by line, as the process writes it.
     let (to_test, log) = std::sync::mpsc::channel::<String>();
     let stderr = child.stderr.take().unwrap();
@@ -231,14 +228,11 @@ fn follows_its_stores_writes_as_the_servers_do() {
     reader.join().unwrap();
     assert!(status.success(), "{seen:#?}");
     // The same line, answered by a process that reads the store itself.
-    let mut fresh = crate::support::particles_rs_command()
-        .args(["serve", "--stdio", "--no-sidecar", "--store"])
-        .arg(&store)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut fresh = piped(
+        crate::support::particles_rs_command()
+            .args(["serve", "--stdio", "--no-sidecar", "--store"])
+            .arg(&store),
+    );
     writeln!(fresh.stdin.take().unwrap(), "{line}").unwrap();
     let fresh = fresh.wait_with_output().unwrap();
     let fresh: Value = serde_json::from_slice(&fresh.stdout).unwrap();
@@ -247,4 +241,14 @@ fn follows_its_stores_writes_as_the_servers_do() {
         particles_cache::sidecar_path(&store, Some(sidecars.path())).exists(),
         "the sidecar is written by the end of input"
     );
+}
+
+/// `command` started with its three streams piped to the test.
+fn piped(command: &mut std::process::Command) -> std::process::Child {
+    command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
 }

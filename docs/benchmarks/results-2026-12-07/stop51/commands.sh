@@ -32,4 +32,4 @@ RUST_LOG=info PARTICLES_SIDECAR_DIR=DIR BIN benchmark serve-load --store STORE_1
 python3 stdio.py BIN STORE_1M 40
 
 # The same session, with the anonymous mappings read after the swap:
-python3 stdio-smaps.py BIN STORE_1M 30
+python3 stdio.py BIN STORE_1M 30 --smaps
