@@ -44,6 +44,7 @@ mod recall;
 pub mod replica;
 mod response;
 mod row;
+mod rowjson;
 mod scans;
 mod sources;
 mod store;

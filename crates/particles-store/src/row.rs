@@ -10,6 +10,7 @@ use rusqlite::{types::ValueRef, Row};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+use crate::rowjson::ClaimTerms;
 
 /// The particle columns, `rowid` first, with `$embedding` in the embedding's
 /// place: one list, so the two column sets below cannot drift apart.
@@ -446,46 +447,10 @@ impl<'stmt, 'row> ParticleRow<'stmt, 'row> {
 
     fn provenance(&self) -> Result<Vec<ProvenanceRef>> {
         let text = self.text(PROVENANCE_JSON, "provenance_json")?;
-        let Value::Array(items) = self.json("provenance_json", text)? else {
-            return Err(self.invalid("provenance_json", "expected an array"));
-        };
-        items
-            .into_iter()
-            .map(|item| {
-                let Value::Object(map) = item else {
-                    return Err(self.invalid("provenance_json", "a ref is not an object"));
-                };
-                let ref_type = match map.get("type") {
-                    Some(Value::String(t)) => t
-                        .parse()
-                        .map_err(|e| self.invalid("provenance_json.type", e))?,
-                    _ => return Err(self.invalid("provenance_json", "a ref has no string `type`")),
-                };
-                let corpus_entry_id = match map.get("corpus_entry_id") {
-                    Some(Value::String(id)) => id.clone(),
-                    _ => {
-                        return Err(self
-                            .invalid("provenance_json", "a ref has no string `corpus_entry_id`"))
-                    }
-                };
-                let optional = |key: &str| -> Result<Option<String>> {
-                    match map.get(key) {
-                        None | Some(Value::Null) => Ok(None),
-                        Some(Value::String(s)) => Ok(Some(s.clone())),
-                        Some(_) => {
-                            Err(self.invalid("provenance_json", format!("`{key}` is not a string")))
-                        }
-                    }
-                };
-                Ok(ProvenanceRef {
-                    ref_type,
-                    corpus_entry_id,
-                    snapshot_id: optional("snapshot_id")?,
-                    location: optional("location")?,
-                    chunk_hash: optional("chunk_hash")?,
-                })
-            })
-            .collect()
+        if let Some(refs) = crate::rowjson::provenance(text) {
+            return Ok(refs);
+        }
+        provenance_from_value(text).map_err(|(field, reason)| self.invalid(field, reason))
     }
 
     /// A malformed ref reads as `None` (the reference coerces rather than fails, and
@@ -497,20 +462,7 @@ impl<'stmt, 'row> ParticleRow<'stmt, 'row> {
         if text.is_empty() {
             return Ok(None);
         }
-        let Ok(Value::Object(map)) = serde_json::from_str::<Value>(text) else {
-            return Ok(None);
-        };
-        match (map.get("name"), map.get("version")) {
-            (Some(Value::String(name)), Some(Value::String(version)))
-                if !name.is_empty() && !version.is_empty() =>
-            {
-                Ok(Some(ExtractorRef {
-                    name: name.clone(),
-                    version: version.clone(),
-                }))
-            }
-            _ => Ok(None),
-        }
+        Ok(crate::rowjson::extractor_ref(text).unwrap_or_else(|| extractor_ref_from_value(text)))
     }
 
     fn structured_claim(&self) -> Result<Option<StructuredClaim>> {
@@ -531,31 +483,115 @@ impl<'stmt, 'row> ParticleRow<'stmt, 'row> {
                 "payload without a complete structurizer stamp",
             ));
         };
-        let payload = self.json("structured_claim_json", text)?;
-        let term = |key: &str| -> Result<ClaimTerm> {
-            let value = payload
-                .get(key)
-                .cloned()
-                .ok_or_else(|| self.invalid("structured_claim_json", format!("no `{key}`")))?;
-            serde_json::from_value(value).map_err(|e| self.invalid("structured_claim_json", e))
+        let terms = match crate::rowjson::claim_terms(text) {
+            Some(terms) => terms,
+            None => claim_terms_from_value(text)
+                .map_err(|reason| self.invalid("structured_claim_json", reason))?,
         };
-        let subject_id = match payload.get("subject_id") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) => Some(s.clone()),
-            Some(_) => {
-                return Err(self.invalid("structured_claim_json", "subject_id is not a string"))
-            }
-        };
+        let ClaimTerms {
+            subject,
+            predicate,
+            object,
+            subject_id,
+        } = terms;
         Ok(Some(StructuredClaim {
-            subject: term("subject")?,
-            predicate: term("predicate")?,
-            object: term("object")?,
+            subject,
+            predicate,
+            object,
             subject_id,
             structurizer_id: structurizer_id.to_owned(),
             structurizer_version: structurizer_version.to_owned(),
             generated_at,
         }))
     }
+}
+
+/// `provenance_json` through a `Value` tree: the slow path, which decides
+/// wherever [`crate::rowjson::provenance`] does not, and words every error.
+/// `Err` holds the field and the reason.
+pub(crate) fn provenance_from_value(
+    text: &str,
+) -> std::result::Result<Vec<ProvenanceRef>, (&'static str, String)> {
+    let invalid = |reason: String| ("provenance_json", reason);
+    let value: Value = serde_json::from_str(text).map_err(|e| invalid(e.to_string()))?;
+    let Value::Array(items) = value else {
+        return Err(invalid("expected an array".into()));
+    };
+    items
+        .into_iter()
+        .map(|item| {
+            let Value::Object(map) = item else {
+                return Err(invalid("a ref is not an object".into()));
+            };
+            let ref_type = match map.get("type") {
+                Some(Value::String(t)) => {
+                    t.parse().map_err(|e: particles_model::UnknownVariant| {
+                        ("provenance_json.type", e.to_string())
+                    })?
+                }
+                _ => return Err(invalid("a ref has no string `type`".into())),
+            };
+            let corpus_entry_id = match map.get("corpus_entry_id") {
+                Some(Value::String(id)) => id.clone(),
+                _ => return Err(invalid("a ref has no string `corpus_entry_id`".into())),
+            };
+            let optional = |key: &str| match map.get(key) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(s)) => Ok(Some(s.clone())),
+                Some(_) => Err(invalid(format!("`{key}` is not a string"))),
+            };
+            Ok(ProvenanceRef {
+                ref_type,
+                corpus_entry_id,
+                snapshot_id: optional("snapshot_id")?,
+                location: optional("location")?,
+                chunk_hash: optional("chunk_hash")?,
+            })
+        })
+        .collect()
+}
+
+/// `extractor_ref_json` through a `Value` tree: the slow path. A malformed
+/// ref reads as `None`.
+pub(crate) fn extractor_ref_from_value(text: &str) -> Option<ExtractorRef> {
+    let Ok(Value::Object(map)) = serde_json::from_str::<Value>(text) else {
+        return None;
+    };
+    match (map.get("name"), map.get("version")) {
+        (Some(Value::String(name)), Some(Value::String(version)))
+            if !name.is_empty() && !version.is_empty() =>
+        {
+            Some(ExtractorRef {
+                name: name.clone(),
+                version: version.clone(),
+            })
+        }
+        _ => None,
+    }
+}
+
+/// A structured claim's payload through a `Value` tree: the slow path.
+/// `Err` holds the reason (the field is `structured_claim_json`).
+pub(crate) fn claim_terms_from_value(text: &str) -> std::result::Result<ClaimTerms, String> {
+    let payload: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let term = |key: &str| -> std::result::Result<ClaimTerm, String> {
+        let value = payload
+            .get(key)
+            .cloned()
+            .ok_or_else(|| format!("no `{key}`"))?;
+        serde_json::from_value(value).map_err(|e| e.to_string())
+    };
+    let subject_id = match payload.get("subject_id") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => return Err("subject_id is not a string".into()),
+    };
+    Ok(ClaimTerms {
+        subject: term("subject")?,
+        predicate: term("predicate")?,
+        object: term("object")?,
+        subject_id,
+    })
 }
 
 fn json_kind(value: &Value) -> &'static str {
