@@ -8,9 +8,11 @@ use rusqlite::params;
 
 use crate::{
     chunked::{for_each_in_chunks, SqlClock},
-    embedding::decode_embedding,
     error::{query_error, Error, Result},
-    row::{copy_row, Cell, ParticleRow, COLUMN_COUNT, MODEL_COLUMNS, PARTICLE_COLUMNS},
+    row::{
+        copy_row, Cell, EmbeddingFailure, ParticleRow, COLUMN_COUNT, MODEL_COLUMNS,
+        PARTICLE_COLUMNS,
+    },
     Store,
 };
 
@@ -213,14 +215,13 @@ fn push_candidate(
     if filter == RowFilter::CurrentModelOnly && !row.has_current_model()? {
         return Ok(Pushed::SkippedForModel);
     }
-    let Some(text) = row.embedding_json()? else {
+    let Some(text) = row.embedding_bytes()? else {
         return Ok(Pushed::NoEmbedding);
     };
     crate::profile::decoded(text.len());
-    let vector = decode_embedding(text).map_err(|e| Error::BadEmbedding {
-        id: row.id().to_owned(),
-        reason: e.0,
-    })?;
+    // 384 numbers of about 20 bytes; the estimate only avoids regrowth.
+    let mut vector = Vec::with_capacity(text.len() / 20 + 1);
+    row.decode_embedding(text, &mut vector)?;
     let particle = crate::profile::hydrate(|| row.to_particle())?;
     set.push(
         row.rowid(),
@@ -283,16 +284,17 @@ impl RawBatch {
         self.vector_ends.clear();
         for cells in self.cells.chunks_exact(COLUMN_COUNT) {
             let row = ParticleRow::copied(cells, &self.arena)?;
-            let Some(text) = row.embedding_json()? else {
+            let Some(text) = row.embedding_bytes()? else {
                 continue;
             };
+            // Decoded first, but failing in the reference's order: text that
+            // is not UTF-8 before the other columns, a bad vector after them.
+            let decoded = row.decode_embedding(text, scratch);
+            if let Err(EmbeddingFailure::NotUtf8(error)) = decoded {
+                return Err(error);
+            }
             let particle = crate::profile::hydrate(|| row.to_particle())?;
-            crate::embedding::decode_embedding_into(text, scratch).map_err(|e| {
-                Error::BadEmbedding {
-                    id: row.id().to_owned(),
-                    reason: e.0,
-                }
-            })?;
+            decoded?;
             crate::profile::decoded(text.len());
             self.rowids.push(row.rowid());
             self.particles.push(particle);

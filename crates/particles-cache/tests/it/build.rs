@@ -95,3 +95,37 @@ fn a_failing_build_reports_the_first_bad_row_in_rowid_order() {
         }
     }
 }
+
+/// Within one row, a build fails where a sequential read of it does: an
+/// embedding text that is not UTF-8 before the other columns, one that is
+/// not an array of numbers after them (the build decodes the vector first,
+/// and checks the text's UTF-8 only when it does not decode).
+#[test]
+fn a_row_fails_on_its_embeddings_utf8_before_its_columns_and_on_its_numbers_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, ids) = store_of_batches(dir.path());
+    let row = &ids[900];
+    raw_sql(
+        &path,
+        &format!(
+            "UPDATE particles SET particle_type = 'NOT_A_TYPE', \
+             embedding_json = CAST(X'5B302E352C20FF5D' AS TEXT) WHERE id = '{row}'"
+        ),
+    );
+    match build_error(&path) {
+        Error::InvalidRow { id, field, .. } => {
+            assert_eq!((&id, field.as_str()), (row, "embedding_json"));
+        }
+        other => panic!("expected the embedding's UTF-8, got {other}"),
+    }
+    raw_sql(
+        &path,
+        &format!("UPDATE particles SET embedding_json = '[0.5, oops]' WHERE id = '{row}'"),
+    );
+    match build_error(&path) {
+        Error::InvalidRow { id, field, .. } => {
+            assert_eq!((&id, field.as_str()), (row, "particle_type"));
+        }
+        other => panic!("expected the row's type, got {other}"),
+    }
+}
