@@ -115,17 +115,21 @@ pub(crate) fn run(args: &ServeArgs, config: &crate::config_cmd::Configured) -> R
             // No follower (every store a replica or read uncached, or its
             // thread could not start): a rebuilt state is written after its
             // line, as before.
-            for note in engine.persist() {
-                eprintln!("note: {note}");
-            }
+            persist(&engine);
         }
     }
     // What the write-behind has not written yet (a state moved by the last
     // lines, a store it does not follow) is written now.
+    persist(&engine);
+    Ok(())
+}
+
+/// Writes the engine's unwritten states to their sidecars; each of the
+/// cache's notes is a `note:` line on standard error.
+fn persist(engine: &particles_engine::Engine) {
     for note in engine.persist() {
         eprintln!("note: {note}");
     }
-    Ok(())
 }
 
 /// Answers one request line; every failure becomes an error object.

@@ -1,0 +1,19 @@
+# Stop 52, the commands behind the figures. Host: AMD EPYC family 25 model 1 (Zen 3, AVX2,
+# no AVX-512), 2 cores, 24 GiB: not the Zen 4 host of stops 43-51.
+# Stores: the benchmark generator's, seed 20261017 (stop 50's work dir):
+S=qlat-s20261017-n100000-rs1.db; S1M=qlat-s20261017-n1000000-rs1.db
+# Binaries: base = a97e7ab (stop 51); lead2 = base + two encoder passes at once (not kept);
+# typed = 055f895; bytes = fab48ce; fold = the interner's foldhash (the stop's code).
+
+# The 100k load, base and lead2 in ABBA order (sl-*.md, sl-*.json):
+BIN benchmark serve-load --store $S --rates 100,150,200 --step-seconds 30 --max-requests 13000 --drain-seconds 30 --out sl-BIN-N
+# The profile at 200/s (prof200-base.md; perf shares quoted in query-latency.md / serve-load.md):
+BIN benchmark serve-load --store $S --rates 200 --step-seconds 40 --max-requests 13000 --drain-seconds 20 --out prof200 &
+sleep 27; perf record -a -F 999 -g -- sleep 15
+
+# The uncached 100k query, one thread (uncached100k.txt: binary, wall s, user s, sys s), five rounds:
+for b in base typed bytes fold; do /usr/bin/time -f "$b %e %U %S" $b query --store $S --no-sidecar --json "what do we know about coffee"; done
+
+# The `first` cells (the sidecar removed before each; ../stop51/first.sh):
+bash first.sh BIN n100000-first-unfiltered.json OUT    # first-100k.txt
+bash first.sh BIN n1000000-first-unfiltered.json OUT   # first-1m.txt
