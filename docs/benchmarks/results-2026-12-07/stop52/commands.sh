@@ -2,10 +2,12 @@
 # no AVX-512), 2 cores, 24 GiB: not the Zen 4 host of stops 43-51.
 # Stores: the benchmark generator's, seed 20261017 (stop 50's work dir):
 S=qlat-s20261017-n100000-rs1.db; S1M=qlat-s20261017-n1000000-rs1.db
-# Binaries: base = a97e7ab (stop 51); lead2 = base + two encoder passes at once (not kept);
+# Binaries: base = a97e7ab (stop 51); lead2 = base + two encoder passes at once (lead2.patch, not kept);
+# nice = base + the scan on rayon's pool at nice 5 (scan-nice.patch, not kept);
 # typed = 055f895; bytes = fab48ce; fold = the interner's foldhash (the stop's code).
 
-# The 100k load, base and lead2 in ABBA order (sl-*.md, sl-*.json):
+# The 100k load, base and lead2 in ABBA order, then nice and base in ABBA order (sl-*.md, sl-*.json),
+# and base at 10/s (sl-base-10: --rates 10 --drain-seconds 10):
 BIN benchmark serve-load --store $S --rates 100,150,200 --step-seconds 30 --max-requests 13000 --drain-seconds 30 --out sl-BIN-N
 # The profile at 200/s (prof200-base.md; perf shares quoted in query-latency.md / serve-load.md):
 BIN benchmark serve-load --store $S --rates 200 --step-seconds 40 --max-requests 13000 --drain-seconds 20 --out prof200 &
