@@ -19,3 +19,9 @@ for b in base typed bytes fold; do /usr/bin/time -f "$b %e %U %S" $b query --sto
 # The `first` cells (the sidecar removed before each; ../stop51/first.sh):
 bash first.sh BIN n100000-first-unfiltered.json OUT    # first-100k.txt
 bash first.sh BIN n1000000-first-unfiltered.json OUT   # first-1m.txt
+
+# The 1M load (sl1m.md, sl1m.json), the stop's code, the server started from stop 50's sidecar
+# without a half copy, copied into an empty directory named by PARTICLES_SIDECAR_DIR:
+PARTICLES_SIDECAR_DIR=DIR BIN benchmark serve-load --store $S1M --rates 10,20,30,40 --step-seconds 30 --max-requests 2000 --drain-seconds 30 --out sl1m
+# The AVX2 half tile alone:
+cargo run --release -p particles-candidates --example half_tile_cost -- 100000 Q   # Q = 1..8, 12
