@@ -126,7 +126,7 @@ pub(crate) fn run(args: &ServeArgs, config: &crate::config_cmd::Configured) -> R
 
 /// Writes the engine's unwritten states to their sidecars; each of the
 /// cache's notes is a `note:` line on standard error.
-fn persist(engine: &particles_engine::Engine) {
+fn persist(engine: &Engine) {
     for note in engine.persist() {
         eprintln!("note: {note}");
     }

@@ -287,8 +287,9 @@ impl RawBatch {
             let Some(text) = row.embedding_bytes()? else {
                 continue;
             };
-            // Decoded first, but failing in the reference's order: text that
-            // is not UTF-8 before the other columns, a bad vector after them.
+            // Decoded first, but failing in the order this build always did:
+            // text that is not UTF-8 before the other columns, a bad vector
+            // after them.
             let decoded = row.decode_embedding(text, scratch);
             if let Err(EmbeddingFailure::NotUtf8(error)) = decoded {
                 return Err(error);

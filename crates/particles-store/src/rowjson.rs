@@ -472,5 +472,20 @@ mod tests {
             Some("b".into())
         );
         assert_eq!(claim_terms(r#"[{"kind": "TOKEN", "value": "a"}]"#), None);
+        // Values under keys nobody reads that only a full parse refuses: a
+        // lone surrogate and a number beyond `f64`. The `Value` path fails
+        // on them, so the typed one must not answer.
+        for unread in [r#""\ud800""#, "1e400"] {
+            let refs = format!(r#"[{{"type": "SOURCE", "corpus_entry_id": "e", "x": {unread}}}]"#);
+            assert!(provenance_from_value(&refs).is_err());
+            assert_eq!(provenance(&refs), None, "{refs}");
+            let extractor = format!(r#"{{"name": "n", "version": "1", "x": {unread}}}"#);
+            assert_eq!(extractor_ref(&extractor), None, "{extractor}");
+            let term = format!(r#"{{"kind": "TOKEN", "value": "a", "x": {unread}}}"#);
+            let payload =
+                format!(r#"{{"subject": {term}, "predicate": {term}, "object": {term}}}"#);
+            assert!(claim_terms_from_value(&payload).is_err());
+            assert_eq!(claim_terms(&payload), None, "{payload}");
+        }
     }
 }

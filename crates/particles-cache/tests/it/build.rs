@@ -96,10 +96,10 @@ fn a_failing_build_reports_the_first_bad_row_in_rowid_order() {
     }
 }
 
-/// Within one row, a build fails where a sequential read of it does: an
-/// embedding text that is not UTF-8 before the other columns, one that is
-/// not an array of numbers after them (the build decodes the vector first,
-/// and checks the text's UTF-8 only when it does not decode).
+/// Within one row, a build fails where it did before it decoded from bytes:
+/// on an embedding text that is not UTF-8 before the other columns, on one
+/// that is not an array of numbers after them (the build decodes the vector
+/// first, and checks the text's UTF-8 only when it does not decode).
 #[test]
 fn a_row_fails_on_its_embeddings_utf8_before_its_columns_and_on_its_numbers_after() {
     let dir = tempfile::tempdir().unwrap();

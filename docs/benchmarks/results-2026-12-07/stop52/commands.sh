@@ -9,7 +9,8 @@ S=qlat-s20261017-n100000-rs1.db; S1M=qlat-s20261017-n1000000-rs1.db
 # The 100k load, base and lead2 in ABBA order, then nice and base in ABBA order (sl-*.md, sl-*.json),
 # and base at 10/s (sl-base-10: --rates 10 --drain-seconds 10):
 BIN benchmark serve-load --store $S --rates 100,150,200 --step-seconds 30 --max-requests 13000 --drain-seconds 30 --out sl-BIN-N
-# The profile at 200/s (prof200-base.md; perf shares quoted in query-latency.md / serve-load.md):
+# The profile at 200/s (the step's own table: prof200-base.md; the perf shares: load-profile-200.txt,
+# quoted in serve-load.md; the gemm share summed over the whole report with `grep -i gemm`):
 BIN benchmark serve-load --store $S --rates 200 --step-seconds 40 --max-requests 13000 --drain-seconds 20 --out prof200 &
 sleep 27; perf record -a -F 999 -g -- sleep 15
 
@@ -17,11 +18,18 @@ sleep 27; perf record -a -F 999 -g -- sleep 15
 for b in base typed bytes fold; do /usr/bin/time -f "$b %e %U %S" $b query --store $S --no-sidecar --json "what do we know about coffee"; done
 
 # The `first` cells (the sidecar removed before each; ../stop51/first.sh):
-bash first.sh BIN n100000-first-unfiltered.json OUT    # first-100k.txt
-bash first.sh BIN n1000000-first-unfiltered.json OUT   # first-1m.txt
+bash ../stop51/first.sh BIN n100000-first-unfiltered.json OUT    # first-100k.txt (base, fold)
+bash ../stop51/first.sh BIN n1000000-first-unfiltered.json OUT   # first-1m.txt (base, fold);
+#   first-1m-typed.txt: base and typed (055f895) before the bytes change, its first base run cold
+#   (sql_fetch 22.2 s: the store's pages not yet cached), not quoted.
+# The answers compared (the uncached query's JSON, before against after; only query.now differs):
+python3 -c 'import json,sys; a,b=(json.load(open(f)) for f in sys.argv[1:]); [d["query"].pop("now") for d in (a,b)]; print(a==b)' out-base.json out-fold.json
+# The build profiles (build-profile-100k.txt after fab48ce, build-profile-1m.txt with 055f895):
+PARTICLES_SIDECAR_DIR=EMPTY_DIR perf record -F 2999 -g BIN query --store $S --json "what do we know about coffee"
+PARTICLES_SIDECAR_DIR=EMPTY_DIR perf record -F 499 BIN query --store $S1M --json "what do we know about coffee"
 
 # The 1M load (sl1m.md, sl1m.json), the stop's code, the server started from stop 50's sidecar
 # without a half copy, copied into an empty directory named by PARTICLES_SIDECAR_DIR:
 PARTICLES_SIDECAR_DIR=DIR BIN benchmark serve-load --store $S1M --rates 10,20,30,40 --step-seconds 30 --max-requests 2000 --drain-seconds 30 --out sl1m
-# The AVX2 half tile alone:
-cargo run --release -p particles-candidates --example half_tile_cost -- 100000 Q   # Q = 1..8, 12
+# The AVX2 half tile alone (half-tile-cost.txt):
+cargo run --release -p particles-candidates --example half_tile_cost -- 100000 Q   # Q = 1 2 3 4 5 6 7 8 12
