@@ -33,3 +33,7 @@ PARTICLES_SIDECAR_DIR=EMPTY_DIR perf record -F 499 BIN query --store $S1M --json
 PARTICLES_SIDECAR_DIR=DIR BIN benchmark serve-load --store $S1M --rates 10,20,30,40 --step-seconds 30 --max-requests 2000 --drain-seconds 30 --out sl1m
 # The AVX2 half tile alone (half-tile-cost.txt):
 cargo run --release -p particles-candidates --example half_tile_cost -- 100000 Q   # Q = 1 2 3 4 5 6 7 8 12
+# The warm cells (warm-cells.txt, warm/): stop 50's n100000-warm-{unfiltered,subject}.json with result_path changed,
+# five rounds, then the page-cache check:
+BIN benchmark query-latency cell SPEC
+python3 -c "import os; fd=os.open('$S', os.O_RDONLY); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)"
