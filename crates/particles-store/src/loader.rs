@@ -9,10 +9,7 @@ use rusqlite::params;
 use crate::{
     chunked::{for_each_in_chunks, SqlClock},
     error::{query_error, Error, Result},
-    row::{
-        copy_row, Cell, EmbeddingFailure, ParticleRow, COLUMN_COUNT, MODEL_COLUMNS,
-        PARTICLE_COLUMNS,
-    },
+    row::{copy_row, Cell, ParticleRow, COLUMN_COUNT, MODEL_COLUMNS, PARTICLE_COLUMNS},
     Store,
 };
 
@@ -287,15 +284,10 @@ impl RawBatch {
             let Some(text) = row.embedding_bytes()? else {
                 continue;
             };
-            // Decoded first, but failing in the order this build always did:
-            // text that is not UTF-8 before the other columns, a bad vector
-            // after them.
-            let decoded = row.decode_embedding(text, scratch);
-            if let Err(EmbeddingFailure::NotUtf8(error)) = decoded {
-                return Err(error);
-            }
+            // The uncached loader's order within a row (which error a bad
+            // build names is `first_bad_row`'s to say).
+            row.decode_embedding(text, scratch)?;
             let particle = crate::profile::hydrate(|| row.to_particle())?;
-            decoded?;
             crate::profile::decoded(text.len());
             self.rowids.push(row.rowid());
             self.particles.push(particle);
@@ -529,7 +521,49 @@ pub fn load_cacheable(
             [],
             progress,
         )
+        .map_err(|found| first_bad_row(store, found))
     })
+}
+
+/// The error a build meets, as the reference's build would name it: the first
+/// bad row in `(confidence_value, rowid)` order, read as the uncached loader
+/// reads a row (its vector decoded before its columns are hydrated, the
+/// reference's order too). The parallel build walks the table in rowid order,
+/// so the row it stops on may not be that one; a store with a bad row fails
+/// every build, so finding the reference's row costs a second, sequential read
+/// only on the way to an error. `found` is returned when the row is not the
+/// cause (SQLite failed) or the second read meets no bad row.
+fn first_bad_row(store: &Store, found: Error) -> Error {
+    if !matches!(found, Error::InvalidRow { .. } | Error::BadEmbedding { .. }) {
+        return found;
+    }
+    let name = "cache build";
+    let sql = format!(
+        "SELECT {PARTICLE_COLUMNS} FROM particles \
+         WHERE status = 'ACTIVE' AND embedding_json IS NOT NULL \
+         ORDER BY confidence_value ASC, particles.rowid ASC"
+    );
+    let reread = (|| -> Result<()> {
+        let mut statement = store
+            .connection()
+            .prepare(&sql)
+            .map_err(query_error(name))?;
+        let mut rows = statement.query([]).map_err(query_error(name))?;
+        // Only the failure matters: the set is started again every so often
+        // rather than holding a second copy of the store.
+        let mut set = CandidateSet::new();
+        while let Some(row) = rows.next().map_err(query_error(name))? {
+            if set.len() == 4_096 {
+                set = CandidateSet::new();
+            }
+            push_candidate(row, RowFilter::AnyModel, &mut set)?;
+        }
+        Ok(())
+    })();
+    match reread {
+        Err(error @ (Error::InvalidRow { .. } | Error::BadEmbedding { .. })) => error,
+        _ => found,
+    }
 }
 
 /// The rows among `ids` that are cacheable now (ACTIVE with an embedding, any

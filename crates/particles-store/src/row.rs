@@ -169,23 +169,6 @@ impl<'row> Values<'_, 'row> {
     }
 }
 
-/// Why a stored embedding did not decode ([`ParticleRow::decode_embedding`]).
-/// The two fail a row at different points: a text that is not UTF-8 fails
-/// it where the text is read, before its other columns; one that is not an
-/// array of numbers where it is decoded.
-pub(crate) enum EmbeddingFailure {
-    NotUtf8(Error),
-    Bad(Error),
-}
-
-impl From<EmbeddingFailure> for Error {
-    fn from(failure: EmbeddingFailure) -> Error {
-        match failure {
-            EmbeddingFailure::NotUtf8(error) | EmbeddingFailure::Bad(error) => error,
-        }
-    }
-}
-
 /// A particle row as read, before hydration.
 pub(crate) struct ParticleRow<'stmt, 'row> {
     values: Values<'stmt, 'row>,
@@ -342,20 +325,16 @@ impl<'stmt, 'row> ParticleRow<'stmt, 'row> {
     /// [`crate::embedding::decode_embedding`] gives: UTF-8 is checked only
     /// when the decoding fails (`decode_embedding_bytes` says why that is
     /// enough).
-    pub(crate) fn decode_embedding(
-        &self,
-        bytes: &[u8],
-        out: &mut Vec<f32>,
-    ) -> std::result::Result<(), EmbeddingFailure> {
+    pub(crate) fn decode_embedding(&self, bytes: &[u8], out: &mut Vec<f32>) -> Result<()> {
         let Err(bad) = crate::embedding::decode_embedding_bytes(bytes, out) else {
             return Ok(());
         };
         Err(match std::str::from_utf8(bytes) {
-            Err(e) => EmbeddingFailure::NotUtf8(self.invalid("embedding_json", e)),
-            Ok(_) => EmbeddingFailure::Bad(Error::BadEmbedding {
+            Err(e) => self.invalid("embedding_json", e),
+            Ok(_) => Error::BadEmbedding {
                 id: self.id.clone(),
                 reason: bad.0,
-            }),
+            },
         })
     }
 

@@ -1,11 +1,13 @@
 //! A full build's failures: its rows are hydrated and decoded in batches, on
-//! this thread or a worker, and whichever finishes first, a build that meets
-//! bad rows reports the one a sequential read in rowid order meets first.
+//! this thread or a worker, in rowid order, and whichever finishes first, a
+//! build that meets bad rows names the one the reference's build names: the
+//! first in `(confidence_value, rowid)` order, its vector decoded before its
+//! columns, as the uncached loader reads it.
 
 use std::path::{Path, PathBuf};
 
 use particles_cache::CandidateCache;
-use particles_store::{CandidateLoader, Error, Store, Writer};
+use particles_store::{load_active, CandidateLoader, Error, Store, Writer};
 
 use crate::support::{journaled_copy, particle, raw_sql, raw_strings, unit_vector};
 
@@ -34,83 +36,103 @@ fn store_of_batches(dir: &Path) -> (PathBuf, Vec<String>) {
 fn build_error(path: &Path) -> Error {
     let store = Store::open_read_only(path).unwrap();
     let mut cache = CandidateCache::new();
-    store
+    let error = store
         .read_snapshot(|s| cache.load(s, 0.0, None).map(|_| ()))
-        .expect_err("a bad row fails the build")
+        .expect_err("a bad row fails the build");
+    let uncached = store
+        .read_snapshot(|s| load_active(s, 0.0, None).map(|_| ()))
+        .expect_err("a bad row fails the uncached loader");
+    assert_eq!(
+        error.to_string(),
+        uncached.to_string(),
+        "the build names what the uncached loader names"
+    );
+    error
 }
 
+fn set(path: &Path, id: &str, assignments: &str) {
+    raw_sql(
+        path,
+        &format!("UPDATE particles SET {assignments} WHERE id = '{id}'"),
+    );
+}
+
+const BAD_EMBEDDING: &str = "embedding_json = '[0.5, oops]'";
+const BAD_TYPE: &str = "particle_type = 'NOT_A_TYPE'";
+
 #[test]
-fn a_failing_build_reports_the_first_bad_row_in_rowid_order() {
+fn a_failing_build_names_the_first_bad_row_in_confidence_then_rowid_order() {
     let dir = tempfile::tempdir().unwrap();
     let (path, ids) = store_of_batches(dir.path());
-    let bad_embedding = |id: &str| {
-        raw_sql(
-            &path,
-            &format!("UPDATE particles SET embedding_json = '[0.5, oops]' WHERE id = '{id}'"),
-        );
-    };
-    let bad_type = |id: &str| {
-        raw_sql(
-            &path,
-            &format!("UPDATE particles SET particle_type = 'NOT_A_TYPE' WHERE id = '{id}'"),
-        );
-    };
     let restore = |id: &str| {
-        raw_sql(
+        set(
             &path,
+            id,
             &format!(
-                "UPDATE particles SET particle_type = 'CLAIM', \
-                 embedding_json = (SELECT embedding_json FROM particles WHERE id = '{}') \
-                 WHERE id = '{id}'",
+                "particle_type = 'CLAIM', confidence_value = 0.5, \
+                 embedding_json = (SELECT embedding_json FROM particles WHERE id = '{}')",
                 ids[0]
             ),
         );
     };
+    let expect_embedding = |row: &str| {
+        for round in 0..5 {
+            match build_error(&path) {
+                Error::BadEmbedding { id, .. } => assert_eq!(id, row, "round {round}"),
+                other => panic!("round {round}: expected {row}'s embedding, got {other}"),
+            }
+        }
+    };
+    let expect_type = |row: &str| {
+        for round in 0..5 {
+            match build_error(&path) {
+                Error::InvalidRow { id, field, .. } => {
+                    assert_eq!(
+                        (id.as_str(), field.as_str()),
+                        (row, "particle_type"),
+                        "round {round}"
+                    );
+                }
+                other => panic!("round {round}: expected {row}'s type, got {other}"),
+            }
+        }
+    };
     // Rows some batches apart: the later one may be hydrated first.
     let (early, late) = (&ids[700], &ids[1_400]);
 
-    bad_type(late);
-    bad_embedding(early);
-    for round in 0..5 {
-        match build_error(&path) {
-            Error::BadEmbedding { id, .. } => assert_eq!(&id, early, "round {round}"),
-            other => panic!("round {round}: expected the early bad embedding, got {other}"),
-        }
-    }
+    set(&path, late, BAD_TYPE);
+    set(&path, early, BAD_EMBEDDING);
+    expect_embedding(early);
 
     restore(early);
     restore(late);
-    bad_embedding(late);
-    bad_type(early);
-    for round in 0..5 {
-        match build_error(&path) {
-            Error::InvalidRow { id, field, .. } => {
-                assert_eq!(
-                    (&id, field.as_str()),
-                    (early, "particle_type"),
-                    "round {round}"
-                );
-            }
-            other => panic!("round {round}: expected the early invalid row, got {other}"),
-        }
-    }
+    set(&path, late, BAD_EMBEDDING);
+    set(&path, early, BAD_TYPE);
+    expect_type(early);
+
+    // A lower confidence puts the later rowid first: the build walks the
+    // table in rowid order, the reference its confidence order.
+    set(&path, late, "confidence_value = 0.25");
+    expect_embedding(late);
+    restore(late);
+    set(&path, early, "confidence_value = 0.75");
+    set(&path, late, BAD_EMBEDDING);
+    expect_embedding(late);
 }
 
-/// Within one row, a build fails where it did before it decoded from bytes:
-/// on an embedding text that is not UTF-8 before the other columns, on one
-/// that is not an array of numbers after them (the build decodes the vector
-/// first, and checks the text's UTF-8 only when it does not decode).
+/// Within one row the vector fails before the other columns, as in the
+/// reference (its build and its uncached loader decode the JSON, then
+/// validate the row): an embedding text that is not UTF-8 and one that is
+/// not an array of numbers both fail a row whose type is bad too.
 #[test]
-fn a_row_fails_on_its_embeddings_utf8_before_its_columns_and_on_its_numbers_after() {
+fn a_rows_embedding_fails_before_its_columns() {
     let dir = tempfile::tempdir().unwrap();
     let (path, ids) = store_of_batches(dir.path());
     let row = &ids[900];
-    raw_sql(
+    set(
         &path,
-        &format!(
-            "UPDATE particles SET particle_type = 'NOT_A_TYPE', \
-             embedding_json = CAST(X'5B302E352C20FF5D' AS TEXT) WHERE id = '{row}'"
-        ),
+        row,
+        &format!("{BAD_TYPE}, embedding_json = CAST(X'5B302E352C20FF5D' AS TEXT)"),
     );
     match build_error(&path) {
         Error::InvalidRow { id, field, .. } => {
@@ -118,14 +140,9 @@ fn a_row_fails_on_its_embeddings_utf8_before_its_columns_and_on_its_numbers_afte
         }
         other => panic!("expected the embedding's UTF-8, got {other}"),
     }
-    raw_sql(
-        &path,
-        &format!("UPDATE particles SET embedding_json = '[0.5, oops]' WHERE id = '{row}'"),
-    );
+    set(&path, row, BAD_EMBEDDING);
     match build_error(&path) {
-        Error::InvalidRow { id, field, .. } => {
-            assert_eq!((&id, field.as_str()), (row, "particle_type"));
-        }
-        other => panic!("expected the row's type, got {other}"),
+        Error::BadEmbedding { id, .. } => assert_eq!(&id, row),
+        other => panic!("expected the row's embedding, got {other}"),
     }
 }
