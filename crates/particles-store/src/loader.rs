@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use particles_candidates::{CandidateSet, Selection};
-use particles_model::Particle;
+use particles_model::{Particle, EMBEDDING_MODEL_ID};
 use rusqlite::params;
 
 use crate::{
@@ -239,7 +239,9 @@ struct RawBatch {
     arena: Vec<u8>,
     rowids: Vec<i64>,
     particles: Vec<Particle>,
-    models: Vec<String>,
+    /// Each row's embedding model: `None` for the current one, the common
+    /// case, which then costs no copy of the id.
+    models: Vec<Option<String>>,
     /// Decoded vectors back to back, and each one's end.
     vectors: Vec<f32>,
     vector_ends: Vec<usize>,
@@ -291,7 +293,9 @@ impl RawBatch {
             crate::profile::decoded(text.len());
             self.rowids.push(row.rowid());
             self.particles.push(particle);
-            self.models.push(row.embedding_model_id()?.to_owned());
+            let model = row.embedding_model_id()?;
+            self.models
+                .push((model != EMBEDDING_MODEL_ID).then(|| model.to_owned()));
             self.vectors.extend_from_slice(scratch);
             self.vector_ends.push(self.vectors.len());
         }
@@ -309,7 +313,7 @@ impl RawBatch {
                 self.rowids[i],
                 &self.particles[i],
                 &self.vectors[start..end],
-                Some(&self.models[i]),
+                Some(self.models[i].as_deref().unwrap_or(EMBEDDING_MODEL_ID)),
             );
             start = end;
         }
