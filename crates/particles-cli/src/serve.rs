@@ -97,7 +97,11 @@ pub(crate) fn run(args: &ServeArgs, config: &crate::config_cmd::Configured) -> R
     // line instead held the next line for the write (7 s at 1M beliefs) and
     // kept the built state's 2.9 GiB until the end of input.
     let following = engine.follow_writes();
-    tracing::debug!(following, "the stores' writes are followed");
+    tracing::debug!(
+        writes = following.writes,
+        write_behind = following.write_behind,
+        "the stores' writes are followed"
+    );
     let stdin = std::io::stdin();
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
@@ -111,8 +115,8 @@ pub(crate) fn run(args: &ServeArgs, config: &crate::config_cmd::Configured) -> R
         serde_json::to_writer(&mut out, &response)?;
         writeln!(out)?;
         out.flush()?;
-        if !following {
-            // No follower (every store a replica or read uncached, or its
+        if !following.write_behind {
+            // No write-behind (every store a replica or read uncached, or its
             // thread could not start): a rebuilt state is written after its
             // line, as before.
             persist(&engine);

@@ -171,7 +171,11 @@ pub(crate) fn run_mcp(args: &McpArgs, configured: &Configured) -> Result<()> {
     // own writes, most often) the cache is brought to the head and the band's
     // sources read before the agent's next question.
     let following = backend.engine().follow_writes();
-    tracing::debug!(following, "the stores' writes are followed");
+    tracing::debug!(
+        writes = following.writes,
+        write_behind = following.write_behind,
+        "the stores' writes are followed"
+    );
     let options = particles_server::McpOptions {
         project_observer: args
             .project_observer

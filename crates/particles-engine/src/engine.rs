@@ -126,6 +126,18 @@ pub struct CacheReport {
     pub heap_bytes: usize,
 }
 
+/// What [`Engine::follow_writes`] started: each thread can be missing, when
+/// no store can be followed or the thread cannot start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Following {
+    /// A thread brings the caches to each commit's head and warms the band's
+    /// sources before the next question.
+    pub writes: bool,
+    /// A thread writes each followed store's sidecar behind its cache; a
+    /// front end without one writes it itself ([`Engine::persist`]).
+    pub write_behind: bool,
+}
+
 /// One store's cache after [`Engine::warm`].
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Warmed {
@@ -481,9 +493,8 @@ impl Engine {
     /// followed store's sidecar behind its cache when the file would then
     /// serve a state that holds memory of its own (see `writeback.rs`).
     /// Stores read uncached and Litestream replicas are not followed. The
-    /// threads end when the engine is dropped. Returns whether a follower
-    /// runs.
-    pub fn follow_writes(self: &std::sync::Arc<Engine>) -> bool {
+    /// threads end when the engine is dropped. Returns which of the two run.
+    pub fn follow_writes(self: &std::sync::Arc<Engine>) -> Following {
         let stores: Vec<(usize, std::path::PathBuf)> = self
             .slots
             .iter()
@@ -491,8 +502,10 @@ impl Engine {
             .filter(|(_, slot)| !slot.uncached && slot.replica.is_none())
             .map(|(at, slot)| (at, slot.target.path.clone()))
             .collect();
-        crate::writeback::spawn(std::sync::Arc::downgrade(self), stores.clone());
-        crate::follow::spawn(std::sync::Arc::downgrade(self), stores).is_some()
+        Following {
+            write_behind: crate::writeback::spawn(std::sync::Arc::downgrade(self), stores.clone()),
+            writes: crate::follow::spawn(std::sync::Arc::downgrade(self), stores).is_some(),
+        }
     }
 
     /// Writes store `at`'s sidecar behind its cache when the file would then

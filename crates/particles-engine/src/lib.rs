@@ -35,7 +35,7 @@ pub use crate::{
     batcher::BatchTiming,
     engine::{
         answer_settings, check_vector, AnswerTimings, Answered, CacheOptions, CacheReport, Detail,
-        Encode, Engine, ProgressFactory, Warmed,
+        Encode, Engine, Following, ProgressFactory, Warmed,
     },
     passage::{Hydrated, PassageSettings, SourcePassage},
     settings::Settings,

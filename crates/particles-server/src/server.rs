@@ -150,7 +150,11 @@ impl HttpServer {
         if warm {
             crate::observe::warm_at_start(state.backend.engine.clone());
             let following = state.backend.engine.follow_writes();
-            tracing::debug!(following, "the stores' writes are followed");
+            tracing::debug!(
+                writes = following.writes,
+                write_behind = following.write_behind,
+                "the stores' writes are followed"
+            );
         }
         crate::observe::watch_replicas(state.backend.engine.clone());
         let drain = state.limits.drain_timeout;

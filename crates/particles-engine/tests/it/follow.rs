@@ -62,7 +62,14 @@ fn a_commit_is_followed_before_the_next_question() {
         let engine = Arc::new(crate::engine_over(&path));
         // The first question builds the cache.
         ask(&engine);
-        assert!(engine.follow_writes(), "wal {wal}: a follower runs");
+        assert_eq!(
+            engine.follow_writes(),
+            particles_engine::Following {
+                writes: true,
+                write_behind: true
+            },
+            "wal {wal}: both threads run"
+        );
         for (step, confidence) in [0.99, 0.01, 0.42].into_iter().enumerate() {
             let before = deltas(&engine);
             crate::commit(&path, confidence);
@@ -128,7 +135,7 @@ fn a_built_state_is_written_behind_a_following_engine() {
     let built = ask(&engine);
     let heap_built = engine.cache_report().unwrap().heap_bytes;
     assert!(!sidecar.exists(), "answering writes no file");
-    assert!(engine.follow_writes());
+    assert!(engine.follow_writes().write_behind);
     let deadline = Instant::now() + Duration::from_secs(30);
     while !sidecar.exists() {
         assert!(
