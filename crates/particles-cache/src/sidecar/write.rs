@@ -7,7 +7,7 @@ use std::{
     path::Path,
 };
 
-use particles_candidates::{column::StrColumn, CandidateSet, HalfView, PackedTraits};
+use particles_candidates::{column::StrColumn, CandidateSet, ColumnSlices, HalfView, PackedTraits};
 use particles_store::JournalHead;
 
 use super::{
@@ -105,6 +105,79 @@ impl Permuted {
                 .half()
                 .map(|half| order.iter().map(|&row| half.radius(row as usize)).collect())
                 .unwrap_or_default(),
+        }
+    }
+}
+
+/// The premises' and claims' JSON: being made on another thread, or made.
+enum Json<'scope> {
+    Making(std::thread::ScopedJoinHandle<'scope, Result<(Vec<u8>, Vec<u8>), SidecarError>>),
+    Made((Vec<u8>, Vec<u8>)),
+}
+
+/// What the sections are written from: the set's columns as they are, or in
+/// the loader's order (`permuted`).
+#[derive(Clone, Copy)]
+struct Sections<'a> {
+    set: &'a CandidateSet,
+    c: &'a ColumnSlices<'a>,
+    half: Option<HalfView<'a>>,
+    permuted: Option<(&'a Permuted, &'a [u32])>,
+    by_id: &'a [u32],
+    premises: &'a [u8],
+    claims: &'a [u8],
+}
+
+impl<'a> Sections<'a> {
+    fn body(&self, kind: SectionKind) -> Body<'a> {
+        let bytes = |b| Body::Bytes(b);
+        let (c, half) = (self.c, self.half);
+        match self.permuted {
+            Some((p, order)) => match kind {
+                SectionKind::Vectors => Body::Rows(self.set, order),
+                SectionKind::Norms => bytes(bytemuck::cast_slice(&p.norms)),
+                SectionKind::Checks => bytes(bytemuck::cast_slice(&p.checks)),
+                SectionKind::Offsets => bytes(bytemuck::cast_slice(&p.offsets)),
+                SectionKind::IdBytes => bytes(p.ids.parts().0),
+                SectionKind::IdEnds => bytes(bytemuck::cast_slice(p.ids.parts().1)),
+                SectionKind::Rowids => bytes(bytemuck::cast_slice(&p.rowids)),
+                SectionKind::Confidence => bytes(bytemuck::cast_slice(&p.confidence)),
+                SectionKind::ModelCurrent => bytes(&p.model_current),
+                SectionKind::Traits => bytes(bytemuck::cast_slice(&p.traits)),
+                SectionKind::StringBytes => bytes(c.strings.0),
+                SectionKind::StringEnds => bytes(bytemuck::cast_slice(c.strings.1)),
+                SectionKind::ById => bytes(bytemuck::cast_slice(&p.by_id)),
+                SectionKind::Premises => bytes(self.premises),
+                SectionKind::Claims => bytes(self.claims),
+                SectionKind::HalfVectors => match half {
+                    Some(half) => Body::HalfRows(half, order),
+                    None => bytes(&[]),
+                },
+                SectionKind::HalfRadius => bytes(bytemuck::cast_slice(&p.half_radius)),
+            },
+            None => match kind {
+                SectionKind::Vectors => bytes(bytemuck::cast_slice(c.vectors)),
+                SectionKind::Norms => bytes(bytemuck::cast_slice(c.norms)),
+                SectionKind::Checks => bytes(bytemuck::cast_slice(c.checks)),
+                SectionKind::Offsets => bytes(bytemuck::cast_slice(c.offsets)),
+                SectionKind::IdBytes => bytes(c.ids.0),
+                SectionKind::IdEnds => bytes(bytemuck::cast_slice(c.ids.1)),
+                SectionKind::Rowids => bytes(bytemuck::cast_slice(c.rowids)),
+                SectionKind::Confidence => bytes(bytemuck::cast_slice(c.confidence)),
+                SectionKind::ModelCurrent => bytes(c.model_current),
+                SectionKind::Traits => bytes(bytemuck::cast_slice(c.traits)),
+                SectionKind::StringBytes => bytes(c.strings.0),
+                SectionKind::StringEnds => bytes(bytemuck::cast_slice(c.strings.1)),
+                SectionKind::ById => bytes(bytemuck::cast_slice(self.by_id)),
+                SectionKind::Premises => bytes(self.premises),
+                SectionKind::Claims => bytes(self.claims),
+                SectionKind::HalfVectors => {
+                    bytes(half.map_or(&[][..], |half| bytemuck::cast_slice(half.values())))
+                }
+                SectionKind::HalfRadius => {
+                    bytes(half.map_or(&[][..], |half| bytemuck::cast_slice(half.radii())))
+                }
+            },
         }
     }
 }
@@ -213,75 +286,45 @@ pub(crate) fn write(
     };
     refuse_extended(path, set)?;
     let c = set.column_slices();
-    let premises = serde_json::to_vec(c.premises).map_err(|e| io(e.into()))?;
-    let Some(claims) = set.claims_json() else {
-        return Err(invalid(
-            "a structured claim does not survive its JSON round trip; not written".into(),
-        ));
+    // The premises' and claims' JSON (with the claims' round trip, about 3 s
+    // of one core at 1M rows) do not move the sections before them in the
+    // file: when the user waits for the write (`Pace::Eager`), the second core
+    // makes them while this one writes those sections. A server's paced write
+    // leaves that core to its questions and makes them first.
+    let make_json = || -> Result<(Vec<u8>, Vec<u8>), SidecarError> {
+        let premises = serde_json::to_vec(c.premises).map_err(|e| io(e.into()))?;
+        let Some(claims) = set.claims_json() else {
+            return Err(invalid(
+                "a structured claim does not survive its JSON round trip; not written".into(),
+            ));
+        };
+        Ok((premises, claims))
     };
-    let lengths = Lengths {
+    let lengths_with = |premises_bytes: usize, claims_bytes: usize| Lengths {
         rows: set.len(),
         vector_floats: c.vectors.len(),
         id_bytes: c.ids.0.len(),
         strings: c.strings.1.len(),
         string_bytes: c.strings.0.len(),
-        premises_bytes: premises.len(),
-        claims_bytes: claims.len(),
+        premises_bytes,
+        claims_bytes,
         half: set.half().is_some(),
     };
-    let half = set.half();
-    let table = SectionTable::new(&lengths)
-        .ok_or_else(|| invalid("the column lengths overflow; not written".into()))?;
+    let table_of = |lengths: &Lengths| {
+        SectionTable::new(lengths)
+            .ok_or_else(|| invalid("the column lengths overflow; not written".into()))
+    };
+    // The sections up to the premises, laid out before their lengths are known.
+    let early = table_of(&lengths_with(0, 0))?;
     let permuted = order.map(|order| Permuted::new(set, order, by_id));
-    let body = |kind: SectionKind| -> Body<'_> {
-        let bytes = |b| Body::Bytes(b);
-        match (&permuted, order) {
-            (Some(p), Some(order)) => match kind {
-                SectionKind::Vectors => Body::Rows(set, order),
-                SectionKind::Norms => bytes(bytemuck::cast_slice(&p.norms)),
-                SectionKind::Checks => bytes(bytemuck::cast_slice(&p.checks)),
-                SectionKind::Offsets => bytes(bytemuck::cast_slice(&p.offsets)),
-                SectionKind::IdBytes => bytes(p.ids.parts().0),
-                SectionKind::IdEnds => bytes(bytemuck::cast_slice(p.ids.parts().1)),
-                SectionKind::Rowids => bytes(bytemuck::cast_slice(&p.rowids)),
-                SectionKind::Confidence => bytes(bytemuck::cast_slice(&p.confidence)),
-                SectionKind::ModelCurrent => bytes(&p.model_current),
-                SectionKind::Traits => bytes(bytemuck::cast_slice(&p.traits)),
-                SectionKind::StringBytes => bytes(c.strings.0),
-                SectionKind::StringEnds => bytes(bytemuck::cast_slice(c.strings.1)),
-                SectionKind::ById => bytes(bytemuck::cast_slice(&p.by_id)),
-                SectionKind::Premises => bytes(&premises),
-                SectionKind::Claims => bytes(&claims),
-                SectionKind::HalfVectors => match half {
-                    Some(half) => Body::HalfRows(half, order),
-                    None => bytes(&[]),
-                },
-                SectionKind::HalfRadius => bytes(bytemuck::cast_slice(&p.half_radius)),
-            },
-            _ => match kind {
-                SectionKind::Vectors => bytes(bytemuck::cast_slice(c.vectors)),
-                SectionKind::Norms => bytes(bytemuck::cast_slice(c.norms)),
-                SectionKind::Checks => bytes(bytemuck::cast_slice(c.checks)),
-                SectionKind::Offsets => bytes(bytemuck::cast_slice(c.offsets)),
-                SectionKind::IdBytes => bytes(c.ids.0),
-                SectionKind::IdEnds => bytes(bytemuck::cast_slice(c.ids.1)),
-                SectionKind::Rowids => bytes(bytemuck::cast_slice(c.rowids)),
-                SectionKind::Confidence => bytes(bytemuck::cast_slice(c.confidence)),
-                SectionKind::ModelCurrent => bytes(c.model_current),
-                SectionKind::Traits => bytes(bytemuck::cast_slice(c.traits)),
-                SectionKind::StringBytes => bytes(c.strings.0),
-                SectionKind::StringEnds => bytes(bytemuck::cast_slice(c.strings.1)),
-                SectionKind::ById => bytes(bytemuck::cast_slice(by_id)),
-                SectionKind::Premises => bytes(&premises),
-                SectionKind::Claims => bytes(&claims),
-                SectionKind::HalfVectors => {
-                    bytes(half.map_or(&[][..], |half| bytemuck::cast_slice(half.values())))
-                }
-                SectionKind::HalfRadius => {
-                    bytes(half.map_or(&[][..], |half| bytemuck::cast_slice(half.radii())))
-                }
-            },
-        }
+    let sections = Sections {
+        set,
+        c: &c,
+        half: set.half(),
+        permuted: permuted.as_ref().zip(order),
+        by_id,
+        premises: &[],
+        claims: &[],
     };
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
@@ -291,7 +334,11 @@ pub(crate) fn write(
     // Sections first (their checksums are known once written), then the header
     // into the space reserved for it.
     let mut checksums = Checksums::default();
-    {
+    let lengths = std::thread::scope(|scope| -> Result<_, SidecarError> {
+        let json = match pace {
+            Pace::Eager => Json::Making(scope.spawn(make_json)),
+            Pace::Paced => Json::Made(make_json()?),
+        };
         let paced = Paced {
             file: temp.as_file_mut(),
             pace,
@@ -301,24 +348,62 @@ pub(crate) fn write(
         let mut out = BufWriter::with_capacity(1 << 20, paced);
         out.write_all(&[0u8; HEADER_SPACE]).map_err(io)?;
         let mut written = HEADER_SPACE;
-        for (kind, range) in table.iter() {
-            out.write_all(&vec![0u8; range.start - written])
-                .map_err(io)?;
-            let (len, checksum) = body(kind).write_to(&mut out).map_err(io)?;
-            // The table came from the lengths of these very columns; a mismatch is
-            // a bug here, and the file would be refused on open anyway.
-            if len != range.len() {
-                return Err(invalid(format!(
-                    "section {} came out {len} bytes where its table says {}; not written",
-                    kind.name(),
-                    range.len()
-                )));
-            }
-            checksums.set(kind, checksum);
-            written = range.end;
+        let mut write_section =
+            |kind: SectionKind, range: std::ops::Range<usize>, sections: &Sections<'_>| {
+                out.write_all(&vec![0u8; range.start - written])
+                    .map_err(io)?;
+                let (len, checksum) = sections.body(kind).write_to(&mut out).map_err(io)?;
+                // The table came from the lengths of these very columns; a
+                // mismatch is a bug here, and the file would be refused on
+                // open anyway.
+                if len != range.len() {
+                    return Err(invalid(format!(
+                        "section {} came out {len} bytes where its table says {}; not written",
+                        kind.name(),
+                        range.len()
+                    )));
+                }
+                checksums.set(kind, checksum);
+                written = range.end;
+                Ok(())
+            };
+        for (kind, range) in early
+            .iter()
+            .take_while(|(kind, _)| *kind < SectionKind::Premises)
+        {
+            write_section(kind, range, &sections)?;
         }
+        let (premises, claims) = match json {
+            Json::Making(making) => making
+                .join()
+                .map_err(|_| invalid("making the claims' JSON failed; not written".into()))??,
+            Json::Made(made) => made,
+        };
+        let lengths = lengths_with(premises.len(), claims.len());
+        let table = table_of(&lengths)?;
+        let sections = Sections {
+            premises: &premises,
+            claims: &claims,
+            ..sections
+        };
+        for (kind, range) in table.iter() {
+            if kind < SectionKind::Premises {
+                // Written above, where the full table puts it too (a section's
+                // place depends only on the sections before it).
+                if range != early.range(kind) {
+                    return Err(invalid(format!(
+                        "section {} moved when the JSON's lengths were known; not written",
+                        kind.name()
+                    )));
+                }
+                continue;
+            }
+            write_section(kind, range, &sections)?;
+        }
+        drop(write_section);
         out.flush().map_err(io)?;
-    }
+        Ok(lengths)
+    })?;
     let header = Header {
         head: Head::new(head),
         store: store.display().to_string(),
@@ -344,7 +429,69 @@ pub(crate) fn write(
 mod tests {
     use std::io::{Read, Seek, SeekFrom, Write};
 
+    use particles_store::{JournalHead, Store};
+
     use super::{Pace, Paced};
+
+    /// The premises' and claims' JSON is made on another thread during an
+    /// eager write and before a paced one: both write the same bytes, in the
+    /// loader's order through a permutation or from a set in that order, and
+    /// the file opens as the set written (its claims those of the set; a
+    /// map's JSON lists them in the map's own order, so the two states'
+    /// files are compared by their claims' values).
+    #[test]
+    fn eager_and_paced_writes_make_the_same_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let store_path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/stores/coins-b.db");
+        let store = Store::open_read_only(&store_path).unwrap();
+        let head = JournalHead {
+            seq: 7,
+            token: vec![1, 2, 3],
+        };
+        let state = || {
+            let (set, order) = particles_store::load_cacheable(&store, &mut |_| {}).unwrap();
+            crate::CacheState {
+                order: Some(order),
+                ..crate::CacheState::new(head.clone(), set)
+            }
+        };
+        let (unordered, ordered) = (state(), state().in_order());
+        assert!(ordered.order.is_none());
+        let claims = |json: Option<Vec<u8>>| -> serde_json::Value {
+            serde_json::from_slice(&json.expect("claims that survive their round trip")).unwrap()
+        };
+        let written = claims(ordered.set.claims_json());
+        assert!(
+            written.as_object().is_some_and(|claims| claims.len() > 2),
+            "claims to write"
+        );
+        for (name, state) in [("permuted", &unordered), ("ordered", &ordered)] {
+            let mut files = Vec::new();
+            for pace in [Pace::Eager, Pace::Paced] {
+                let path = dir.path().join(format!("{name}-{pace:?}"));
+                state.write_to(&path, &store_path, pace).unwrap();
+                let opened = super::super::open(&path, super::super::VectorsIn::Map)
+                    .unwrap()
+                    .expect("the file opens");
+                assert_eq!(opened.head, head);
+                assert_eq!(opened.set.len(), ordered.set.len());
+                let rowids = |set: &particles_candidates::CandidateSet| {
+                    (0..set.len()).map(|row| set.rowid(row)).collect::<Vec<_>>()
+                };
+                assert_eq!(rowids(&opened.set), rowids(&ordered.set), "{name}");
+                assert!(
+                    claims(opened.set.claims_json()) == written,
+                    "{name} {pace:?}"
+                );
+                files.push(std::fs::read(&path).unwrap());
+            }
+            assert!(
+                files[0] == files[1],
+                "{name}: the eager and paced files differ"
+            );
+        }
+    }
 
     /// A paced file takes a slice a step at a time, flushing between steps,
     /// and ends up with the bytes an eager one does.
