@@ -109,9 +109,12 @@ impl Permuted {
     }
 }
 
+/// The premises' JSON and the claims', or why they cannot be written.
+type MadeJson = Result<(Vec<u8>, Vec<u8>), SidecarError>;
+
 /// The premises' and claims' JSON: being made on another thread, or made.
 enum Json<'scope> {
-    Making(std::thread::ScopedJoinHandle<'scope, Result<(Vec<u8>, Vec<u8>), SidecarError>>),
+    Making(std::thread::ScopedJoinHandle<'scope, MadeJson>),
     Made((Vec<u8>, Vec<u8>)),
 }
 
@@ -291,7 +294,7 @@ pub(crate) fn write(
     // file: when the user waits for the write (`Pace::Eager`), the second core
     // makes them while this one writes those sections. A server's paced write
     // leaves that core to its questions and makes them first.
-    let make_json = || -> Result<(Vec<u8>, Vec<u8>), SidecarError> {
+    let make_json = || -> MadeJson {
         let premises = serde_json::to_vec(c.premises).map_err(|e| io(e.into()))?;
         let Some(claims) = set.claims_json() else {
             return Err(invalid(
@@ -400,7 +403,6 @@ pub(crate) fn write(
             }
             write_section(kind, range, &sections)?;
         }
-        drop(write_section);
         out.flush().map_err(io)?;
         Ok(lengths)
     })?;
