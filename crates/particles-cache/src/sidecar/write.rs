@@ -248,16 +248,76 @@ impl Write for Paced<'_> {
     }
 }
 
-/// A temporary file in `dir`, for the sidecar to be renamed into place.
+/// How the temporary files of sidecar writes are named.
+const TEMP_PREFIX: &str = ".particles-rs-sidecar-";
+
+/// An empty temporary file no process holds is left this long: its writer
+/// may have created it and not yet locked it.
+const EMPTY_TEMP_KEPT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// A temporary file in `dir`, for the sidecar to be renamed into place, locked
+/// (`flock`) until this process closes it, before a byte is written: an
+/// unlocked one with bytes in it was left by a process that ended in the
+/// middle of its write (killed, or interrupted by Ctrl-C while a one-shot
+/// query wrote after its answer), and the next write removes it
+/// ([`remove_abandoned`]).
 fn temp_file_in(dir: &Path) -> std::io::Result<tempfile::NamedTempFile> {
+    let temp = temp_builder().tempfile_in(dir)?;
+    // A filesystem without locks writes unlocked (and its files are never
+    // taken for abandoned, since they cannot be locked by the sweep either).
+    let _ = temp.as_file().try_lock();
+    Ok(temp)
+}
+
+fn temp_builder() -> tempfile::Builder<'static, 'static> {
     let mut builder = tempfile::Builder::new();
-    builder.prefix(".particles-rs-sidecar-");
+    builder.prefix(TEMP_PREFIX);
     // Readable by whoever can read the store beside it (tempfile's default is
     // owner-only, which would make other users rebuild it). Elsewhere the new file
     // takes the directory's access rules.
     #[cfg(unix)]
     builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644));
-    builder.tempfile_in(dir)
+    builder
+}
+
+/// Removes the temporary files of sidecar writes that never finished from
+/// `dir`: those no process holds locked, with bytes in them or older than
+/// [`EMPTY_TEMP_KEPT`]. At 1M beliefs such a file is up to 1.8 GB, and
+/// each interrupted write would leave another. Returns how many went; a file
+/// that cannot be opened, locked or removed (another user's, a filesystem
+/// without locks) is left as it is.
+pub(crate) fn remove_abandoned(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        if !entry
+            .file_name()
+            .as_encoded_bytes()
+            .starts_with(TEMP_PREFIX.as_bytes())
+            || !entry.file_type().is_ok_and(|kind| kind.is_file())
+        {
+            continue;
+        }
+        let path = entry.path();
+        let Ok(file) = File::open(&path) else {
+            continue;
+        };
+        let Ok(meta) = file.metadata() else {
+            continue;
+        };
+        let old = meta
+            .modified()
+            .ok()
+            .and_then(|at| at.elapsed().ok())
+            .is_some_and(|age| age >= EMPTY_TEMP_KEPT);
+        if (meta.len() > 0 || old) && file.try_lock().is_ok() && std::fs::remove_file(&path).is_ok()
+        {
+            removed += 1;
+        }
+    }
+    removed
 }
 
 /// Writes `set` (exact at `head`) and its id index to `path`, atomically. With
@@ -333,6 +393,8 @@ pub(crate) fn write(
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
     };
+    // What an interrupted write left goes first: its space may be needed.
+    remove_abandoned(dir);
     let mut temp = temp_file_in(dir).map_err(io)?;
     // Sections first (their checksums are known once written), then the header
     // into the space reserved for it.
@@ -493,6 +555,47 @@ mod tests {
                 "{name}: the eager and paced files differ"
             );
         }
+    }
+
+    /// Only what an ended write left is removed: a temporary file with bytes
+    /// and no lock, or an empty one past [`super::EMPTY_TEMP_KEPT`]; never a
+    /// file a writer holds, a fresh empty one, the sidecar itself or a
+    /// directory.
+    #[test]
+    fn only_abandoned_temporary_files_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let make = |bytes: &[u8]| {
+            let (mut file, path) = super::temp_builder()
+                .tempfile_in(dir.path())
+                .unwrap()
+                .keep()
+                .unwrap();
+            file.write_all(bytes).unwrap();
+            (file, path)
+        };
+        let (_, abandoned) = make(b"half a sidecar");
+        let (held, written) = make(b"a sidecar being written");
+        held.try_lock().unwrap();
+        let (_, fresh_empty) = make(b"");
+        let (old_empty_file, old_empty) = make(b"");
+        old_empty_file
+            .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(60))
+            .unwrap();
+        let sidecar = dir.path().join("store.db.particles-rs.sidecar");
+        std::fs::write(&sidecar, b"a sidecar").unwrap();
+        let folder = dir.path().join(format!("{}folder", super::TEMP_PREFIX));
+        std::fs::create_dir(&folder).unwrap();
+
+        assert_eq!(super::remove_abandoned(dir.path()), 2);
+        assert!(!abandoned.exists() && !old_empty.exists());
+        for kept in [&written, &fresh_empty, &sidecar, &folder] {
+            assert!(kept.exists(), "{} was removed", kept.display());
+        }
+        // Once its writer ends (here: closes it), its file is abandoned too.
+        drop(held);
+        assert_eq!(super::remove_abandoned(dir.path()), 1);
+        assert!(!written.exists());
+        assert_eq!(super::remove_abandoned(dir.path()), 0);
     }
 
     /// A paced file takes a slice a step at a time, flushing between steps,
