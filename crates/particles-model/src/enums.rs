@@ -4,14 +4,14 @@ use std::{fmt, str::FromStr};
 
 /// A text that is not one of an enumeration's values.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{value:?} is not a valid {kind} (expected one of: {expected})")]
+#[error("{value:?} is not a valid {kind} (expected one of: {})", expected.join(", "))]
 pub struct UnknownVariant {
     /// The enumeration's name, e.g. `status`.
     pub kind: &'static str,
     /// The text that was given.
     pub value: String,
-    /// The accepted values, comma separated.
-    pub expected: &'static str,
+    /// The accepted values.
+    pub expected: &'static [&'static str],
 }
 
 macro_rules! text_enum {
@@ -43,7 +43,7 @@ macro_rules! text_enum {
                     _ => Err(UnknownVariant {
                         kind: $kind,
                         value: text.to_owned(),
-                        expected: concat!($($text, " "),+),
+                        expected: &[$($text),+],
                     }),
                 }
             }
