@@ -223,3 +223,18 @@ text_enum!(
         Literal = "LITERAL",
     }
 );
+
+#[cfg(test)]
+mod tests {
+    use super::ParticleType;
+
+    #[test]
+    fn an_unknown_value_names_the_accepted_ones() {
+        let error = "NOT_A_TYPE".parse::<ParticleType>().unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "\"NOT_A_TYPE\" is not a valid particle_type \
+             (expected one of: CLAIM, REVIEW, NARRATIVE, ACTION, ANNOTATION)"
+        );
+    }
+}

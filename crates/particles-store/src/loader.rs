@@ -437,8 +437,10 @@ pub(crate) fn read_candidates_parallel<P: rusqlite::Params>(
             Ok(())
         })();
         drop(to_worker);
-        // On an error, batches still with the worker hold earlier rows: their
-        // error, the first in row order, is the one a sequential read reports.
+        // On an error, batches still with the worker hold earlier rows: the
+        // first in rowid order is returned (so a failing build names one row
+        // whichever thread finished first, and never the worker's stop; which
+        // row the reference names is `first_bad_row`'s to find).
         if let Err(error) = read {
             if worker_failed.get() {
                 return Err(error);

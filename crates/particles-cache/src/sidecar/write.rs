@@ -5,13 +5,14 @@ use std::{
     fs::File,
     io::{BufWriter, Seek, SeekFrom, Write},
     path::Path,
+    time::Duration,
 };
 
 use particles_candidates::{column::StrColumn, CandidateSet, ColumnSlices, HalfView, PackedTraits};
 use particles_store::JournalHead;
 
 use super::{
-    format::{Checksum, Checksums, Head, Header, Lengths, SectionKind, SectionTable, HEADER_SPACE},
+    format::{Checksum, Checksums, Head, Header, Lengths, SectionKind, SectionTable},
     SidecarError,
 };
 
@@ -248,12 +249,22 @@ impl Write for Paced<'_> {
     }
 }
 
-/// How the temporary files of sidecar writes are named.
-const TEMP_PREFIX: &str = ".particles-rs-sidecar-";
+/// How the temporary files of sidecar writes are named: this build's, locked
+/// while they are written, and those of builds before it (unlocked, the same
+/// prefix less `locked-`; tempfile's random suffix has no `-`, so neither
+/// name can be taken for the other).
+const TEMP_PREFIX: &str = ".particles-rs-sidecar-locked-";
+const UNLOCKED_TEMP_PREFIX: &str = ".particles-rs-sidecar-";
 
 /// An empty temporary file no process holds is left this long: its writer
 /// may have created it and not yet locked it.
-const EMPTY_TEMP_KEPT: std::time::Duration = std::time::Duration::from_secs(10);
+const EMPTY_TEMP_KEPT: Duration = Duration::from_secs(10);
+
+/// A temporary file whose lock cannot be tested (one an earlier build wrote,
+/// or on a filesystem whose locks the test cannot take, such as NFS through a
+/// read-only descriptor) is taken for abandoned once it has not changed for
+/// this long: a writer changes its file every few seconds, paced or not.
+const UNTESTED_TEMP_KEPT: Duration = Duration::from_secs(3600);
 
 /// A temporary file in `dir`, for the sidecar to be renamed into place, locked
 /// (`flock`) until this process closes it, before a byte is written: an
@@ -262,11 +273,22 @@ const EMPTY_TEMP_KEPT: std::time::Duration = std::time::Duration::from_secs(10);
 /// query wrote after its answer), and the next write removes it
 /// ([`remove_abandoned`]).
 fn temp_file_in(dir: &Path) -> std::io::Result<tempfile::NamedTempFile> {
-    let temp = temp_builder().tempfile_in(dir)?;
-    // A filesystem without locks writes unlocked (and its files are never
-    // taken for abandoned, since they cannot be locked by the sweep either).
-    let _ = temp.as_file().try_lock();
-    Ok(temp)
+    for _ in 0..3 {
+        let temp = temp_builder().tempfile_in(dir)?;
+        match temp.as_file().try_lock() {
+            Ok(()) => return Ok(temp),
+            // Another process's sweep holds it (it took the new, empty file
+            // for an old one, its clock ahead of the file's) and removes it:
+            // take another name.
+            Err(std::fs::TryLockError::WouldBlock) => continue,
+            // No locks here: written unlocked, left alone by sweeps until it
+            // is old (`UNTESTED_TEMP_KEPT`).
+            Err(std::fs::TryLockError::Error(_)) => return Ok(temp),
+        }
+    }
+    Err(std::io::Error::other(
+        "another process kept taking this sidecar's temporary file for an abandoned one",
+    ))
 }
 
 fn temp_builder() -> tempfile::Builder<'static, 'static> {
@@ -281,21 +303,21 @@ fn temp_builder() -> tempfile::Builder<'static, 'static> {
 }
 
 /// Removes the temporary files of sidecar writes that never finished from
-/// `dir`: those no process holds locked, with bytes in them or older than
-/// [`EMPTY_TEMP_KEPT`]. At 1M beliefs such a file is up to 1.8 GB, and
+/// `dir`. One of this build's goes when no process holds it locked and it
+/// has bytes in it or is older than [`EMPTY_TEMP_KEPT`]; one whose lock
+/// cannot be tested when it has not changed for [`UNTESTED_TEMP_KEPT`]; one
+/// a process holds, never. At 1M beliefs such a file is up to 1.8 GB, and
 /// each interrupted write would leave another. Returns how many went; a file
-/// that cannot be opened, locked or removed (another user's, a filesystem
-/// without locks) is left as it is.
+/// that cannot be opened or removed (another user's) is left as it is.
 pub(crate) fn remove_abandoned(dir: &Path) -> usize {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
     };
     let mut removed = 0;
     for entry in entries.flatten() {
-        if !entry
-            .file_name()
-            .as_encoded_bytes()
-            .starts_with(TEMP_PREFIX.as_bytes())
+        let name = entry.file_name();
+        let name = name.as_encoded_bytes();
+        if !name.starts_with(UNLOCKED_TEMP_PREFIX.as_bytes())
             || !entry.file_type().is_ok_and(|kind| kind.is_file())
         {
             continue;
@@ -307,13 +329,23 @@ pub(crate) fn remove_abandoned(dir: &Path) -> usize {
         let Ok(meta) = file.metadata() else {
             continue;
         };
-        let old = meta
-            .modified()
-            .ok()
-            .and_then(|at| at.elapsed().ok())
-            .is_some_and(|age| age >= EMPTY_TEMP_KEPT);
-        if (meta.len() > 0 || old) && file.try_lock().is_ok() && std::fs::remove_file(&path).is_ok()
-        {
+        if !meta.is_file() {
+            continue;
+        }
+        let unchanged_for = |kept: Duration| {
+            meta.modified()
+                .ok()
+                .and_then(|at| at.elapsed().ok())
+                .is_some_and(|age| age >= kept)
+        };
+        let abandoned = match file.try_lock() {
+            Err(std::fs::TryLockError::WouldBlock) => false,
+            Ok(()) if name.starts_with(TEMP_PREFIX.as_bytes()) => {
+                meta.len() > 0 || unchanged_for(EMPTY_TEMP_KEPT)
+            }
+            Ok(()) | Err(std::fs::TryLockError::Error(_)) => unchanged_for(UNTESTED_TEMP_KEPT),
+        };
+        if abandoned && std::fs::remove_file(&path).is_ok() {
             removed += 1;
         }
     }
@@ -411,8 +443,7 @@ pub(crate) fn write(
             since_flush: 0,
         };
         let mut out = BufWriter::with_capacity(1 << 20, paced);
-        out.write_all(&[0u8; HEADER_SPACE]).map_err(io)?;
-        let mut written = HEADER_SPACE;
+        let mut written = 0;
         let mut write_section =
             |kind: SectionKind, range: std::ops::Range<usize>, sections: &Sections<'_>| {
                 out.write_all(&vec![0u8; range.start - written])
@@ -432,18 +463,29 @@ pub(crate) fn write(
                 written = range.end;
                 Ok(())
             };
-        for (kind, range) in early
-            .iter()
-            .take_while(|(kind, _)| *kind < SectionKind::Premises)
-        {
-            write_section(kind, range, &sections)?;
-        }
-        let (premises, claims) = match json {
-            Json::Making(making) => making
-                .join()
-                .map_err(|_| invalid("making the claims' JSON failed; not written".into()))??,
-            Json::Made(made) => made,
+        // The sections before the JSON's (the first one's padding is the
+        // header's space: every section starts past it). The JSON's thread
+        // is joined whatever happened here, so that an error is returned as
+        // one (a scope would turn the thread's panic into ours).
+        let wrote_early = (|| -> Result<(), SidecarError> {
+            for (kind, range) in early
+                .iter()
+                .take_while(|(kind, _)| *kind < SectionKind::Premises)
+            {
+                write_section(kind, range, &sections)?;
+            }
+            Ok(())
+        })();
+        let made = match json {
+            Json::Making(making) => making.join().unwrap_or_else(|_| {
+                Err(invalid(
+                    "making the claims' JSON failed; not written".into(),
+                ))
+            }),
+            Json::Made(made) => Ok(made),
         };
+        wrote_early?;
+        let (premises, claims) = made?;
         let lengths = lengths_with(premises.len(), claims.len());
         let table = table_of(&lengths)?;
         let sections = Sections {
@@ -558,11 +600,14 @@ mod tests {
     }
 
     /// Only what an ended write left is removed: a temporary file with bytes
-    /// and no lock, or an empty one past [`super::EMPTY_TEMP_KEPT`]; never a
-    /// file a writer holds, a fresh empty one, the sidecar itself or a
-    /// directory.
+    /// and no lock, or an empty one past [`super::EMPTY_TEMP_KEPT`], or an
+    /// earlier build's (never locked) untouched for
+    /// [`super::UNTESTED_TEMP_KEPT`]; never a file a writer holds (the lock
+    /// `temp_file_in` takes included), a fresh empty one, a fresh one of an
+    /// earlier build, the sidecar itself or a directory.
     #[test]
     fn only_abandoned_temporary_files_are_removed() {
+        use std::time::{Duration, SystemTime};
         let dir = tempfile::tempdir().unwrap();
         let make = |bytes: &[u8]| {
             let (mut file, path) = super::temp_builder()
@@ -573,28 +618,56 @@ mod tests {
             file.write_all(bytes).unwrap();
             (file, path)
         };
+        let aged = |file: &std::fs::File, age: Duration| {
+            file.set_modified(SystemTime::now() - age).unwrap();
+        };
         let (_, abandoned) = make(b"half a sidecar");
         let (held, written) = make(b"a sidecar being written");
         held.try_lock().unwrap();
+        let mut writing = super::temp_file_in(dir.path()).unwrap();
+        writing.write_all(b"a sidecar being written here").unwrap();
         let (_, fresh_empty) = make(b"");
         let (old_empty_file, old_empty) = make(b"");
-        old_empty_file
-            .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(60))
-            .unwrap();
+        aged(&old_empty_file, Duration::from_secs(60));
+        let earlier = |name: &str, age: Duration| {
+            let path = dir
+                .path()
+                .join(format!("{}{name}", super::UNLOCKED_TEMP_PREFIX));
+            std::fs::write(&path, b"an earlier build's sidecar").unwrap();
+            aged(
+                &std::fs::File::options().write(true).open(&path).unwrap(),
+                age,
+            );
+            path
+        };
+        let earlier_fresh = earlier("aB3dE9", Duration::from_secs(60));
+        let earlier_old = earlier("xY7zQ2", Duration::from_secs(7200));
         let sidecar = dir.path().join("store.db.particles-rs.sidecar");
         std::fs::write(&sidecar, b"a sidecar").unwrap();
         let folder = dir.path().join(format!("{}folder", super::TEMP_PREFIX));
         std::fs::create_dir(&folder).unwrap();
 
-        assert_eq!(super::remove_abandoned(dir.path()), 2);
-        assert!(!abandoned.exists() && !old_empty.exists());
-        for kept in [&written, &fresh_empty, &sidecar, &folder] {
+        assert_eq!(super::remove_abandoned(dir.path()), 3);
+        for gone in [&abandoned, &old_empty, &earlier_old] {
+            assert!(!gone.exists(), "{} was kept", gone.display());
+        }
+        for kept in [
+            &written,
+            writing.path(),
+            &fresh_empty,
+            &earlier_fresh,
+            &sidecar,
+            &folder,
+        ] {
             assert!(kept.exists(), "{} was removed", kept.display());
         }
         // Once its writer ends (here: closes it), its file is abandoned too.
         drop(held);
         assert_eq!(super::remove_abandoned(dir.path()), 1);
         assert!(!written.exists());
+        let writing = writing.into_temp_path().keep().unwrap();
+        assert_eq!(super::remove_abandoned(dir.path()), 1);
+        assert!(!writing.exists());
         assert_eq!(super::remove_abandoned(dir.path()), 0);
     }
 

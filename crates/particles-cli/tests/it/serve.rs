@@ -204,7 +204,9 @@ fn follows_its_stores_writes_as_the_servers_do() {
         std::io::BufRead::read_line(&mut stdout, &mut answer).unwrap();
         serde_json::from_str(&answer).unwrap()
     };
-    wait_for("\"following\":true");
+    // Both threads run: the follower and the write-behind.
+    wait_for("\"writes\":true");
+    wait_for("\"write_behind\":true");
     let before = ask();
     assert_eq!(before["cache"]["route"], "rebuild");
     // Another process lowers the confidence of every seventh belief.
