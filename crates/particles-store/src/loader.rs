@@ -169,7 +169,7 @@ pub(crate) enum RowFilter {
 /// # Errors
 ///
 /// [`Error::Query`], [`Error::InvalidRow`], [`Error::BadEmbedding`].
-pub(crate) fn read_candidates<P: rusqlite::Params>(
+pub(crate) fn read_candidates<P: rusqlite::Params + Copy>(
     store: &Store,
     name: &'static str,
     sql: &str,
@@ -182,11 +182,110 @@ pub(crate) fn read_candidates<P: rusqlite::Params>(
     let mut rows = crate::profile::sql(|| statement.query(params)).map_err(query_error(name))?;
     let mut skipped = 0;
     while let Some(row) = crate::profile::sql(|| rows.next()).map_err(query_error(name))? {
-        if push_candidate(row, filter, set)? == Pushed::SkippedForModel {
-            skipped += 1;
+        match push_candidate(row, filter, set) {
+            Ok(Pushed::SkippedForModel) => skipped += 1,
+            Ok(Pushed::Added | Pushed::NoEmbedding) => {}
+            Err(found @ (Error::InvalidRow { .. } | Error::BadEmbedding { .. })) => {
+                // The reference fetches the whole result before it reads a
+                // row's embedding: the fault it meets first may be a later
+                // row's.
+                drop(rows);
+                return Err(first_fault_again(&mut statement, params, filter).unwrap_or(found));
+            }
+            Err(other) => return Err(other),
         }
     }
     Ok(skipped)
+}
+
+/// The fault the reference meets first in rows it fetches together (a
+/// loader's whole result; a partition of its build), given them in order: a
+/// TEXT value that is not UTF-8 in any of them (its sqlite3 module decodes
+/// the rows as it fetches them), else a DATETIME that does not parse in any
+/// of them (SQLAlchemy loads them), else the first row, in order, whose
+/// embedding does not decode or whose columns do not hydrate (decoded first,
+/// then validated; with [`RowFilter::CurrentModelOnly`] another model's row
+/// is skipped before either, as the reference skips it). Columns this engine
+/// does not select are not seen.
+struct FirstFault {
+    filter: RowFilter,
+    utf8: Option<Error>,
+    datetime: Option<Error>,
+    hydration: Option<Error>,
+    scratch: Vec<f32>,
+}
+
+impl FirstFault {
+    fn new(filter: RowFilter) -> FirstFault {
+        FirstFault {
+            filter,
+            utf8: None,
+            datetime: None,
+            hydration: None,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Takes the next row (or its failure to name itself, which the
+    /// reference meets as it fetches it); `false` once no later row can
+    /// change the answer.
+    fn see(&mut self, row: Result<ParticleRow<'_, '_>>) -> bool {
+        let row = match row {
+            Ok(row) => row,
+            Err(fault) => {
+                self.utf8 = Some(fault);
+                return false;
+            }
+        };
+        if let Some(fault) = row.utf8_fault() {
+            self.utf8 = Some(fault);
+            return false;
+        }
+        if self.datetime.is_none() {
+            self.datetime = row.datetime_fault();
+            if self.datetime.is_none() && self.hydration.is_none() {
+                self.hydration = hydration_fault(&row, self.filter, &mut self.scratch).err();
+            }
+        }
+        true
+    }
+
+    fn first(self) -> Option<Error> {
+        self.utf8.or(self.datetime).or(self.hydration)
+    }
+}
+
+/// [`FirstFault`] over a loader's whole result, read again; `None` when
+/// SQLite fails (the caller keeps the fault it had).
+fn first_fault_again<P: rusqlite::Params>(
+    statement: &mut rusqlite::CachedStatement<'_>,
+    params: P,
+    filter: RowFilter,
+) -> Option<Error> {
+    let mut rows = statement.query(params).ok()?;
+    let mut fault = FirstFault::new(filter);
+    while let Some(row) = rows.next().ok()? {
+        if !fault.see(ParticleRow::new(row)) {
+            break;
+        }
+    }
+    fault.first()
+}
+
+/// Reads a row as a loader does, for its fault alone.
+fn hydration_fault(
+    row: &ParticleRow<'_, '_>,
+    filter: RowFilter,
+    scratch: &mut Vec<f32>,
+) -> Result<()> {
+    if filter == RowFilter::CurrentModelOnly && !row.has_current_model()? {
+        return Ok(());
+    }
+    let Some(text) = row.embedding_bytes()? else {
+        return Ok(());
+    };
+    row.decode_embedding(text, scratch)?;
+    row.to_particle().map(drop)
 }
 
 /// What [`push_candidate`] did with a row.
@@ -210,6 +309,11 @@ fn push_candidate(
 ) -> Result<Pushed> {
     let row = ParticleRow::new(row)?;
     if filter == RowFilter::CurrentModelOnly && !row.has_current_model()? {
+        // Skipped unread, but fetched by the reference first: a fault it
+        // meets then fails the query.
+        if let Some(fault) = row.utf8_fault().or_else(|| row.datetime_fault()) {
+            return Err(fault);
+        }
         return Ok(Pushed::SkippedForModel);
     }
     let Some(text) = row.embedding_bytes()? else {
@@ -531,46 +635,61 @@ pub fn load_cacheable(
     })
 }
 
-/// The error a build meets, as the reference's build would name it: the first
-/// bad row in `(confidence_value, rowid)` order, read as the uncached loader
-/// reads a row (its vector decoded before its columns are hydrated, the
-/// reference's order too). The parallel build walks the table in rowid order,
-/// so the row it stops on may not be that one; a store with a bad row fails
-/// every build, so finding the reference's row costs a second, sequential read
-/// only on the way to an error. `found` is returned when the row is not the
-/// cause (SQLite failed) or the second read meets no bad row.
+/// The error a build meets, as the reference's build would name it. The
+/// reference walks `(confidence_value, rowid)` order in partitions of
+/// [`BUILD_PARTITION`] rows, each fetched whole before its rows are read
+/// ([`first_fault`] says what it meets first in one); the parallel build
+/// walks the table in rowid order, so the row it stops on may not be that
+/// one. A store with a bad row fails every build, so finding the
+/// reference's costs a second, sequential read only on the way to an error.
+/// `found` is returned when the row is not the cause (SQLite failed) or the
+/// second read meets no fault.
 fn first_bad_row(store: &Store, found: Error) -> Error {
     if !matches!(found, Error::InvalidRow { .. } | Error::BadEmbedding { .. }) {
         return found;
     }
-    let name = "cache build";
     let sql = format!(
         "SELECT {PARTICLE_COLUMNS} FROM particles \
          WHERE status = 'ACTIVE' AND embedding_json IS NOT NULL \
          ORDER BY confidence_value ASC, particles.rowid ASC"
     );
-    let reread = (|| -> Result<()> {
-        let mut statement = store
-            .connection()
-            .prepare(&sql)
-            .map_err(query_error(name))?;
-        let mut rows = statement.query([]).map_err(query_error(name))?;
-        // Only the failure matters: the set is started again every so often
-        // rather than holding a second copy of the store.
-        let mut set = CandidateSet::new();
-        while let Some(row) = rows.next().map_err(query_error(name))? {
-            if set.len() == 4_096 {
-                set = CandidateSet::new();
+    let reread = (|| -> rusqlite::Result<Option<Error>> {
+        let mut statement = store.connection().prepare(&sql)?;
+        let mut rows = statement.query([])?;
+        let (mut cells, mut arena) = (Vec::new(), Vec::new());
+        loop {
+            cells.clear();
+            arena.clear();
+            let mut fetched = 0;
+            while fetched < BUILD_PARTITION {
+                let Some(row) = rows.next()? else { break };
+                if copy_row(row, &mut cells, &mut arena).is_err() {
+                    return Ok(None);
+                }
+                fetched += 1;
             }
-            push_candidate(row, RowFilter::AnyModel, &mut set)?;
+            let mut fault = FirstFault::new(RowFilter::AnyModel);
+            for row in cells.chunks_exact(COLUMN_COUNT) {
+                if !fault.see(ParticleRow::copied(row, &arena)) {
+                    break;
+                }
+            }
+            if let Some(fault) = fault.first() {
+                return Ok(Some(fault));
+            }
+            if fetched < BUILD_PARTITION {
+                return Ok(None);
+            }
         }
-        Ok(())
     })();
     match reread {
-        Err(error @ (Error::InvalidRow { .. } | Error::BadEmbedding { .. })) => error,
+        Ok(Some(fault)) => fault,
         _ => found,
     }
 }
+
+/// The rows the reference's build fetches at a time (`_BUILD_PARTITION`).
+const BUILD_PARTITION: usize = 2_000;
 
 /// The rows among `ids` that are cacheable now (ACTIVE with an embedding, any
 /// model), in id order, in chunks of [`crate::ID_CHUNK`]: a cache's delta.

@@ -88,6 +88,59 @@ const STRUCTURED_CLAIM_GENERATED_AT: usize = 34;
 const CANONICAL_FORM: usize = 35;
 const MODALITY_CLASSIFIED_AT: usize = 36;
 
+/// Each column's name, by position in [`PARTICLE_COLUMNS`] (a test holds
+/// the two lists together).
+const COLUMN_NAMES: [&str; COLUMN_COUNT] = [
+    "rowid",
+    "id",
+    "content",
+    "confidence_value",
+    "confidence_variance",
+    "confidence_calibration_source",
+    "confidence_calibration_method",
+    "confidence_calibration_ref",
+    "uncertainty_nature",
+    "asserted_by",
+    "asserted_at",
+    "status",
+    "status_reason",
+    "schema_version",
+    "particle_type",
+    "assertion_modality",
+    "valid_until",
+    "valid_from",
+    "valid_kind",
+    "supersedes",
+    "retired_at",
+    "provenance_json",
+    "extractor_ref_json",
+    "extraction_provider_model",
+    "embedding_json",
+    "embedding_model_id",
+    "subject_ids_json",
+    "properties_json",
+    "context_fingerprint",
+    "tags_json",
+    "contributors_json",
+    "structured_claim_json",
+    "structurizer_id",
+    "structurizer_version",
+    "structured_claim_generated_at",
+    "canonical_form",
+    "modality_classified_at",
+];
+
+/// The DATETIME columns, in [`PARTICLE_COLUMNS`]' order (the reference's
+/// model declares them in the same order).
+const DATETIME_COLUMNS: [usize; 6] = [
+    ASSERTED_AT,
+    VALID_UNTIL,
+    VALID_FROM,
+    RETIRED_AT,
+    STRUCTURED_CLAIM_GENERATED_AT,
+    MODALITY_CLASSIFIED_AT,
+];
+
 /// How many columns [`PARTICLE_COLUMNS`] selects.
 pub(crate) const COLUMN_COUNT: usize = MODALITY_CLASSIFIED_AT + 1;
 
@@ -318,6 +371,28 @@ impl<'stmt, 'row> ParticleRow<'stmt, 'row> {
                 format!("expected text, found {:?}", other.data_type()),
             )),
         }
+    }
+
+    /// The first TEXT value of the row that is not UTF-8, in column order:
+    /// the reference's sqlite3 module fails on it as it fetches the row, so
+    /// before it parses a DATETIME or decodes an embedding (the loaders'
+    /// `FirstFault`).
+    pub(crate) fn utf8_fault(&self) -> Option<Error> {
+        (ID..COLUMN_COUNT).find_map(|index| match self.values.get(index) {
+            Ok(ValueRef::Text(bytes)) => std::str::from_utf8(bytes)
+                .err()
+                .map(|e| self.invalid(COLUMN_NAMES[index], e)),
+            _ => None,
+        })
+    }
+
+    /// The first DATETIME column that does not parse, in column order: the
+    /// reference's SQLAlchemy fails on it as it loads the row, after fetching
+    /// it and before it decodes an embedding.
+    pub(crate) fn datetime_fault(&self) -> Option<Error> {
+        DATETIME_COLUMNS
+            .into_iter()
+            .find_map(|index| self.opt_timestamp(index, COLUMN_NAMES[index]).err())
     }
 
     /// Decodes [`ParticleRow::embedding_bytes`] into `out`, with the error a
@@ -633,5 +708,26 @@ fn json_kind(value: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{COLUMN_NAMES, DATETIME_COLUMNS, PARTICLE_COLUMNS};
+
+    #[test]
+    fn column_names_follow_the_selected_columns() {
+        let selected: Vec<&str> = PARTICLE_COLUMNS
+            .split(", ")
+            .map(|column| column.trim().trim_start_matches("particles."))
+            .collect();
+        assert_eq!(selected, COLUMN_NAMES);
+        for index in DATETIME_COLUMNS {
+            let name = COLUMN_NAMES[index];
+            assert!(
+                name.ends_with("_at") || name.starts_with("valid_"),
+                "{name}"
+            );
+        }
     }
 }

@@ -1,8 +1,12 @@
 //! A full build's failures: its rows are hydrated and decoded in batches, on
 //! this thread or a worker, in rowid order, and whichever finishes first, a
-//! build that meets bad rows names the one the reference's build names: the
-//! first in `(confidence_value, rowid)` order, its vector decoded before its
-//! columns, as the uncached loader reads it.
+//! build that meets bad rows names the fault the reference's build names. That
+//! build fetches `(confidence_value, rowid)` order in partitions of 2,000 rows
+//! and meets, in each, a TEXT value that is not UTF-8, else a DATETIME that
+//! does not parse, else the first row whose embedding does not decode or whose
+//! columns do not hydrate (in that order within the row); its uncached loader
+//! does the same over its whole result. Every case here was run through the
+//! reference 1.214.1 too (`docs/benchmarks/results-2026-12-07/stop53/oracle*.txt`).
 
 use std::path::{Path, PathBuf};
 
@@ -17,7 +21,8 @@ fn store_of_batches(dir: &Path) -> (PathBuf, Vec<String>) {
     let path = journaled_copy(dir, "coins-b.db");
     let mut writer = Writer::open(&path).unwrap();
     let tx = writer.transaction().unwrap();
-    for n in 0..1_500u64 {
+    // More than the reference's build partition (2,000 rows).
+    for n in 0..2_500u64 {
         tx.insert(
             &particle(&format!("batch-{n:04}"), 0.5, &[]),
             Some(&unit_vector(1_000 + n)),
@@ -118,6 +123,71 @@ fn a_failing_build_names_the_first_bad_row_in_confidence_then_rowid_order() {
     set(&path, early, "confidence_value = 0.75");
     set(&path, late, BAD_EMBEDDING);
     expect_embedding(late);
+}
+
+const BAD_ASSERTED_AT: &str = "asserted_at = 'garbage'";
+const NOT_UTF8_EMBEDDING: &str = "embedding_json = CAST(X'5B302E352C20FF5D' AS TEXT)";
+
+fn expect_field(error: Error, row: &str, wanted: &str) {
+    match error {
+        Error::InvalidRow { id, field, .. } => {
+            assert_eq!((id.as_str(), field.as_str()), (row, wanted))
+        }
+        other => panic!("expected {row}'s {wanted}, got {other}"),
+    }
+}
+
+/// A DATETIME that does not parse, or a value that is not UTF-8, is met as the
+/// rows are fetched: before any row's embedding is decoded or its columns
+/// validated, in the same row or a later one.
+#[test]
+fn faults_met_while_fetching_come_before_those_met_reading_a_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, ids) = store_of_batches(dir.path());
+    let (early, late) = (&ids[700], &ids[1_400]);
+    // Both before the 2,500 rows at 0.5: in the build's first partition.
+    set(&path, early, "confidence_value = 0.3");
+    set(&path, late, "confidence_value = 0.31");
+
+    set(&path, early, &format!("{BAD_EMBEDDING}, {BAD_ASSERTED_AT}"));
+    expect_field(build_error(&path), early, "asserted_at");
+
+    set(&path, early, &format!("{BAD_TYPE}, asserted_at = (SELECT asserted_at FROM particles WHERE id = '{}'), embedding_json = (SELECT embedding_json FROM particles WHERE id = '{}')", ids[0], ids[0]));
+    set(&path, late, BAD_ASSERTED_AT);
+    expect_field(build_error(&path), late, "asserted_at");
+
+    set(&path, late, &format!("asserted_at = (SELECT asserted_at FROM particles WHERE id = '{}'), {NOT_UTF8_EMBEDDING}", ids[0]));
+    expect_field(build_error(&path), late, "embedding_json");
+}
+
+/// The reference's build fetches 2,000 rows at a time, its uncached loader
+/// the whole result: a bad type in the first partition is named by the build,
+/// a DATETIME in a later partition by the uncached loader.
+#[test]
+fn a_build_meets_its_partitions_in_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, ids) = store_of_batches(dir.path());
+    let (first, last) = (&ids[0], &ids[ids.len() - 1]);
+    set(
+        &path,
+        first,
+        &format!("confidence_value = 0.001, {BAD_TYPE}"),
+    );
+    set(
+        &path,
+        last,
+        &format!("confidence_value = 0.999, {BAD_ASSERTED_AT}"),
+    );
+    let store = Store::open_read_only(&path).unwrap();
+    let mut cache = CandidateCache::new();
+    let built = store
+        .read_snapshot(|s| cache.load(s, 0.0, None).map(|_| ()))
+        .expect_err("a bad row fails the build");
+    expect_field(built, first, "particle_type");
+    let uncached = store
+        .read_snapshot(|s| load_active(s, 0.0, None).map(|_| ()))
+        .expect_err("a bad row fails the uncached loader");
+    expect_field(uncached, last, "asserted_at");
 }
 
 /// Within one row the vector fails before the other columns, as in the
