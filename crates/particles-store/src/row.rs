@@ -454,6 +454,14 @@ impl<'stmt, 'row> ParticleRow<'stmt, 'row> {
         // malformed one fails the row even where the query path never looks.
         self.opt_timestamp(RETIRED_AT, "retired_at")?;
         self.opt_timestamp(MODALITY_CLASSIFIED_AT, "modality_classified_at")?;
+        // Read below only with a structured claim; the reference decodes and
+        // parses them on every row.
+        self.opt_timestamp(
+            STRUCTURED_CLAIM_GENERATED_AT,
+            "structured_claim_generated_at",
+        )?;
+        self.opt_text(STRUCTURIZER_ID, "structurizer_id")?;
+        self.opt_text(STRUCTURIZER_VERSION, "structurizer_version")?;
 
         let provenance = self.provenance()?;
         let properties = match self.opt_text(PROPERTIES_JSON, "properties_json")? {

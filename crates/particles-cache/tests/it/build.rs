@@ -158,6 +158,20 @@ fn faults_met_while_fetching_come_before_those_met_reading_a_row() {
 
     set(&path, late, &format!("asserted_at = (SELECT asserted_at FROM particles WHERE id = '{}'), {NOT_UTF8_EMBEDDING}", ids[0]));
     expect_field(build_error(&path), late, "embedding_json");
+
+    // Every DATETIME is parsed, even one that is read only with a claim
+    // (these rows have none): the store's one fault.
+    set(&path, early, "particle_type = 'CLAIM'");
+    set(
+        &path,
+        late,
+        &format!(
+            "embedding_json = (SELECT embedding_json FROM particles WHERE id = '{}'), \
+             structured_claim_generated_at = 'garbage'",
+            ids[0]
+        ),
+    );
+    expect_field(build_error(&path), late, "structured_claim_generated_at");
 }
 
 /// The reference's build fetches 2,000 rows at a time, its uncached loader

@@ -38,3 +38,7 @@ asyncio.run(run("F early type (0.3), late embedding not UTF-8 (0.6):"))
 con = fresh(grow=40); r = ids(con); print("grown:", len(r), "ACTIVE rows with embeddings")
 upd(con, r[0], "confidence_value=0.001, particle_type='BAD_FIRST'"); upd(con, r[-1], "confidence_value=0.999, asserted_at='garbage'")
 asyncio.run(run("G type in the first partition (0.001), asserted_at in a later one (0.999):"))
+con = fresh(); r = ids(con)
+claimless = con.execute("SELECT id FROM particles WHERE status='ACTIVE' AND embedding_json IS NOT NULL AND structured_claim_json IS NULL LIMIT 1").fetchone()[0]
+upd(con, claimless, "structured_claim_generated_at='garbage'")
+asyncio.run(run("H a claim-less row's structured_claim_generated_at alone:"))
