@@ -375,11 +375,54 @@ pub(crate) fn write(
         path: path.to_owned(),
         source,
     };
+    refuse_extended(path, set)?;
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    // What an interrupted write left goes first: its space may be needed.
+    remove_abandoned(dir);
+    let mut temp = temp_file_in(dir).map_err(io)?;
+    let (lengths, checksums) = write_sections(path, set, by_id, order, pace, temp.as_file_mut())?;
+    let header = Header {
+        head: Head::new(head),
+        store: store.display().to_string(),
+        lengths,
+        checksums,
+    }
+    .encode(path)?;
+    {
+        let file = temp.as_file_mut();
+        file.seek(SeekFrom::Start(0)).map_err(io)?;
+        file.write_all(&header).map_err(io)?;
+    }
+    temp.as_file().sync_all().map_err(io)?;
+    temp.persist(path).map_err(|e| io(e.error))?;
+    // Make the rename durable too; a failure here loses nothing but the file.
+    if let Ok(dir) = File::open(dir) {
+        let _ = dir.sync_all();
+    }
+    Ok(())
+}
+
+/// Writes every section of `set` to `file` after the header's space, and
+/// returns the lengths and checksums the header then records.
+fn write_sections(
+    path: &Path,
+    set: &CandidateSet,
+    by_id: &[u32],
+    order: Option<&[u32]>,
+    pace: Pace,
+    file: &mut File,
+) -> Result<(Lengths, Checksums), SidecarError> {
+    let io = |source| SidecarError::Io {
+        path: path.to_owned(),
+        source,
+    };
     let invalid = |reason: String| SidecarError::Invalid {
         path: path.to_owned(),
         reason,
     };
-    refuse_extended(path, set)?;
     let c = set.column_slices();
     // The premises' and claims' JSON (with the claims' round trip, about 3 s
     // of one core at 1M rows) do not move the sections before them in the
@@ -421,13 +464,6 @@ pub(crate) fn write(
         premises: &[],
         claims: &[],
     };
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    // What an interrupted write left goes first: its space may be needed.
-    remove_abandoned(dir);
-    let mut temp = temp_file_in(dir).map_err(io)?;
     // Sections first (their checksums are known once written), then the header
     // into the space reserved for it.
     let mut checksums = Checksums::default();
@@ -437,7 +473,7 @@ pub(crate) fn write(
             Pace::Paced => Json::Made(make_json()?),
         };
         let paced = Paced {
-            file: temp.as_file_mut(),
+            file,
             pace,
             step: PACE_STEP,
             since_flush: 0,
@@ -510,25 +546,7 @@ pub(crate) fn write(
         out.flush().map_err(io)?;
         Ok(lengths)
     })?;
-    let header = Header {
-        head: Head::new(head),
-        store: store.display().to_string(),
-        lengths,
-        checksums,
-    }
-    .encode(path)?;
-    {
-        let file = temp.as_file_mut();
-        file.seek(SeekFrom::Start(0)).map_err(io)?;
-        file.write_all(&header).map_err(io)?;
-    }
-    temp.as_file().sync_all().map_err(io)?;
-    temp.persist(path).map_err(|e| io(e.error))?;
-    // Make the rename durable too; a failure here loses nothing but the file.
-    if let Ok(dir) = File::open(dir) {
-        let _ = dir.sync_all();
-    }
-    Ok(())
+    Ok((lengths, checksums))
 }
 
 #[cfg(test)]
@@ -607,7 +625,7 @@ mod tests {
     /// earlier build, the sidecar itself or a directory.
     #[test]
     fn only_abandoned_temporary_files_are_removed() {
-        use std::time::{Duration, SystemTime};
+        use std::time::Duration;
         let dir = tempfile::tempdir().unwrap();
         let make = |bytes: &[u8]| {
             let (mut file, path) = super::temp_builder()
@@ -618,8 +636,11 @@ mod tests {
             file.write_all(bytes).unwrap();
             (file, path)
         };
+        // Back from the file's own time (the wall clock is read where `now`
+        // is owned).
         let aged = |file: &std::fs::File, age: Duration| {
-            file.set_modified(SystemTime::now() - age).unwrap();
+            let modified = file.metadata().unwrap().modified().unwrap();
+            file.set_modified(modified - age).unwrap();
         };
         let (_, abandoned) = make(b"half a sidecar");
         let (held, written) = make(b"a sidecar being written");
