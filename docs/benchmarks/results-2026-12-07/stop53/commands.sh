@@ -25,3 +25,10 @@ ls -la /tmp/s50/ql/stores | grep sidecar
 # Rows with two faults, the reference (oracle.txt) and particles-rs before and after (oracle-rs.txt):
 .reference/venv/bin/python oracle.py t.db          # t.db: a copy of tests/fixtures/stores/coins-b.db
 ./oracle-rs.sh /tmp/s52/fold; ./oracle-rs.sh ./sweep
+
+# Rows with faults met while fetching (oracle2.txt), and particles-rs before and after (oracle2-rs.txt):
+.reference/venv/bin/python oracle2.py tests/fixtures/stores/coins-b.db /tmp/s53/t2.db
+./oracle2-rs.sh /tmp/s52/fold; ./oracle2-rs.sh ./final
+
+# The write again with the final binary (wr1m-final.txt):
+for i in 1 2; do for b in after3 final; do ./wr.sh ./$b n1000000-first-unfiltered.json wrf-$b-$i.json; done; done
