@@ -226,15 +226,17 @@ impl FirstFault {
         }
     }
 
-    /// Takes the next row (or its failure to name itself, which the
-    /// reference meets as it fetches it); `false` once no later row can
-    /// change the answer.
+    /// Takes the next row (or its failure to name itself: an id that is not
+    /// text, which the reference fetches and fails on only when it validates
+    /// the row); `false` once no later row can change the answer.
     fn see(&mut self, row: Result<ParticleRow<'_, '_>>) -> bool {
         let row = match row {
             Ok(row) => row,
             Err(fault) => {
-                self.utf8 = Some(fault);
-                return false;
+                if self.datetime.is_none() && self.hydration.is_none() {
+                    self.hydration = Some(fault);
+                }
+                return true;
             }
         };
         if let Some(fault) = row.utf8_fault() {
@@ -638,7 +640,7 @@ pub fn load_cacheable(
 /// The error a build meets, as the reference's build would name it. The
 /// reference walks `(confidence_value, rowid)` order in partitions of
 /// [`BUILD_PARTITION`] rows, each fetched whole before its rows are read
-/// ([`first_fault`] says what it meets first in one); the parallel build
+/// ([`FirstFault`] says what it meets first in one); the parallel build
 /// walks the table in rowid order, so the row it stops on may not be that
 /// one. A store with a bad row fails every build, so finding the
 /// reference's costs a second, sequential read only on the way to an error.

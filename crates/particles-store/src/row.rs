@@ -386,6 +386,17 @@ impl<'stmt, 'row> ParticleRow<'stmt, 'row> {
         })
     }
 
+    /// A TEXT value that is not UTF-8 is a fault (the reference fails as it
+    /// fetches it); any other storage class is left to whatever reads it.
+    fn utf8_only(&self, index: usize) -> Result<()> {
+        match self.value(index)? {
+            ValueRef::Text(bytes) => std::str::from_utf8(bytes)
+                .map(drop)
+                .map_err(|e| self.invalid(COLUMN_NAMES[index], e)),
+            _ => Ok(()),
+        }
+    }
+
     /// The first DATETIME column that does not parse, in column order: the
     /// reference's SQLAlchemy fails on it as it loads the row, after fetching
     /// it and before it decodes an embedding.
@@ -454,14 +465,18 @@ impl<'stmt, 'row> ParticleRow<'stmt, 'row> {
         // malformed one fails the row even where the query path never looks.
         self.opt_timestamp(RETIRED_AT, "retired_at")?;
         self.opt_timestamp(MODALITY_CLASSIFIED_AT, "modality_classified_at")?;
-        // Read below only with a structured claim; the reference decodes and
-        // parses them on every row.
-        self.opt_timestamp(
-            STRUCTURED_CLAIM_GENERATED_AT,
-            "structured_claim_generated_at",
-        )?;
-        self.opt_text(STRUCTURIZER_ID, "structurizer_id")?;
-        self.opt_text(STRUCTURIZER_VERSION, "structurizer_version")?;
+        // The reference fetches every row's text as UTF-8 and parses every
+        // DATETIME; these are read below only with a structured claim, and
+        // the id lossily (to name the row in any error).
+        self.utf8_only(ID)?;
+        if matches!(self.value(STRUCTURED_CLAIM_JSON)?, ValueRef::Null) {
+            self.opt_timestamp(
+                STRUCTURED_CLAIM_GENERATED_AT,
+                "structured_claim_generated_at",
+            )?;
+            self.utf8_only(STRUCTURIZER_ID)?;
+            self.utf8_only(STRUCTURIZER_VERSION)?;
+        }
 
         let provenance = self.provenance()?;
         let properties = match self.opt_text(PROPERTIES_JSON, "properties_json")? {

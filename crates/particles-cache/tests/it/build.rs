@@ -192,22 +192,54 @@ fn a_build_meets_its_partitions_in_turn() {
         last,
         &format!("confidence_value = 0.999, {BAD_ASSERTED_AT}"),
     );
-    let store = Store::open_read_only(&path).unwrap();
-    let mut cache = CandidateCache::new();
-    let built = store
-        .read_snapshot(|s| cache.load(s, 0.0, None).map(|_| ()))
-        .expect_err("a bad row fails the build");
+    let both = || {
+        let store = Store::open_read_only(&path).unwrap();
+        let mut cache = CandidateCache::new();
+        let built = store
+            .read_snapshot(|s| cache.load(s, 0.0, None).map(|_| ()))
+            .expect_err("a bad row fails the build");
+        let uncached = store
+            .read_snapshot(|s| load_active(s, 0.0, None).map(|_| ()))
+            .expect_err("a bad row fails the uncached loader");
+        (built, uncached)
+    };
+    let (built, uncached) = both();
     expect_field(built, first, "particle_type");
-    let uncached = store
-        .read_snapshot(|s| load_active(s, 0.0, None).map(|_| ()))
-        .expect_err("a bad row fails the uncached loader");
     expect_field(uncached, last, "asserted_at");
+    // Text that is not UTF-8 is judged per partition too.
+    set(
+        &path,
+        last,
+        &format!("asserted_at = '2024-01-01T00:00:00', {NOT_UTF8_EMBEDDING}"),
+    );
+    let (built, uncached) = both();
+    expect_field(built, first, "particle_type");
+    expect_field(uncached, last, "embedding_json");
 }
 
-/// Within one row the vector fails before the other columns, as in the
-/// reference (its build and its uncached loader decode the JSON, then
-/// validate the row): an embedding text that is not UTF-8 and one that is
-/// not an array of numbers both fail a row whose type is bad too.
+/// A row of another embedding model is skipped by the uncached loader, as
+/// by the reference's, but fetched first: a fault met while fetching it
+/// fails both, as it fails the reference's.
+#[test]
+fn a_skipped_rows_fetch_fault_fails_the_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = store_of_batches(dir.path());
+    let other = raw_strings(
+        &path,
+        "SELECT id FROM particles WHERE status = 'ACTIVE' AND embedding_json IS NOT NULL \
+         AND embedding_model_id != 'all-MiniLM-L6-v2' ORDER BY rowid LIMIT 1",
+    );
+    let other = other
+        .first()
+        .expect("the fixture has a row of another model");
+    set(&path, other, BAD_ASSERTED_AT);
+    expect_field(build_error(&path), other, "asserted_at");
+}
+
+/// Within one row the vector fails before the other columns: text that is
+/// not UTF-8 because the reference meets it as it fetches the row, a vector
+/// that is not an array of numbers because its loaders decode the JSON before
+/// they validate the row. Both fail a row whose type is bad too.
 #[test]
 fn a_rows_embedding_fails_before_its_columns() {
     let dir = tempfile::tempdir().unwrap();

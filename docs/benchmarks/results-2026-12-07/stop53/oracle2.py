@@ -42,3 +42,10 @@ con = fresh(); r = ids(con)
 claimless = con.execute("SELECT id FROM particles WHERE status='ACTIVE' AND embedding_json IS NOT NULL AND structured_claim_json IS NULL LIMIT 1").fetchone()[0]
 upd(con, claimless, "structured_claim_generated_at='garbage'")
 asyncio.run(run("H a claim-less row's structured_claim_generated_at alone:"))
+con = fresh(grow=40); r = ids(con)
+upd(con, r[0], "confidence_value=0.001, particle_type='BAD_FIRST'"); upd(con, r[-1], "confidence_value=0.999, embedding_json=CAST(X'5B302E352C20FF5D' AS TEXT)")
+asyncio.run(run("I type in the first partition (0.001), text not UTF-8 in a later one (0.999):"))
+con = fresh()
+other = con.execute("SELECT id FROM particles WHERE status='ACTIVE' AND embedding_json IS NOT NULL AND embedding_model_id != 'all-MiniLM-L6-v2' ORDER BY rowid LIMIT 1").fetchone()[0]
+upd(con, other, "asserted_at='garbage'")
+asyncio.run(run("J another model's row, asserted_at alone:"))
