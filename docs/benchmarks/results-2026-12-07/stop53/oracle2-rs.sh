@@ -25,3 +25,9 @@ run "G type in the first partition (0.001), asserted_at in a later one (0.999)"
 fresh; claimless=$(sqlite3 $T "SELECT id FROM particles WHERE status='ACTIVE' AND embedding_json IS NOT NULL AND structured_claim_json IS NULL LIMIT 1")
 q "UPDATE particles SET structured_claim_generated_at='garbage' WHERE id='$claimless'"
 run "H a claim-less row's structured_claim_generated_at alone"
+fresh 40; first=$(ids | head -1); last=$(ids | tail -1)
+q "UPDATE particles SET confidence_value=0.001, particle_type='BAD_FIRST' WHERE id='$first'; UPDATE particles SET confidence_value=0.999, embedding_json=CAST(X'5B302E352C20FF5D' AS TEXT) WHERE id='$last'"
+run "I type in the first partition (0.001), text not UTF-8 in a later one (0.999)"
+fresh; other=$(sqlite3 $T "SELECT id FROM particles WHERE status='ACTIVE' AND embedding_json IS NOT NULL AND embedding_model_id != 'all-MiniLM-L6-v2' ORDER BY rowid LIMIT 1")
+q "UPDATE particles SET asserted_at='garbage' WHERE id='$other'"
+run "J another model's row, asserted_at alone"
