@@ -32,3 +32,8 @@ ls -la /tmp/s50/ql/stores | grep sidecar
 
 # The write again with the final binary (wr1m-final.txt):
 for i in 1 2; do for b in after3 final; do ./wr.sh ./$b n1000000-first-unfiltered.json wrf-$b-$i.json; done; done
+
+# Ctrl-C with the final binary, 100k (sigint-final.txt):
+python3 sigint-now.py ./final2 qlat-s20261017-n100000-rs1.db          # SIGINT at once: an empty temp file
+python3 sigint-d.py ./final2 qlat-s20261017-n100000-rs1.db 0.12       # 0.12 s after the answer: 142 MB
+sleep 10; rm -f qlat-s20261017-n100000-rs1.db.particles-rs.sidecar; ./final2 query --store qlat-s20261017-n100000-rs1.db --json "what do we know about coffee"
