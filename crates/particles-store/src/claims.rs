@@ -17,6 +17,7 @@ use rusqlite::params;
 
 use crate::{
     error::{query_error, Result},
+    fault::{first_fault_again, is_row_fault},
     row::{ParticleRow, MODEL_COLUMNS},
     Store,
 };
@@ -175,26 +176,57 @@ fn read_scope(
 ) -> Result<Vec<ScopeRow>> {
     let mut statement = crate::profile::sql(|| store.connection().prepare_cached(sql))
         .map_err(query_error(name))?;
-    let mut rows = match subject_id {
-        None => statement.query(params![min_confidence]),
-        Some(subject) => statement.query(params![min_confidence, subject]),
+    match subject_id {
+        None => scope_rows(name, &mut statement, params![min_confidence], asserted_by),
+        Some(subject) => scope_rows(
+            name,
+            &mut statement,
+            params![min_confidence, subject],
+            asserted_by,
+        ),
     }
-    .map_err(query_error(name))?;
+}
+
+fn scope_rows<P: rusqlite::Params + Copy>(
+    name: &'static str,
+    statement: &mut rusqlite::CachedStatement<'_>,
+    params: P,
+    asserted_by: Option<i64>,
+) -> Result<Vec<ScopeRow>> {
+    let mut rows = statement.query(params).map_err(query_error(name))?;
     let mut out = Vec::new();
     while let Some(row) = crate::profile::sql(|| rows.next()).map_err(query_error(name))? {
-        let row = ParticleRow::new(row)?;
-        if let Some(limit) = asserted_by {
-            if row.asserted_at_micros()? > limit {
-                continue;
+        match ParticleRow::new(row).and_then(|row| scope_row(&row, asserted_by)) {
+            Ok(Some(kept)) => out.push(kept),
+            Ok(None) => {}
+            Err(found) if is_row_fault(&found) => {
+                // The reference fetches the whole result first: the fault it
+                // meets first may be a later row's.
+                drop(rows);
+                let check = |row: &ParticleRow<'_, '_>, _: &mut Vec<f32>| {
+                    scope_row(row, asserted_by).map(drop)
+                };
+                return Err(first_fault_again(statement, params, check).unwrap_or(found));
             }
+            Err(other) => return Err(other),
         }
-        out.push(ScopeRow {
-            rowid: row.rowid(),
-            retired_at: row.retired_at()?,
-            particle: crate::profile::hydrate(|| row.to_particle())?,
-        });
     }
     Ok(out)
+}
+
+/// One row as the reference's claim loaders read it: `None` for a row
+/// asserted after `asserted_by`, which is not even hydrated.
+fn scope_row(row: &ParticleRow<'_, '_>, asserted_by: Option<i64>) -> Result<Option<ScopeRow>> {
+    if let Some(limit) = asserted_by {
+        if row.asserted_at_micros()? > limit {
+            return Ok(None);
+        }
+    }
+    Ok(Some(ScopeRow {
+        rowid: row.rowid(),
+        retired_at: row.retired_at()?,
+        particle: crate::profile::hydrate(|| row.to_particle())?,
+    }))
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use crate::{
     chunked::{for_each_in_chunks, SqlClock},
     embedding::decode_embedding,
     error::{query_error, Error, Result},
+    fault::{first_fault_again, is_row_fault},
     policy::collect_with,
     row::{ParticleRow, PARTICLE_COLUMNS},
     Store,
@@ -116,42 +117,78 @@ fn read_historical(
 ) -> Result<(Vec<HistoricalRow>, usize)> {
     let mut statement = crate::profile::sql(|| store.connection().prepare_cached(sql))
         .map_err(query_error(name))?;
-    let mut rows = match subject_id {
-        None => statement.query(params![min_confidence]),
-        Some(subject) => statement.query(params![min_confidence, subject]),
+    match subject_id {
+        None => historical_rows(name, &mut statement, params![min_confidence], asserted_by),
+        Some(subject) => historical_rows(
+            name,
+            &mut statement,
+            params![min_confidence, subject],
+            asserted_by,
+        ),
     }
-    .map_err(query_error(name))?;
+}
+
+fn historical_rows<P: rusqlite::Params + Copy>(
+    name: &'static str,
+    statement: &mut rusqlite::CachedStatement<'_>,
+    params: P,
+    asserted_by: Option<i64>,
+) -> Result<(Vec<HistoricalRow>, usize)> {
+    let mut rows = statement.query(params).map_err(query_error(name))?;
     let mut out = Vec::new();
     let mut skipped = 0;
     while let Some(row) = crate::profile::sql(|| rows.next()).map_err(query_error(name))? {
-        let row = ParticleRow::new(row)?;
-        // As the reference: the assertion instant and the model are checked first,
-        // and only rows that pass are hydrated (a row asserted after T may even be
-        // invalid without failing the query).
-        if let Some(limit) = asserted_by {
-            if row.asserted_at_micros()? > limit {
-                continue;
+        match ParticleRow::new(row).and_then(|row| historical(&row, asserted_by, &mut skipped)) {
+            Ok(Some(kept)) => out.push(kept),
+            Ok(None) => {}
+            Err(found) if is_row_fault(&found) => {
+                // The reference fetches the whole result first: the fault it
+                // meets first may be a later row's.
+                drop(rows);
+                let check = |row: &ParticleRow<'_, '_>, _: &mut Vec<f32>| {
+                    historical(row, asserted_by, &mut 0).map(drop)
+                };
+                return Err(first_fault_again(statement, params, check).unwrap_or(found));
             }
+            Err(other) => return Err(other),
         }
-        if !row.has_current_model()? {
-            skipped += 1;
-            continue;
-        }
-        let Some(text) = row.embedding_json()? else {
-            continue;
-        };
-        let vector = decode_embedding(text).map_err(|e| Error::BadEmbedding {
-            id: row.id().to_owned(),
-            reason: e.0,
-        })?;
-        out.push(HistoricalRow {
-            rowid: row.rowid(),
-            retired_at: row.retired_at()?,
-            particle: crate::profile::hydrate(|| row.to_particle())?,
-            vector,
-        });
     }
     Ok((out, skipped))
+}
+
+/// One row as the reference's as-of and window loaders read it: `None` for a
+/// row asserted after `asserted_by` or of another model (counted in
+/// `skipped`).
+fn historical(
+    row: &ParticleRow<'_, '_>,
+    asserted_by: Option<i64>,
+    skipped: &mut usize,
+) -> Result<Option<HistoricalRow>> {
+    // As the reference: the assertion instant and the model are checked first,
+    // and only rows that pass are hydrated (a row asserted after T may even be
+    // invalid without failing the query).
+    if let Some(limit) = asserted_by {
+        if row.asserted_at_micros()? > limit {
+            return Ok(None);
+        }
+    }
+    if !row.has_current_model()? {
+        *skipped += 1;
+        return Ok(None);
+    }
+    let Some(text) = row.embedding_json()? else {
+        return Ok(None);
+    };
+    let vector = decode_embedding(text).map_err(|e| Error::BadEmbedding {
+        id: row.id().to_owned(),
+        reason: e.0,
+    })?;
+    Ok(Some(HistoricalRow {
+        rowid: row.rowid(),
+        retired_at: row.retired_at()?,
+        particle: crate::profile::hydrate(|| row.to_particle())?,
+        vector,
+    }))
 }
 
 /// A particle's `valid_from` and the basis it was set on.

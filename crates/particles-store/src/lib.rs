@@ -31,6 +31,7 @@ mod contested;
 mod corpus;
 mod embedding;
 mod error;
+mod fault;
 mod guard;
 mod history;
 mod journal;

@@ -9,6 +9,7 @@ use rusqlite::params;
 use crate::{
     chunked::{for_each_in_chunks, SqlClock},
     error::{query_error, Error, Result},
+    fault::{first_fault_again, is_row_fault, FirstFault},
     row::{copy_row, Cell, ParticleRow, COLUMN_COUNT, MODEL_COLUMNS, PARTICLE_COLUMNS},
     Store,
 };
@@ -182,96 +183,23 @@ pub(crate) fn read_candidates<P: rusqlite::Params + Copy>(
     let mut rows = crate::profile::sql(|| statement.query(params)).map_err(query_error(name))?;
     let mut skipped = 0;
     while let Some(row) = crate::profile::sql(|| rows.next()).map_err(query_error(name))? {
-        match push_candidate(row, filter, set) {
+        match ParticleRow::new(row).and_then(|row| push_candidate(&row, filter, set)) {
             Ok(Pushed::SkippedForModel) => skipped += 1,
             Ok(Pushed::Added | Pushed::NoEmbedding) => {}
-            Err(found @ (Error::InvalidRow { .. } | Error::BadEmbedding { .. })) => {
+            Err(found) if is_row_fault(&found) => {
                 // The reference fetches the whole result before it reads a
                 // row's embedding: the fault it meets first may be a later
                 // row's.
                 drop(rows);
-                return Err(first_fault_again(&mut statement, params, filter).unwrap_or(found));
+                let check = |row: &ParticleRow<'_, '_>, scratch: &mut Vec<f32>| {
+                    hydration_fault(row, filter, scratch)
+                };
+                return Err(first_fault_again(&mut statement, params, check).unwrap_or(found));
             }
             Err(other) => return Err(other),
         }
     }
     Ok(skipped)
-}
-
-/// The fault the reference meets first in rows it fetches together (a
-/// loader's whole result; a partition of its build), given them in order: a
-/// TEXT value that is not UTF-8 in any of them (its sqlite3 module decodes
-/// the rows as it fetches them), else a DATETIME that does not parse in any
-/// of them (SQLAlchemy loads them), else the first row, in order, whose
-/// embedding does not decode or whose columns do not hydrate (decoded first,
-/// then validated; with [`RowFilter::CurrentModelOnly`] another model's row
-/// is skipped before either, as the reference skips it). Columns this engine
-/// does not select are not seen.
-struct FirstFault {
-    filter: RowFilter,
-    utf8: Option<Error>,
-    datetime: Option<Error>,
-    hydration: Option<Error>,
-    scratch: Vec<f32>,
-}
-
-impl FirstFault {
-    fn new(filter: RowFilter) -> FirstFault {
-        FirstFault {
-            filter,
-            utf8: None,
-            datetime: None,
-            hydration: None,
-            scratch: Vec::new(),
-        }
-    }
-
-    /// Takes the next row (or its failure to name itself: an id that is not
-    /// text, which the reference fetches and fails on only when it validates
-    /// the row); `false` once no later row can change the answer.
-    fn see(&mut self, row: Result<ParticleRow<'_, '_>>) -> bool {
-        let row = match row {
-            Ok(row) => row,
-            Err(fault) => {
-                if self.datetime.is_none() && self.hydration.is_none() {
-                    self.hydration = Some(fault);
-                }
-                return true;
-            }
-        };
-        if let Some(fault) = row.utf8_fault() {
-            self.utf8 = Some(fault);
-            return false;
-        }
-        if self.datetime.is_none() {
-            self.datetime = row.datetime_fault();
-            if self.datetime.is_none() && self.hydration.is_none() {
-                self.hydration = hydration_fault(&row, self.filter, &mut self.scratch).err();
-            }
-        }
-        true
-    }
-
-    fn first(self) -> Option<Error> {
-        self.utf8.or(self.datetime).or(self.hydration)
-    }
-}
-
-/// [`FirstFault`] over a loader's whole result, read again; `None` when
-/// SQLite fails (the caller keeps the fault it had).
-fn first_fault_again<P: rusqlite::Params>(
-    statement: &mut rusqlite::CachedStatement<'_>,
-    params: P,
-    filter: RowFilter,
-) -> Option<Error> {
-    let mut rows = statement.query(params).ok()?;
-    let mut fault = FirstFault::new(filter);
-    while let Some(row) = rows.next().ok()? {
-        if !fault.see(ParticleRow::new(row)) {
-            break;
-        }
-    }
-    fault.first()
 }
 
 /// Reads a row as a loader does, for its fault alone.
@@ -305,11 +233,10 @@ enum Pushed {
 /// Appends one row of `PARTICLE_COLUMNS` to `set`: decoded, hydrated (so a
 /// malformed row fails here, as it does in the reference) and reduced to columns.
 fn push_candidate(
-    row: &rusqlite::Row<'_>,
+    row: &ParticleRow<'_, '_>,
     filter: RowFilter,
     set: &mut CandidateSet,
 ) -> Result<Pushed> {
-    let row = ParticleRow::new(row)?;
     if filter == RowFilter::CurrentModelOnly && !row.has_current_model()? {
         // Skipped unread, but fetched by the reference first: a fault it
         // meets then fails the query.
@@ -647,7 +574,7 @@ pub fn load_cacheable(
 /// `found` is returned when the row is not the cause (SQLite failed) or the
 /// second read meets no fault.
 fn first_bad_row(store: &Store, found: Error) -> Error {
-    if !matches!(found, Error::InvalidRow { .. } | Error::BadEmbedding { .. }) {
+    if !is_row_fault(&found) {
         return found;
     }
     let sql = format!(
@@ -670,7 +597,9 @@ fn first_bad_row(store: &Store, found: Error) -> Error {
                 }
                 fetched += 1;
             }
-            let mut fault = FirstFault::new(RowFilter::AnyModel);
+            let mut fault = FirstFault::new(|row: &ParticleRow<'_, '_>, scratch: &mut Vec<f32>| {
+                hydration_fault(row, RowFilter::AnyModel, scratch)
+            });
             for row in cells.chunks_exact(COLUMN_COUNT) {
                 if !fault.see(ParticleRow::copied(row, &arena)) {
                     break;
@@ -707,29 +636,79 @@ pub fn load_cacheable_by_ids<'a>(
     sorted.sort_unstable();
     sorted.dedup();
     let mut set = CandidateSet::new();
-    for_each_in_chunks(
-        store,
-        "cache delta",
-        &sorted,
-        delta_sql,
-        SqlClock::Loader,
-        |row| push_candidate(row, RowFilter::AnyModel, &mut set).map(|_| ()),
-    )?;
+    // A chunk at a time, as the reference fetches them: the fault it names
+    // is the one it meets first in a chunk.
+    for chunk in sorted.chunks(crate::ID_CHUNK) {
+        let read = for_each_in_chunks(
+            store,
+            "cache delta",
+            chunk,
+            delta_sql,
+            SqlClock::Loader,
+            |row| {
+                let row = ParticleRow::new(row)?;
+                if row.is_cacheable()? {
+                    push_candidate(&row, RowFilter::AnyModel, &mut set).map(drop)
+                } else {
+                    // Not cached, but fetched and loaded by the reference
+                    // all the same: what fails then fails the delta.
+                    row.utf8_fault()
+                        .or_else(|| row.datetime_fault())
+                        .map_or(Ok(()), Err)
+                }
+            },
+        );
+        match read {
+            Err(found) if is_row_fault(&found) => {
+                return Err(delta_fault(store, chunk).unwrap_or(found))
+            }
+            other => other?,
+        }
+    }
     Ok(set)
 }
 
-/// The delta's statement for one list of ids. `+status` keeps the status
-/// out of the plan: with no statistics SQLite prices a list of four ids or
-/// more above an equality on `ix_particles_status`, and walked every ACTIVE
-/// row, fetching each from the table to test its id (at 1M, 0.7 s a list: a
-/// delta of 2,000 ids took 2.8 s where the id index answers in milliseconds,
-/// measured on AMD EPYC). The unary plus changes no row: `status` is a text
-/// column compared with a text literal either way.
+/// [`FirstFault`] over one chunk of a delta, read again; `None` when SQLite
+/// fails or no row faults. The reference validates only the rows it caches,
+/// in id order.
+fn delta_fault(store: &Store, chunk: &[&str]) -> Option<Error> {
+    let mut fault = FirstFault::new(|row: &ParticleRow<'_, '_>, scratch: &mut Vec<f32>| {
+        if row.is_cacheable()? {
+            hydration_fault(row, RowFilter::AnyModel, scratch)
+        } else {
+            Ok(())
+        }
+    });
+    let mut settled = false;
+    let read = for_each_in_chunks(
+        store,
+        "cache delta",
+        chunk,
+        delta_sql,
+        SqlClock::Untimed,
+        |row| {
+            settled = !fault.see(ParticleRow::new(row));
+            // Stops the read: no later row changes the answer.
+            if settled {
+                Err(Error::Internal("the delta's fault is settled"))
+            } else {
+                Ok(())
+            }
+        },
+    );
+    if read.is_err() && !settled {
+        return None;
+    }
+    fault.first()
+}
+
+/// The delta's statement for one list of ids: every row among them, of any
+/// status, as the reference fetches a chunk (it then keeps the ACTIVE rows
+/// with an embedding, and a fault in the others' columns fails it too), in
+/// id order, the order it reads them in. The id's index gives that order
+/// without a sort.
 fn delta_sql(list: &str) -> String {
-    format!(
-        "SELECT {PARTICLE_COLUMNS} FROM particles WHERE id IN ({list}) \
-         AND +status = 'ACTIVE' AND embedding_json IS NOT NULL"
-    )
+    format!("SELECT {PARTICLE_COLUMNS} FROM particles WHERE id IN ({list}) ORDER BY particles.id")
 }
 
 /// Fetches particles by id, any status, fully hydrated, in chunks of
@@ -831,7 +810,8 @@ mod tests {
 
     /// Every list length the lookups send (padded to powers of two, then the
     /// full chunk) finds its rows through the id index, not by walking the
-    /// status index, on the reference's schema and its indexes.
+    /// status index, on the reference's schema and its indexes, and in id
+    /// order without a sort (a sort would be a second line of the plan).
     #[test]
     fn a_delta_reads_its_rows_by_id_whatever_the_list_length() {
         let fixture = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))

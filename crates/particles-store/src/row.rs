@@ -340,6 +340,13 @@ impl<'stmt, 'row> ParticleRow<'stmt, 'row> {
     }
 
     /// Whether the row's vector lives in the current embedding space.
+    /// Whether a cache keeps the row, as the reference's cache decides it:
+    /// ACTIVE (the stored text, no other storage class) with an embedding.
+    pub(crate) fn is_cacheable(&self) -> Result<bool> {
+        Ok(matches!(self.value(STATUS)?, ValueRef::Text(b"ACTIVE"))
+            && !matches!(self.value(EMBEDDING_JSON)?, ValueRef::Null))
+    }
+
     pub(crate) fn has_current_model(&self) -> Result<bool> {
         Ok(self.embedding_model_id()? == EMBEDDING_MODEL_ID)
     }

@@ -55,15 +55,15 @@ fn build_error(path: &Path) -> Error {
     error
 }
 
-fn set(path: &Path, id: &str, assignments: &str) {
+pub(crate) fn set(path: &Path, id: &str, assignments: &str) {
     raw_sql(
         path,
         &format!("UPDATE particles SET {assignments} WHERE id = '{id}'"),
     );
 }
 
-const BAD_EMBEDDING: &str = "embedding_json = '[0.5, oops]'";
-const BAD_TYPE: &str = "particle_type = 'NOT_A_TYPE'";
+pub(crate) const BAD_EMBEDDING: &str = "embedding_json = '[0.5, oops]'";
+pub(crate) const BAD_TYPE: &str = "particle_type = 'NOT_A_TYPE'";
 
 #[test]
 fn a_failing_build_names_the_first_bad_row_in_confidence_then_rowid_order() {
@@ -125,10 +125,10 @@ fn a_failing_build_names_the_first_bad_row_in_confidence_then_rowid_order() {
     expect_embedding(late);
 }
 
-const BAD_ASSERTED_AT: &str = "asserted_at = 'garbage'";
+pub(crate) const BAD_ASSERTED_AT: &str = "asserted_at = 'garbage'";
 const NOT_UTF8_EMBEDDING: &str = "embedding_json = CAST(X'5B302E352C20FF5D' AS TEXT)";
 
-fn expect_field(error: Error, row: &str, wanted: &str) {
+pub(crate) fn expect_field(error: Error, row: &str, wanted: &str) {
     match error {
         Error::InvalidRow { id, field, .. } => {
             assert_eq!((id.as_str(), field.as_str()), (row, wanted))

@@ -2,6 +2,7 @@
 
 mod build;
 mod equivalence;
+mod faults;
 mod freshness;
 mod shared;
 mod sidecar;

@@ -1,0 +1,180 @@
+//! The fault a failing delta, as-of, window or claim read names: the one
+//! the reference meets first. Each of those reads fetches rows together
+//! before it reads them (the delta a chunk of ids, of every status; the
+//! loaders their whole result): first a TEXT value that is not UTF-8 in any
+//! of them, then a DATETIME that does not parse, then the first row, in
+//! order, that fails the route's own reading. Every case here was run
+//! through the reference 1.214.1 too
+//! (`docs/benchmarks/results-2026-12-07/stop54/oracle3.txt`).
+
+use std::path::{Path, PathBuf};
+
+use particles_cache::CandidateCache;
+use particles_store::{
+    load_active_claims, load_as_of, load_claims_as_of, load_window, load_window_scope,
+    CandidateLoader, Error, Store,
+};
+
+use crate::build::{expect_field, set, BAD_ASSERTED_AT, BAD_EMBEDDING, BAD_TYPE};
+use crate::support::{journaled_copy, raw_strings};
+
+const NOT_UTF8: &str = "CAST(X'5B302E352C20FF5D' AS TEXT)";
+const DATED: &str = "valid_from = '2024-01-01 00:00:00.000000'";
+
+/// A journaled copy of a fixture, its cacheable ids and its retired ids
+/// with an embedding, each in id order.
+fn store(dir: &Path) -> (PathBuf, Vec<String>, Vec<String>) {
+    std::fs::create_dir_all(dir).unwrap();
+    let path = journaled_copy(dir, "coins-b.db");
+    let cacheable = raw_strings(
+        &path,
+        "SELECT id FROM particles WHERE status = 'ACTIVE' AND embedding_json IS NOT NULL \
+         ORDER BY id",
+    );
+    let retired = raw_strings(
+        &path,
+        "SELECT id FROM particles WHERE status != 'ACTIVE' AND embedding_json IS NOT NULL \
+         ORDER BY id",
+    );
+    (path, cacheable, retired)
+}
+
+/// Builds a cache, runs `change`, and loads again: a delta's outcome (no
+/// second build is allowed).
+fn load_twice(path: &Path, change: impl FnOnce()) -> Result<(), Error> {
+    let store = Store::open_read_only(path).unwrap();
+    let mut cache = CandidateCache::new();
+    store
+        .read_snapshot(|s| cache.load(s, 0.0, None).map(|_| ()))
+        .expect("the store builds before the change");
+    change();
+    let after = store.read_snapshot(|s| cache.load(s, 0.0, None).map(|_| ()));
+    assert_eq!(cache.stats().rebuilds, 1, "no second build");
+    after
+}
+
+/// A retired row is not cached, but the reference's delta fetches it with
+/// the rest of its chunk: what fails while fetching fails the delta, what
+/// fails only when validating does not.
+#[test]
+fn a_delta_meets_the_faults_of_rows_it_does_not_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    for (case, (assignment, field)) in [
+        ("valid_from = 'garbage'", Some("valid_from")),
+        (
+            &*format!("embedding_json = {NOT_UTF8}"),
+            Some("embedding_json"),
+        ),
+        (BAD_TYPE, None),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (path, _, retired) = store(&dir.path().join(case.to_string()));
+        let retired = &retired[0];
+        let after = load_twice(&path, || set(&path, retired, assignment));
+        match field {
+            Some(field) => expect_field(after.expect_err(assignment), retired, field),
+            None => after.expect("a retired row's columns are not validated"),
+        }
+    }
+}
+
+/// Within a delta's chunk: text that is not UTF-8, then a DATETIME, in any
+/// row, cached or not; then the first cached row, in id order, that fails.
+#[test]
+fn a_delta_names_the_fault_met_first_in_its_chunk() {
+    let dir = tempfile::tempdir().unwrap();
+    let not_utf8 = format!("content = {NOT_UTF8}");
+    // a's fault, b's fault, whether b is retired, and the field named.
+    let cases = [
+        (BAD_EMBEDDING, not_utf8.as_str(), false, "content"),
+        (BAD_TYPE, BAD_ASSERTED_AT, false, "asserted_at"),
+        (BAD_TYPE, BAD_EMBEDDING, false, "particle_type"),
+        (BAD_TYPE, BAD_ASSERTED_AT, true, "asserted_at"),
+    ];
+    for (case, (first, second, retired_second, field)) in cases.iter().enumerate() {
+        let (path, cacheable, retired) = store(&dir.path().join(case.to_string()));
+        let a = &cacheable[3];
+        let b = if *retired_second {
+            &retired[0]
+        } else {
+            &cacheable[10]
+        };
+        let after = load_twice(&path, || {
+            set(&path, a, first);
+            set(&path, b, second);
+        });
+        let named = if *field == "particle_type" { a } else { b };
+        expect_field(after.expect_err(field), named, field);
+    }
+}
+
+fn far_future() -> i64 {
+    4_102_444_800_000_000 // 2100-01-01T00:00:00Z in microseconds
+}
+
+/// The as-of, window and claim loaders fetch their whole result first: a
+/// later row's fetch fault comes before an earlier row's validation fault.
+#[test]
+fn the_history_and_claim_loaders_name_the_fault_met_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, cacheable, _) = store(&dir.path().join("embedded"));
+    let (early, late) = (&cacheable[5], &cacheable[20]);
+    let read = |path: &Path, what: &str| -> Error {
+        let store = Store::open_read_only(path).unwrap();
+        store
+            .read_snapshot(|s| match what {
+                "as-of" => load_as_of(s, far_future(), 0.0, None).map(drop),
+                "window" => load_window(s, 0.0, None).map(drop),
+                "claims" => load_active_claims(s, 0.0, None).map(drop),
+                "claims as-of" => load_claims_as_of(s, far_future(), 0.0, None).map(drop),
+                _ => load_window_scope(s, 0.0, None, true).map(drop),
+            })
+            .expect_err(what)
+    };
+    set(&path, early, &format!("confidence_value = 0.3, {BAD_TYPE}"));
+    set(
+        &path,
+        late,
+        "confidence_value = 0.6, valid_from = 'garbage'",
+    );
+    expect_field(read(&path, "as-of"), late, "valid_from");
+    set(&path, late, &format!("{DATED}, {BAD_EMBEDDING}"));
+    expect_field(read(&path, "as-of"), early, "particle_type");
+    set(
+        &path,
+        early,
+        &format!("{DATED}, particle_type = 'CLAIM', {BAD_EMBEDDING}"),
+    );
+    set(&path, late, "retired_at = 'garbage'");
+    expect_field(read(&path, "window"), late, "retired_at");
+
+    let (path, _, _) = store(&dir.path().join("claims"));
+    let claims = raw_strings(
+        &path,
+        "SELECT id FROM particles WHERE status = 'ACTIVE' AND structured_claim_json IS NOT NULL \
+         ORDER BY id",
+    );
+    let (early, late) = (&claims[1], &claims[5]);
+    set(&path, early, &format!("confidence_value = 0.3, {BAD_TYPE}"));
+    set(
+        &path,
+        late,
+        "confidence_value = 0.6, retired_at = 'garbage'",
+    );
+    expect_field(read(&path, "claims as-of"), late, "retired_at");
+    set(
+        &path,
+        late,
+        &format!("retired_at = NULL, content = {NOT_UTF8}"),
+    );
+    expect_field(read(&path, "claims"), late, "content");
+    set(&path, early, DATED);
+    set(
+        &path,
+        late,
+        &format!("{DATED}, content = 'fine', modality_classified_at = 'garbage'"),
+    );
+    expect_field(read(&path, "window scope"), late, "modality_classified_at");
+}
