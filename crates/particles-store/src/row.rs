@@ -24,14 +24,17 @@ macro_rules! particle_columns {
             particles.asserted_at, particles.status, particles.status_reason, particles.schema_version, \
             particles.particle_type, particles.assertion_modality, particles.valid_until, \
             particles.valid_from, particles.valid_kind, particles.supersedes, particles.retired_at, \
+            particles.born_retired, particles.content_norm_hash, \
             particles.provenance_json, particles.extractor_ref_json, \
             particles.extraction_provider_model, ",
             $embedding,
             ", particles.embedding_model_id, \
-            particles.subject_ids_json, particles.properties_json, particles.context_fingerprint, \
+            particles.subject_ids_json, particles.properties_json, particles.domain_hint, \
+            particles.context_fingerprint, \
             particles.tags_json, particles.contributors_json, particles.structured_claim_json, \
             particles.structurizer_id, particles.structurizer_version, \
             particles.structured_claim_generated_at, particles.canonical_form, \
+            particles.modality_classifier, particles.modality_classifier_model, \
             particles.modality_classified_at"
         )
     };
@@ -71,22 +74,27 @@ const VALID_FROM: usize = 17;
 const VALID_KIND: usize = 18;
 const SUPERSEDES: usize = 19;
 const RETIRED_AT: usize = 20;
-const PROVENANCE_JSON: usize = 21;
-const EXTRACTOR_REF_JSON: usize = 22;
-const EXTRACTION_PROVIDER_MODEL: usize = 23;
-const EMBEDDING_JSON: usize = 24;
-const EMBEDDING_MODEL: usize = 25;
-const SUBJECT_IDS_JSON: usize = 26;
-const PROPERTIES_JSON: usize = 27;
-const CONTEXT_FINGERPRINT: usize = 28;
-const TAGS_JSON: usize = 29;
-const CONTRIBUTORS_JSON: usize = 30;
-const STRUCTURED_CLAIM_JSON: usize = 31;
-const STRUCTURIZER_ID: usize = 32;
-const STRUCTURIZER_VERSION: usize = 33;
-const STRUCTURED_CLAIM_GENERATED_AT: usize = 34;
-const CANONICAL_FORM: usize = 35;
-const MODALITY_CLASSIFIED_AT: usize = 36;
+const BORN_RETIRED: usize = 21;
+const CONTENT_NORM_HASH: usize = 22;
+const PROVENANCE_JSON: usize = 23;
+const EXTRACTOR_REF_JSON: usize = 24;
+const EXTRACTION_PROVIDER_MODEL: usize = 25;
+const EMBEDDING_JSON: usize = 26;
+const EMBEDDING_MODEL: usize = 27;
+const SUBJECT_IDS_JSON: usize = 28;
+const PROPERTIES_JSON: usize = 29;
+const DOMAIN_HINT: usize = 30;
+const CONTEXT_FINGERPRINT: usize = 31;
+const TAGS_JSON: usize = 32;
+const CONTRIBUTORS_JSON: usize = 33;
+const STRUCTURED_CLAIM_JSON: usize = 34;
+const STRUCTURIZER_ID: usize = 35;
+const STRUCTURIZER_VERSION: usize = 36;
+const STRUCTURED_CLAIM_GENERATED_AT: usize = 37;
+const CANONICAL_FORM: usize = 38;
+const MODALITY_CLASSIFIER: usize = 39;
+const MODALITY_CLASSIFIER_MODEL: usize = 40;
+const MODALITY_CLASSIFIED_AT: usize = 41;
 
 /// Each column's name, by position in [`PARTICLE_COLUMNS`] (a test holds
 /// the two lists together).
@@ -112,6 +120,8 @@ const COLUMN_NAMES: [&str; COLUMN_COUNT] = [
     "valid_kind",
     "supersedes",
     "retired_at",
+    "born_retired",
+    "content_norm_hash",
     "provenance_json",
     "extractor_ref_json",
     "extraction_provider_model",
@@ -119,6 +129,7 @@ const COLUMN_NAMES: [&str; COLUMN_COUNT] = [
     "embedding_model_id",
     "subject_ids_json",
     "properties_json",
+    "domain_hint",
     "context_fingerprint",
     "tags_json",
     "contributors_json",
@@ -127,6 +138,8 @@ const COLUMN_NAMES: [&str; COLUMN_COUNT] = [
     "structurizer_version",
     "structured_claim_generated_at",
     "canonical_form",
+    "modality_classifier",
+    "modality_classifier_model",
     "modality_classified_at",
 ];
 
@@ -473,9 +486,19 @@ impl<'stmt, 'row> ParticleRow<'stmt, 'row> {
         self.opt_timestamp(RETIRED_AT, "retired_at")?;
         self.opt_timestamp(MODALITY_CLASSIFIED_AT, "modality_classified_at")?;
         // The reference fetches every row's text as UTF-8 and parses every
-        // DATETIME; these are read below only with a structured claim, and
-        // the id lossily (to name the row in any error).
+        // DATETIME; these are read below only with a structured claim, the
+        // id lossily (to name the row in any error), and the rest of these
+        // not at all (selected for this check alone).
         self.utf8_only(ID)?;
+        for unread in [
+            BORN_RETIRED,
+            CONTENT_NORM_HASH,
+            DOMAIN_HINT,
+            MODALITY_CLASSIFIER,
+            MODALITY_CLASSIFIER_MODEL,
+        ] {
+            self.utf8_only(unread)?;
+        }
         if matches!(self.value(STRUCTURED_CLAIM_JSON)?, ValueRef::Null) {
             self.opt_timestamp(
                 STRUCTURED_CLAIM_GENERATED_AT,

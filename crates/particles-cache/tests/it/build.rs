@@ -38,7 +38,7 @@ fn store_of_batches(dir: &Path) -> (PathBuf, Vec<String>) {
     (path, ids)
 }
 
-fn build_error(path: &Path) -> Error {
+pub(crate) fn build_error(path: &Path) -> Error {
     let store = Store::open_read_only(path).unwrap();
     let mut cache = CandidateCache::new();
     let error = store

@@ -178,3 +178,36 @@ fn the_history_and_claim_loaders_name_the_fault_met_first() {
     );
     expect_field(read(&path, "window scope"), late, "modality_classified_at");
 }
+
+/// Columns no route reads (`born_retired`, `content_norm_hash`,
+/// `domain_hint`, `modality_classifier`, `modality_classifier_model`) are
+/// fetched by the reference all the same: text in them that is not UTF-8
+/// fails its build and its loaders, so it fails ours; a value its boolean
+/// column converts (any value) does not.
+#[test]
+fn text_in_columns_no_route_reads_is_fetched_as_utf8() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, cacheable, _) = store(dir.path());
+    let row = &cacheable[4];
+    for column in [
+        "born_retired",
+        "content_norm_hash",
+        "domain_hint",
+        "modality_classifier",
+        "modality_classifier_model",
+    ] {
+        let original = raw_strings(
+            &path,
+            &format!("SELECT quote({column}) FROM particles WHERE id = '{row}'"),
+        );
+        set(&path, row, &format!("{column} = {NOT_UTF8}"));
+        expect_field(crate::build::build_error(&path), row, column);
+        set(&path, row, &format!("{column} = {}", original[0]));
+    }
+    set(&path, row, "born_retired = 'x'");
+    let store = Store::open_read_only(&path).unwrap();
+    let mut cache = CandidateCache::new();
+    store
+        .read_snapshot(|s| cache.load(s, 0.0, None).map(|_| ()))
+        .expect("any born_retired value loads");
+}
