@@ -215,11 +215,12 @@ fn scope_rows<P: rusqlite::Params + Copy>(
 }
 
 /// One row as the reference's claim loaders read it: `None` for a row
-/// asserted after `asserted_by`, which is not even hydrated.
+/// asserted after `asserted_by`, which is not even hydrated (but fails as it
+/// is fetched).
 fn scope_row(row: &ParticleRow<'_, '_>, asserted_by: Option<i64>) -> Result<Option<ScopeRow>> {
     if let Some(limit) = asserted_by {
         if row.asserted_at_micros()? > limit {
-            return Ok(None);
+            return row.fetch_fault().map_or(Ok(None), Err);
         }
     }
     Ok(Some(ScopeRow {

@@ -166,15 +166,15 @@ fn historical(
 ) -> Result<Option<HistoricalRow>> {
     // As the reference: the assertion instant and the model are checked first,
     // and only rows that pass are hydrated (a row asserted after T may even be
-    // invalid without failing the query).
+    // invalid without failing the query, unless it fails as it is fetched).
     if let Some(limit) = asserted_by {
         if row.asserted_at_micros()? > limit {
-            return Ok(None);
+            return row.fetch_fault().map_or(Ok(None), Err);
         }
     }
     if !row.has_current_model()? {
         *skipped += 1;
-        return Ok(None);
+        return row.fetch_fault().map_or(Ok(None), Err);
     }
     let Some(text) = row.embedding_json()? else {
         return Ok(None);

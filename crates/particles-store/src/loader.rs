@@ -240,7 +240,7 @@ fn push_candidate(
     if filter == RowFilter::CurrentModelOnly && !row.has_current_model()? {
         // Skipped unread, but fetched by the reference first: a fault it
         // meets then fails the query.
-        if let Some(fault) = row.utf8_fault().or_else(|| row.datetime_fault()) {
+        if let Some(fault) = row.fetch_fault() {
             return Err(fault);
         }
         return Ok(Pushed::SkippedForModel);
@@ -652,9 +652,7 @@ pub fn load_cacheable_by_ids<'a>(
                 } else {
                     // Not cached, but fetched and loaded by the reference
                     // all the same: what fails then fails the delta.
-                    row.utf8_fault()
-                        .or_else(|| row.datetime_fault())
-                        .map_or(Ok(()), Err)
+                    row.fetch_fault().map_or(Ok(()), Err)
                 }
             },
         );

@@ -352,7 +352,6 @@ impl<'stmt, 'row> ParticleRow<'stmt, 'row> {
         )
     }
 
-    /// Whether the row's vector lives in the current embedding space.
     /// Whether a cache keeps the row, as the reference's cache decides it:
     /// ACTIVE (the stored text, no other storage class) with an embedding.
     pub(crate) fn is_cacheable(&self) -> Result<bool> {
@@ -360,6 +359,7 @@ impl<'stmt, 'row> ParticleRow<'stmt, 'row> {
             && !matches!(self.value(EMBEDDING_JSON)?, ValueRef::Null))
     }
 
+    /// Whether the row's vector lives in the current embedding space.
     pub(crate) fn has_current_model(&self) -> Result<bool> {
         Ok(self.embedding_model_id()? == EMBEDDING_MODEL_ID)
     }
@@ -415,6 +415,13 @@ impl<'stmt, 'row> ParticleRow<'stmt, 'row> {
                 .map_err(|e| self.invalid(COLUMN_NAMES[index], e)),
             _ => Ok(()),
         }
+    }
+
+    /// What the reference meets first as it fetches and loads the row, which
+    /// fails it even where the route then skips the row: [`Self::utf8_fault`],
+    /// else [`Self::datetime_fault`].
+    pub(crate) fn fetch_fault(&self) -> Option<Error> {
+        self.utf8_fault().or_else(|| self.datetime_fault())
     }
 
     /// The first DATETIME column that does not parse, in column order: the
@@ -493,6 +500,7 @@ impl<'stmt, 'row> ParticleRow<'stmt, 'row> {
         for unread in [
             BORN_RETIRED,
             CONTENT_NORM_HASH,
+            EMBEDDING_MODEL,
             DOMAIN_HINT,
             MODALITY_CLASSIFIER,
             MODALITY_CLASSIFIER_MODEL,

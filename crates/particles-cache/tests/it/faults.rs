@@ -55,7 +55,8 @@ fn load_twice(path: &Path, change: impl FnOnce()) -> Result<(), Error> {
 
 /// A retired row is not cached, but the reference's delta fetches it with
 /// the rest of its chunk: what fails while fetching fails the delta, what
-/// fails only when validating does not.
+/// fails only when validating does not. So is an ACTIVE row without an
+/// embedding.
 #[test]
 fn a_delta_meets_the_faults_of_rows_it_does_not_cache() {
     let dir = tempfile::tempdir().unwrap();
@@ -78,6 +79,17 @@ fn a_delta_meets_the_faults_of_rows_it_does_not_cache() {
             None => after.expect("a retired row's columns are not validated"),
         }
     }
+    let (path, _, _) = store(&dir.path().join("no embedding"));
+    let bare = raw_strings(
+        &path,
+        "SELECT id FROM particles WHERE status = 'ACTIVE' AND embedding_json IS NULL LIMIT 1",
+    );
+    let bare = bare.first().expect("the fixture has an ACTIVE row without a vector");
+    let after = load_twice(&path, || set(&path, bare, "valid_from = 'garbage'"));
+    expect_field(after.expect_err("a fetched row's DATETIME"), bare, "valid_from");
+    let (path, _, _) = store(&dir.path().join("no embedding, bad type"));
+    let after = load_twice(&path, || set(&path, bare, BAD_TYPE));
+    after.expect("an uncached row's columns are not validated");
 }
 
 /// Within a delta's chunk: text that is not UTF-8, then a DATETIME, in any
@@ -94,13 +106,18 @@ fn a_delta_names_the_fault_met_first_in_its_chunk() {
         (BAD_TYPE, BAD_ASSERTED_AT, true, "asserted_at"),
     ];
     for (case, (first, second, retired_second, field)) in cases.iter().enumerate() {
-        let (path, cacheable, retired) = store(&dir.path().join(case.to_string()));
-        let a = &cacheable[3];
-        let b = if *retired_second {
-            &retired[0]
-        } else {
-            &cacheable[10]
-        };
+        let (path, _, retired) = store(&dir.path().join(case.to_string()));
+        // a before b in id order, after it in rowid order: the chunk is
+        // judged in id order, as the reference iterates it.
+        let (a, later_by_id) = pair_against_rowid_order(&path);
+        let (a, b) = (
+            a.as_str(),
+            if *retired_second {
+                retired[0].as_str()
+            } else {
+                later_by_id.as_str()
+            },
+        );
         let after = load_twice(&path, || {
             set(&path, a, first);
             set(&path, b, second);
@@ -108,6 +125,29 @@ fn a_delta_names_the_fault_met_first_in_its_chunk() {
         let named = if *field == "particle_type" { a } else { b };
         expect_field(after.expect_err(field), named, field);
     }
+}
+
+/// Two cacheable ids, the first before the second in id order and after it
+/// in rowid order.
+fn pair_against_rowid_order(path: &Path) -> (String, String) {
+    let rows = raw_strings(
+        path,
+        "SELECT id || ' ' || rowid FROM particles WHERE status = 'ACTIVE' \
+         AND embedding_json IS NOT NULL ORDER BY id",
+    );
+    let rows: Vec<(String, i64)> = rows
+        .iter()
+        .map(|row| {
+            let (id, rowid) = row.split_once(' ').unwrap();
+            (id.to_owned(), rowid.parse().unwrap())
+        })
+        .collect();
+    for (i, (a, a_rowid)) in rows.iter().enumerate() {
+        if let Some((b, _)) = rows[i + 1..].iter().find(|(_, b_rowid)| b_rowid < a_rowid) {
+            return (a.clone(), b.clone());
+        }
+    }
+    panic!("the fixture's ids are in rowid order")
 }
 
 fn far_future() -> i64 {
@@ -177,6 +217,64 @@ fn the_history_and_claim_loaders_name_the_fault_met_first() {
         &format!("{DATED}, content = 'fine', modality_classified_at = 'garbage'"),
     );
     expect_field(read(&path, "window scope"), late, "modality_classified_at");
+}
+
+/// A row the as-of, window or claim loader skips (asserted after the
+/// instant, or of another model) is fetched first: a fault met then fails
+/// the read, even when no other row is bad.
+#[test]
+fn a_skipped_rows_fetch_fault_fails_the_history_and_claim_loaders() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, cacheable, _) = store(dir.path());
+    // 2050-01-01T00:00:00Z: before the row asserted in 2099 below.
+    let as_of = 2_524_608_000_000_000;
+    let later = &cacheable[7];
+    set(
+        &path,
+        later,
+        "asserted_at = '2099-01-01 00:00:00.000000', valid_from = 'garbage'",
+    );
+    let store = Store::open_read_only(&path).unwrap();
+    let error = store
+        .read_snapshot(|s| load_as_of(s, as_of, 0.0, None).map(drop))
+        .expect_err("the skipped row's DATETIME");
+    expect_field(error, later, "valid_from");
+    let error = store
+        .read_snapshot(|s| load_claims_as_of(s, as_of, 0.0, None).map(drop))
+        .map(|()| "no claim")
+        .unwrap_or("failed");
+    // The row has no claim, so the claim loader does not fetch it.
+    assert_eq!(error, "no claim");
+    set(
+        &path,
+        later,
+        "asserted_at = '2024-01-01 00:00:00.000000', valid_from = NULL",
+    );
+    let other = raw_strings(
+        &path,
+        "SELECT id FROM particles WHERE status = 'ACTIVE' AND embedding_json IS NOT NULL \
+         AND embedding_model_id != 'all-MiniLM-L6-v2' ORDER BY rowid LIMIT 1",
+    );
+    let other = other.first().expect("the fixture has a row of another model");
+    set(&path, other, &format!("{DATED}, retired_at = 'garbage'"));
+    let error = store
+        .read_snapshot(|s| load_window(s, 0.0, None).map(drop))
+        .expect_err("the skipped row's DATETIME");
+    expect_field(error, other, "retired_at");
+    set(&path, other, "valid_from = NULL, retired_at = NULL");
+    let claim = raw_strings(
+        &path,
+        "SELECT id FROM particles WHERE structured_claim_json IS NOT NULL ORDER BY id LIMIT 1",
+    );
+    set(
+        &path,
+        &claim[0],
+        "asserted_at = '2099-01-01 00:00:00.000000', retired_at = 'garbage'",
+    );
+    let error = store
+        .read_snapshot(|s| load_claims_as_of(s, as_of, 0.0, None).map(drop))
+        .expect_err("the skipped claim's DATETIME");
+    expect_field(error, &claim[0], "retired_at");
 }
 
 /// Columns no route reads (`born_retired`, `content_norm_hash`,
