@@ -84,9 +84,15 @@ fn a_delta_meets_the_faults_of_rows_it_does_not_cache() {
         &path,
         "SELECT id FROM particles WHERE status = 'ACTIVE' AND embedding_json IS NULL LIMIT 1",
     );
-    let bare = bare.first().expect("the fixture has an ACTIVE row without a vector");
+    let bare = bare
+        .first()
+        .expect("the fixture has an ACTIVE row without a vector");
     let after = load_twice(&path, || set(&path, bare, "valid_from = 'garbage'"));
-    expect_field(after.expect_err("a fetched row's DATETIME"), bare, "valid_from");
+    expect_field(
+        after.expect_err("a fetched row's DATETIME"),
+        bare,
+        "valid_from",
+    );
     let (path, _, _) = store(&dir.path().join("no embedding, bad type"));
     let after = load_twice(&path, || set(&path, bare, BAD_TYPE));
     after.expect("an uncached row's columns are not validated");
@@ -255,7 +261,9 @@ fn a_skipped_rows_fetch_fault_fails_the_history_and_claim_loaders() {
         "SELECT id FROM particles WHERE status = 'ACTIVE' AND embedding_json IS NOT NULL \
          AND embedding_model_id != 'all-MiniLM-L6-v2' ORDER BY rowid LIMIT 1",
     );
-    let other = other.first().expect("the fixture has a row of another model");
+    let other = other
+        .first()
+        .expect("the fixture has a row of another model");
     set(&path, other, &format!("{DATED}, retired_at = 'garbage'"));
     let error = store
         .read_snapshot(|s| load_window(s, 0.0, None).map(drop))
