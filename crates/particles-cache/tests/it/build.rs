@@ -224,16 +224,20 @@ fn a_build_meets_its_partitions_in_turn() {
 fn a_skipped_rows_fetch_fault_fails_the_read() {
     let dir = tempfile::tempdir().unwrap();
     let (path, _) = store_of_batches(dir.path());
-    let other = raw_strings(
-        &path,
-        "SELECT id FROM particles WHERE status = 'ACTIVE' AND embedding_json IS NOT NULL \
-         AND embedding_model_id != 'all-MiniLM-L6-v2' ORDER BY rowid LIMIT 1",
-    );
-    let other = other
-        .first()
-        .expect("the fixture has a row of another model");
+    let other = &other_model_row(&path);
     set(&path, other, BAD_ASSERTED_AT);
     expect_field(build_error(&path), other, "asserted_at");
+}
+
+/// The first cacheable row, in rowid order, of another embedding model.
+pub(crate) fn other_model_row(path: &Path) -> String {
+    raw_strings(
+        path,
+        "SELECT id FROM particles WHERE status = 'ACTIVE' AND embedding_json IS NOT NULL \
+         AND embedding_model_id != 'all-MiniLM-L6-v2' ORDER BY rowid LIMIT 1",
+    )
+    .pop()
+    .expect("the fixture has a row of another model")
 }
 
 /// Within one row the vector fails before the other columns: text that is
