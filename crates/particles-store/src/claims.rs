@@ -13,11 +13,10 @@
 //! are the final tie-breaks of every listing.
 
 use particles_model::{Particle, Timestamp};
-use rusqlite::params;
 
 use crate::{
-    error::{query_error, Result},
-    fault::{first_fault_again, is_row_fault},
+    error::Result,
+    fault::read_judged,
     row::{ParticleRow, MODEL_COLUMNS},
     Store,
 };
@@ -174,44 +173,9 @@ fn read_scope(
     subject_id: Option<&str>,
     asserted_by: Option<i64>,
 ) -> Result<Vec<ScopeRow>> {
-    let mut statement = crate::profile::sql(|| store.connection().prepare_cached(sql))
-        .map_err(query_error(name))?;
-    match subject_id {
-        None => scope_rows(name, &mut statement, params![min_confidence], asserted_by),
-        Some(subject) => scope_rows(
-            name,
-            &mut statement,
-            params![min_confidence, subject],
-            asserted_by,
-        ),
-    }
-}
-
-fn scope_rows<P: rusqlite::Params + Copy>(
-    name: &'static str,
-    statement: &mut rusqlite::CachedStatement<'_>,
-    params: P,
-    asserted_by: Option<i64>,
-) -> Result<Vec<ScopeRow>> {
-    let mut rows = statement.query(params).map_err(query_error(name))?;
-    let mut out = Vec::new();
-    while let Some(row) = crate::profile::sql(|| rows.next()).map_err(query_error(name))? {
-        match ParticleRow::new(row).and_then(|row| scope_row(&row, asserted_by)) {
-            Ok(Some(kept)) => out.push(kept),
-            Ok(None) => {}
-            Err(found) if is_row_fault(&found) => {
-                // The reference fetches the whole result first: the fault it
-                // meets first may be a later row's.
-                drop(rows);
-                let check = |row: &ParticleRow<'_, '_>, _: &mut Vec<f32>| {
-                    scope_row(row, asserted_by).map(drop)
-                };
-                return Err(first_fault_again(statement, params, check).unwrap_or(found));
-            }
-            Err(other) => return Err(other),
-        }
-    }
-    Ok(out)
+    read_judged(store, name, sql, min_confidence, subject_id, |row| {
+        scope_row(row, asserted_by)
+    })
 }
 
 /// One row as the reference's claim loaders read it: `None` for a row

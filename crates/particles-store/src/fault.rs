@@ -7,7 +7,13 @@
 //! fast paths read row by row; on the way to an error they read the rows
 //! again through [`FirstFault`], which costs nothing on a store without one.
 
-use crate::{error::Result, row::ParticleRow, Error};
+use rusqlite::params;
+
+use crate::{
+    error::{query_error, Result},
+    row::ParticleRow,
+    Error, Store,
+};
 
 /// The fault the reference meets first in rows it fetches together, given
 /// them in order: a TEXT value that is not UTF-8 in any of them (its sqlite3
@@ -88,4 +94,49 @@ pub(crate) fn first_fault_again<P: rusqlite::Params>(
         }
     }
     fault.first()
+}
+
+/// Runs a loader's statement (`?1` the confidence floor, `?2` the subject
+/// when one is given) and keeps what `read` makes of each row, in order;
+/// when a row fails, the reference's first fault in the whole result (the
+/// loaders that fetch it all before reading it: as-of, window, claims).
+pub(crate) fn read_judged<T>(
+    store: &Store,
+    name: &'static str,
+    sql: &str,
+    min_confidence: f64,
+    subject_id: Option<&str>,
+    read: impl FnMut(&ParticleRow<'_, '_>) -> Result<Option<T>>,
+) -> Result<Vec<T>> {
+    let mut statement = crate::profile::sql(|| store.connection().prepare_cached(sql))
+        .map_err(query_error(name))?;
+    match subject_id {
+        None => judged_rows(name, &mut statement, params![min_confidence], read),
+        Some(subject) => judged_rows(name, &mut statement, params![min_confidence, subject], read),
+    }
+}
+
+fn judged_rows<P: rusqlite::Params + Copy, T>(
+    name: &'static str,
+    statement: &mut rusqlite::CachedStatement<'_>,
+    params: P,
+    mut read: impl FnMut(&ParticleRow<'_, '_>) -> Result<Option<T>>,
+) -> Result<Vec<T>> {
+    let mut rows = statement.query(params).map_err(query_error(name))?;
+    let mut out = Vec::new();
+    while let Some(row) = crate::profile::sql(|| rows.next()).map_err(query_error(name))? {
+        match ParticleRow::new(row).and_then(|row| read(&row)) {
+            Ok(Some(kept)) => out.push(kept),
+            Ok(None) => {}
+            Err(found) if is_row_fault(&found) => {
+                // The reference fetches the whole result first: the fault it
+                // meets first may be a later row's.
+                drop(rows);
+                let check = |row: &ParticleRow<'_, '_>, _: &mut Vec<f32>| read(row).map(drop);
+                return Err(first_fault_again(statement, params, check).unwrap_or(found));
+            }
+            Err(other) => return Err(other),
+        }
+    }
+    Ok(out)
 }

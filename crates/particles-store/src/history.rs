@@ -5,13 +5,12 @@
 use std::collections::{HashMap, HashSet};
 
 use particles_model::{Particle, Timestamp};
-use rusqlite::params;
 
 use crate::{
     chunked::{for_each_in_chunks, SqlClock},
     embedding::decode_embedding,
     error::{query_error, Error, Result},
-    fault::{first_fault_again, is_row_fault},
+    fault::read_judged,
     policy::collect_with,
     row::{ParticleRow, PARTICLE_COLUMNS},
     Store,
@@ -115,45 +114,11 @@ fn read_historical(
     subject_id: Option<&str>,
     asserted_by: Option<i64>,
 ) -> Result<(Vec<HistoricalRow>, usize)> {
-    let mut statement = crate::profile::sql(|| store.connection().prepare_cached(sql))
-        .map_err(query_error(name))?;
-    match subject_id {
-        None => historical_rows(name, &mut statement, params![min_confidence], asserted_by),
-        Some(subject) => historical_rows(
-            name,
-            &mut statement,
-            params![min_confidence, subject],
-            asserted_by,
-        ),
-    }
-}
-
-fn historical_rows<P: rusqlite::Params + Copy>(
-    name: &'static str,
-    statement: &mut rusqlite::CachedStatement<'_>,
-    params: P,
-    asserted_by: Option<i64>,
-) -> Result<(Vec<HistoricalRow>, usize)> {
-    let mut rows = statement.query(params).map_err(query_error(name))?;
-    let mut out = Vec::new();
     let mut skipped = 0;
-    while let Some(row) = crate::profile::sql(|| rows.next()).map_err(query_error(name))? {
-        match ParticleRow::new(row).and_then(|row| historical(&row, asserted_by, &mut skipped)) {
-            Ok(Some(kept)) => out.push(kept),
-            Ok(None) => {}
-            Err(found) if is_row_fault(&found) => {
-                // The reference fetches the whole result first: the fault it
-                // meets first may be a later row's.
-                drop(rows);
-                let check = |row: &ParticleRow<'_, '_>, _: &mut Vec<f32>| {
-                    historical(row, asserted_by, &mut 0).map(drop)
-                };
-                return Err(first_fault_again(statement, params, check).unwrap_or(found));
-            }
-            Err(other) => return Err(other),
-        }
-    }
-    Ok((out, skipped))
+    let rows = read_judged(store, name, sql, min_confidence, subject_id, |row| {
+        historical(row, asserted_by, &mut skipped)
+    })?;
+    Ok((rows, skipped))
 }
 
 /// One row as the reference's as-of and window loaders read it: `None` for a
