@@ -494,8 +494,9 @@ impl<'stmt, 'row> ParticleRow<'stmt, 'row> {
         self.opt_timestamp(MODALITY_CLASSIFIED_AT, "modality_classified_at")?;
         // The reference fetches every row's text as UTF-8 and parses every
         // DATETIME; these are read below only with a structured claim, the
-        // id lossily (to name the row in any error), and the rest of these
-        // not at all (selected for this check alone).
+        // id lossily (to name the row in any error), the embedding's model
+        // only by the routes that filter on it (not the claim loaders), and
+        // the rest of these not at all (selected for this check alone).
         self.utf8_only(ID)?;
         for unread in [
             BORN_RETIRED,
