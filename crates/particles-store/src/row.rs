@@ -398,12 +398,7 @@ impl<'stmt, 'row> ParticleRow<'stmt, 'row> {
     /// before it parses a DATETIME or decodes an embedding (the loaders'
     /// `FirstFault`).
     pub(crate) fn utf8_fault(&self) -> Option<Error> {
-        (ID..COLUMN_COUNT).find_map(|index| match self.values.get(index) {
-            Ok(ValueRef::Text(bytes)) => std::str::from_utf8(bytes)
-                .err()
-                .map(|e| self.invalid(COLUMN_NAMES[index], e)),
-            _ => None,
-        })
+        (ID..COLUMN_COUNT).find_map(|index| self.utf8_only(index).err())
     }
 
     /// A TEXT value that is not UTF-8 is a fault (the reference fails as it
