@@ -9,7 +9,9 @@ use rusqlite::{Connection, OpenFlags};
 
 use crate::error::{query_error, Error, Result};
 
-/// The most of a store file SQLite maps (it maps at most the file size).
+/// The most of a store file SQLite maps (it maps at most the file size, and at
+/// most its compile-time limit, 2 GiB in the bundled build: a larger file's
+/// pages past that are read with `pread`).
 const MMAP_SIZE: i64 = 1 << 40;
 
 /// How long a reader waits on a writer's lock before giving up (the reference's
@@ -41,6 +43,9 @@ pub struct Store {
     /// was when this connection opened it: each read transaction starts on an
     /// empty page cache.
     replica: Option<crate::replica::CopyIdentity>,
+    /// SQLite's `mmap_size` outside a full scan: [`MMAP_SIZE`] on a read-only
+    /// primary, 0 on a replica and on a connection given to [`Store::from_connection`].
+    resting_map_size: i64,
 }
 
 impl Store {
@@ -73,6 +78,17 @@ impl Store {
         connection
             .pragma_update(None, "query_only", true)
             .map_err(open_error)?;
+        // Pages are read through a memory map, not copied by `pread` into the
+        // connection's 2 MB page cache: a subject-filtered question looks up each
+        // of its subject's links in two B-trees, some thousand pages that mostly
+        // miss that cache (measured at 100k: 1,300 `pread`s a question, most of
+        // the time its response took). Not on a replica: its follower rewrites
+        // pages under a change counter SQLite does not see move, and its
+        // connection drops every page it holds before each read transaction.
+        let resting_map_size = if replica.is_some() { 0 } else { MMAP_SIZE };
+        connection
+            .pragma_update(None, "mmap_size", resting_map_size)
+            .map_err(open_error)?;
         // A query runs a few dozen distinct statements (schema guard, journal
         // head, policy rows, source and premise lookups, hits by id); each is
         // prepared once per connection and reused, not parsed again per query.
@@ -89,6 +105,7 @@ impl Store {
             snapshot: Default::default(),
             snapshots_begun: Default::default(),
             replica,
+            resting_map_size,
         };
         store.require_table("particles")?;
         Ok(store)
@@ -110,6 +127,7 @@ impl Store {
             snapshot: Default::default(),
             snapshots_begun: Default::default(),
             replica: None,
+            resting_map_size: 0,
         };
         store.require_table("particles")?;
         Ok(store)
@@ -118,9 +136,10 @@ impl Store {
     /// Runs `scan` with SQLite reading pages through a memory map instead of
     /// copying each into its page cache: a full scan of a large store spends much of
     /// its SQL time in those copies (measured at 100k rows: 2.5 s -> 1.8 s for a
-    /// cache build). The map is dropped afterwards, so that a long-lived process
-    /// does not keep the whole store file resident. Reads only; SQLite keeps WAL
-    /// semantics with a map.
+    /// cache build). The map is dropped afterwards (and a read-only primary's
+    /// mapped again, empty), so that a long-lived process does not keep the
+    /// whole store file resident. Reads only; SQLite keeps WAL semantics with a
+    /// map.
     ///
     /// # Errors
     ///
@@ -133,7 +152,12 @@ impl Store {
         };
         set(MMAP_SIZE)?;
         let out = scan(self);
+        // A new size unmaps the file; the same size would keep every page the
+        // scan touched mapped.
         set(0)?;
+        if self.resting_map_size > 0 {
+            set(self.resting_map_size)?;
+        }
         out
     }
 
@@ -411,5 +435,91 @@ mod tests {
         let before = std::fs::read(&path).unwrap();
         assert!(matches!(create_store(&path), Err(Error::Open { .. })));
         assert_eq!(std::fs::read(&path).unwrap(), before);
+    }
+
+    fn map_size(store: &Store) -> i64 {
+        store
+            .connection()
+            .query_row("PRAGMA mmap_size", [], |row| row.get(0))
+            .unwrap()
+    }
+
+    /// A read-only connection reads through a memory map between scans too.
+    /// Another connection's writes, a file grown past the map and a file
+    /// shrunk under it (VACUUM) are each read whole by its next transaction,
+    /// in both journal modes the reference's stores use.
+    #[test]
+    fn a_mapped_reader_reads_each_write_and_a_shrunk_file() {
+        for journal in ["DELETE", "WAL"] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("store.db");
+            drop(create_store(&path).unwrap());
+            let writer = Connection::open(&path).unwrap();
+            writer
+                .execute_batch(&format!(
+                    "PRAGMA journal_mode = {journal}; CREATE TABLE filler (x BLOB)"
+                ))
+                .unwrap();
+            let store = Store::open_read_only(&path).unwrap();
+            assert!(map_size(&store) > 0, "{journal}: not mapped");
+            let read = |store: &Store| {
+                store
+                    .read_snapshot(|store| {
+                        store
+                            .connection()
+                            .query_row(
+                                "SELECT count(*), coalesce(sum(length(x)), 0) FROM filler",
+                                [],
+                                |row| Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?)),
+                            )
+                            .map_err(query_error("filler"))
+                    })
+                    .unwrap()
+            };
+            assert_eq!(read(&store), (0, 0));
+            let grow = |rows: i64| {
+                writer
+                    .execute(
+                        "INSERT INTO filler SELECT zeroblob(20000) FROM \
+                         (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n \
+                         WHERE i < ?1) SELECT i FROM n)",
+                        [rows],
+                    )
+                    .unwrap();
+            };
+            grow(50);
+            assert_eq!(read(&store), (50, 50 * 20000), "{journal}: a write");
+            grow(200);
+            assert_eq!(read(&store), (250, 250 * 20000), "{journal}: a grown file");
+            writer
+                .execute_batch("DELETE FROM filler WHERE rowid > 10; VACUUM")
+                .unwrap();
+            if journal == "DELETE" {
+                assert!(
+                    std::fs::metadata(&path).unwrap().len() < 1 << 20,
+                    "VACUUM shrank nothing"
+                );
+            }
+            assert_eq!(read(&store), (10, 10 * 20000), "{journal}: a shrunk file");
+            // A full scan maps the file for itself and leaves the resting map.
+            let resting = map_size(&store);
+            store.with_mapped_scan(|store| Ok(read(store))).unwrap();
+            assert_eq!(map_size(&store), resting, "{journal}: after a scan");
+        }
+    }
+
+    /// A replica's follower rewrites pages in place, and may replace the file:
+    /// its connection keeps no map outside a scan.
+    #[test]
+    fn a_replica_reads_without_a_map() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("replica.db");
+        drop(create_store(&path).unwrap());
+        std::fs::write(crate::replica::txid_file(&path), "0000000000000001\n").unwrap();
+        let store = Store::open_read_only(&path).unwrap();
+        assert!(store.is_replica());
+        assert_eq!(map_size(&store), 0);
+        store.with_mapped_scan(|_| Ok(())).unwrap();
+        assert_eq!(map_size(&store), 0, "after a scan");
     }
 }
