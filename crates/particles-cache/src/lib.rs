@@ -929,6 +929,7 @@ fn select_from(
 ) -> Result<Selection> {
     let set = &state.set;
     let mut skipped_other_model = 0;
+    let mut subject_claims = None;
     // A reused buffer: at 1M rows a fresh one is 8 MB of new pages per query.
     let mut rows = particles_candidates::scratch::Recycled::with_capacity(set.len());
     let mut keep = |row: usize| {
@@ -947,10 +948,24 @@ fn select_from(
             Some(order) => order.iter().for_each(|&row| keep(row as usize)),
         },
         Some(subject) => {
-            let mut linked: Vec<usize> = particles_store::subject_particle_ids(store, subject)?
-                .iter()
-                .filter_map(|id| state.row_of(id))
-                .collect();
+            let ids = particles_store::subject_particle_ids(store, subject)?;
+            let mut linked: Vec<usize> = Vec::with_capacity(ids.len());
+            let mut outside: Vec<&str> = Vec::new();
+            for id in &ids {
+                match state.row_of(id) {
+                    Some(row) => linked.push(row),
+                    None => outside.push(id),
+                }
+            }
+            // The coverage gap's count of the subject's ACTIVE CLAIMs, from the
+            // links in hand: every row of the set is ACTIVE in the snapshot this
+            // read sees (the ranking rests on that too), so its claim flag settles
+            // it; the store settles the rest (retired rows, ACTIVE ones without a
+            // vector). Asking the store for every link cost two B-tree descents
+            // each: a third of a question about a large subject.
+            let claims_in_set = linked.iter().filter(|&&row| set.claim(row)).count() as u64;
+            subject_claims =
+                Some(claims_in_set + particles_store::active_claims_among(store, &outside)?);
             linked.sort_unstable_by(|&a, &b| set.cmp_order_key(a, b));
             linked.dedup();
             linked.into_iter().for_each(keep);
@@ -960,5 +975,6 @@ fn select_from(
         set: Arc::clone(set),
         rows,
         skipped_other_model,
+        subject_claims,
     })
 }

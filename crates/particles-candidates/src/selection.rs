@@ -12,6 +12,10 @@ pub struct Selection {
     pub rows: Recycled<usize>,
     /// ACTIVE rows left out because their vector is of another embedding model.
     pub skipped_other_model: usize,
+    /// With a subject: the ACTIVE CLAIM particles linked to it, when the loader
+    /// counted them as it read the links (the subject coverage gap's count, which
+    /// otherwise costs the store two more B-tree descents per link).
+    pub subject_claims: Option<u64>,
 }
 
 impl Selection {
@@ -23,6 +27,7 @@ impl Selection {
             set: std::sync::Arc::new(set),
             rows,
             skipped_other_model,
+            subject_claims: None,
         }
     }
 }

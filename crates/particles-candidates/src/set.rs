@@ -279,6 +279,7 @@ impl CandidateSet {
         });
         let traits = RowTraits {
             narrative: particle.particle_type == ParticleType::Narrative,
+            claim: particle.particle_type == ParticleType::Claim,
             derived: particle.is_derived(),
             calibration_source: particle.confidence.calibration_source,
             document_meta: document_meta_flag(particle),
@@ -412,6 +413,13 @@ impl CandidateSet {
     #[inline]
     pub fn narrative(&self, row: usize) -> bool {
         self.packed_traits(row).is_narrative()
+    }
+
+    /// Whether the row is a CLAIM particle (the subject coverage gap's count
+    /// reads it for each linked row).
+    #[inline]
+    pub fn claim(&self, row: usize) -> bool {
+        self.packed_traits(row).is_claim()
     }
 
     /// Whether the row is derived (has premises), without unpacking its traits.

@@ -10,6 +10,8 @@ use crate::filters::{keys, FilterFlag};
 pub struct RowTraits {
     /// `particle_type == NARRATIVE` (its score is demoted).
     pub narrative: bool,
+    /// `particle_type == CLAIM` (a subject's coverage gap counts these).
+    pub claim: bool,
     /// The confidence is `DERIVED` from premises.
     pub derived: bool,
     /// Where the confidence value came from (the uncalibrated cap reads it).
@@ -39,7 +41,7 @@ pub struct RowTraits {
 /// Flag bits: 0 narrative, 1 derived, 2 stance, 3 has a source ref, 4-5 the
 /// document-meta verdict, 6-7 the polarity verdict (0 keep, 1 exclude, 2 raises),
 /// 8-15 the uncertainty nature, 16-23 the assertion modality and 24-27 the
-/// calibration source (indexes into their `ALL` lists); 28-31 are zero. `NONE`
+/// calibration source (indexes into their `ALL` lists), 28 claim; 29-31 are zero. `NONE`
 /// marks an absent interned string.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 #[repr(C)]
@@ -83,7 +85,8 @@ impl PackedTraits {
                 CalibrationSource::ALL
                     .iter()
                     .position(|&c| c == t.calibration_source),
-            ) << 24;
+            ) << 24
+            | u32::from(t.claim) << 28;
         let (entry, snapshot) = t.source.unwrap_or((Self::NONE, None));
         PackedTraits {
             asserted_at_micros: t.asserted_at_micros,
@@ -99,6 +102,11 @@ impl PackedTraits {
     /// The narrative flag alone.
     pub(crate) fn is_narrative(self) -> bool {
         self.flags & 1 != 0
+    }
+
+    /// The claim flag alone.
+    pub(crate) fn is_claim(self) -> bool {
+        self.flags & (1 << 28) != 0
     }
 
     /// The derived flag alone.
@@ -132,6 +140,7 @@ impl PackedTraits {
         let calibration = ((self.flags >> 24) & 0xf) as usize;
         RowTraits {
             narrative: self.flags & 1 != 0,
+            claim: self.is_claim(),
             derived: self.flags & 2 != 0,
             calibration_source: CalibrationSource::ALL
                 .get(calibration)
@@ -161,7 +170,9 @@ impl PackedTraits {
         let index_ok = |at: u32| (at as usize) < strings;
         let optional_ok = |at: u32| at == Self::NONE || index_ok(at);
         let has_source = self.flags & 8 != 0;
-        self.flags >> 28 == 0
+        self.flags >> 29 == 0
+            // A narrative is not a claim.
+            && !(self.is_narrative() && self.is_claim())
             && ((self.flags >> 24) & 0xf) < CalibrationSource::ALL.len() as u32
             && (self.flags >> 4) & 3 != 3
             && (self.flags >> 6) & 3 != 3

@@ -160,6 +160,10 @@ pub struct QueryOutcome {
     pub unknown_tags: Vec<String>,
     /// With `subject_id`: whether any particle is linked to that subject.
     pub subject_linked: Option<bool>,
+    /// With `subject_id`: its ACTIVE CLAIM particles, when the loader counted
+    /// them from the links it read (the subject coverage gap's count).
+    #[serde(skip)]
+    pub subject_claims: Option<u64>,
     /// Request fields this engine accepted and validated but does not act on yet.
     pub not_applied: Vec<&'static str>,
     /// Counts that explain the hits.
@@ -196,6 +200,7 @@ impl QueryOutcome {
             observer_scope: None,
             unknown_tags: Vec::new(),
             subject_linked: None,
+            subject_claims: None,
             not_applied: crate::not_applied(request),
             stats: QueryStats::default(),
             journal_seq: None,

@@ -19,12 +19,19 @@ const LOW_COVERAGE_THRESHOLD: u64 = 3;
 ///
 /// # Errors
 ///
+/// `counted` is the loader's count of the ACTIVE CLAIMs linked to `subject_id`
+/// taken exactly, when it made one; a prefix resolves to another id, whose count
+/// the store gives.
+///
+/// # Errors
+///
 /// [`Error::AmbiguousSubject`] for a prefix several subject ids share (the
 /// reference's `ValueError`, a 500 from its server); [`Error::Store`] when the
 /// store cannot be read.
 pub(crate) fn subject_coverage_gaps(
     store: &Store,
     subject_id: Option<&str>,
+    counted: Option<u64>,
     retrieved: usize,
 ) -> Result<Vec<SubjectCoverageGap>> {
     let Some(reference) = subject_id else {
@@ -54,7 +61,10 @@ pub(crate) fn subject_coverage_gaps(
             })
         }
     };
-    let count = particles_store::active_claim_count(store, &subject.id)?;
+    let count = match counted {
+        Some(count) if subject.id == reference => count,
+        _ => particles_store::active_claim_count(store, &subject.id)?,
+    };
     let name = subject.canonical_name;
     let gap = |kind, detail| SubjectCoverageGap {
         subject_id: Some(subject.id.clone()),

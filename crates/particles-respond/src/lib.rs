@@ -168,8 +168,12 @@ pub fn semantic_response(
         .map(|hit| hit.source.published_at)
         .collect();
     out.coverage_gaps = particles_store::coverage_gap_entries(store)?;
-    out.subject_coverage_gaps =
-        gaps::subject_coverage_gaps(store, request.subject_id.as_deref(), hits.len())?;
+    out.subject_coverage_gaps = gaps::subject_coverage_gaps(
+        store,
+        request.subject_id.as_deref(),
+        outcome.subject_claims,
+        hits.len(),
+    )?;
     out.narrative_constituents = narrative::narrative_constituents(store, &hits)?;
     if request.include_agreement {
         let (distributions, any) =

@@ -161,6 +161,26 @@ pub fn active_claim_count(store: &Store, subject_id: &str) -> Result<u64> {
     Ok(counts.first().copied().unwrap_or(0).max(0) as u64)
 }
 
+/// How many of `ids` (distinct) are ACTIVE CLAIM particles: the part of
+/// [`active_claim_count`] a caller that already holds a subject's links cannot
+/// settle from its own rows.
+///
+/// # Errors
+///
+/// [`crate::Error::Query`] when SQLite fails.
+pub fn active_claims_among(store: &Store, ids: &[&str]) -> Result<u64> {
+    let counts = chunked(
+        store,
+        "subject claim count",
+        "SELECT count(*) FROM particles WHERE id IN ({ids}) \
+         AND status = 'ACTIVE' AND particle_type = 'CLAIM'",
+        &[],
+        ids,
+        |row| row.get::<_, i64>(0),
+    )?;
+    Ok(counts.into_iter().map(|n| n.max(0) as u64).sum())
+}
+
 /// Every particle in the `INCONSISTENCY` status (the open conflict records), in
 /// rowid order, fully hydrated.
 ///

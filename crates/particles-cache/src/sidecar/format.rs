@@ -47,8 +47,10 @@ const KIND: &[u8; 6] = b"PRSCAR";
 /// integrity check (the `checks` section), which every scan verifies as it reads
 /// the vectors and norms; version 4 adds the half-precision copy and its radii
 /// (`half.vectors`, `half.radius`), written when the writer's set has one, so a
-/// long-lived process serves them from the map instead of a private copy.
-pub(crate) const VERSION: u32 = 4;
+/// long-lived process serves them from the map instead of a private copy; version
+/// 5 adds each row's claim flag to its traits (bit 28), which the subject coverage
+/// gap's count reads, so a version 4 file, whose bit 28 is always clear, is rebuilt.
+pub(crate) const VERSION: u32 = 5;
 
 /// Written in the writer's byte order; read back swapped on a machine of the other.
 const BYTE_ORDER_MARKER: u32 = 0x0102_0304;
@@ -599,7 +601,7 @@ mod tests {
         // `PackedTraits` is written as it lies in memory: a change to it changes
         // the file's layout and must bump `VERSION` (then update this size).
         assert_eq!(std::mem::size_of::<PackedTraits>(), 32);
-        assert_eq!(VERSION, 4);
+        assert_eq!(VERSION, 5);
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! writes, every loader returns the same candidates and every ranking built on them
 //! is the same. The loaders: the uncached ACTIVE loader, the cache (fresh, kept warm
 //! across the writes so it refreshes by delta, and rebuilt after a clear), and the
-//! subject path against the full set filtered by the subject's links.
+//! subject path against the full set filtered by the subject's links, and its count
+//! of the subject's ACTIVE CLAIMs against the store's.
 //!
 //! `PROPTEST_CASES` sets the number of cases (32 by default here; `cargo xtask
 //! equivalence` raises it). Failures shrink and are persisted under
@@ -50,6 +51,13 @@ enum Op {
     Reactivate {
         target: usize,
     },
+    Retype {
+        target: usize,
+        particle_type: &'static str,
+    },
+    DropVector {
+        target: usize,
+    },
 }
 
 /// Confidences from a small set, so ties (broken by rowid) are common.
@@ -68,6 +76,9 @@ fn op() -> impl Strategy<Value = Op> {
         1 => any::<usize>().prop_map(|target| Op::OtherModel { target }),
         1 => (any::<usize>(), 0usize..3).prop_map(|(target, subject)| Op::Link { target, subject }),
         1 => any::<usize>().prop_map(|target| Op::Reactivate { target }),
+        1 => (any::<usize>(), prop::sample::select(vec!["CLAIM", "NARRATIVE", "REVIEW", "ANNOTATION"]))
+            .prop_map(|(target, particle_type)| Op::Retype { target, particle_type }),
+        1 => any::<usize>().prop_map(|target| Op::DropVector { target }),
     ]
 }
 
@@ -147,6 +158,14 @@ fn apply(writer: &mut Writer, store: &Store, ops: &[Op], subjects: &[String], se
                 "UPDATE particles SET status = 'ACTIVE', status_reason = NULL WHERE id = '{}' AND status != 'ACTIVE'",
                 pick(*target)
             )),
+            Op::Retype { target, particle_type } => raw(format!(
+                "UPDATE particles SET particle_type = '{particle_type}' WHERE id = '{}'",
+                pick(*target)
+            )),
+            // An ACTIVE row without a vector: no candidate, yet a subject's claim.
+            Op::DropVector { target } => {
+                raw(format!("UPDATE particles SET embedding_json = NULL WHERE id = '{}'", pick(*target)))
+            }
         }
     }
 }
@@ -295,6 +314,14 @@ proptest! {
                         .collect();
                     prop_assert_eq!(by_subject, filtered, "subject path for {}", subject);
                 }
+                // The cache counts the subject's ACTIVE CLAIMs from the links it read
+                // (the set's claim flags, the store for the rest): the store's count.
+                let counted = warm.load(&store, 0.5, Some(subject)).unwrap().selection.subject_claims;
+                prop_assert_eq!(
+                    counted,
+                    Some(particles_store::active_claim_count(&store, subject).unwrap()),
+                    "ACTIVE CLAIMs linked to {}", subject
+                );
             }
         }
     }
