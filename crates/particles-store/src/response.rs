@@ -161,6 +161,13 @@ pub fn active_claim_count(store: &Store, subject_id: &str) -> Result<u64> {
     Ok(counts.first().copied().unwrap_or(0).max(0) as u64)
 }
 
+/// The `+` keeps `status` and `particle_type` from choosing an index: without
+/// statistics, SQLite otherwise drives a list of a few hundred ids from
+/// `ix_particles_status` and reads every ACTIVE row (77 ms a question at 100k
+/// against 2 ms, measured).
+const ACTIVE_CLAIMS_AMONG: &str = "SELECT count(*) FROM particles WHERE id IN ({ids}) \
+     AND +status = 'ACTIVE' AND +particle_type = 'CLAIM'";
+
 /// How many of `ids` (distinct) are ACTIVE CLAIM particles: the part of
 /// [`active_claim_count`] a caller that already holds a subject's links cannot
 /// settle from its own rows.
@@ -172,8 +179,7 @@ pub fn active_claims_among(store: &Store, ids: &[&str]) -> Result<u64> {
     let counts = chunked(
         store,
         "subject claim count",
-        "SELECT count(*) FROM particles WHERE id IN ({ids}) \
-         AND status = 'ACTIVE' AND particle_type = 'CLAIM'",
+        ACTIVE_CLAIMS_AMONG,
         &[],
         ids,
         |row| row.get::<_, i64>(0),
@@ -407,6 +413,20 @@ pub(crate) mod tests {
                 "SEARCH particles USING INDEX sqlite_autoindex_particles_1 (id=?)"
             ]
         );
+    }
+
+    #[test]
+    fn claims_among_ids_are_looked_up_by_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_with(dir.path(), "");
+        for n in [1, ID_CHUNK] {
+            let sql = ACTIVE_CLAIMS_AMONG.replace("{ids}", &placeholders(n));
+            assert_eq!(
+                plan(&store, &sql),
+                ["SEARCH particles USING INDEX sqlite_autoindex_particles_1 (id=?)"],
+                "{n} ids"
+            );
+        }
     }
 
     fn snapshot(id: &str, entry: &str, status: &str) -> String {
