@@ -12,9 +12,11 @@ pub struct Selection {
     pub rows: Recycled<usize>,
     /// ACTIVE rows left out because their vector is of another embedding model.
     pub skipped_other_model: usize,
-    /// With a subject: the ACTIVE CLAIM particles linked to it, when the loader
+    /// With a subject: the ACTIVE CLAIM particles linked to exactly that
+    /// subject id in the snapshot the selection was read in, when the loader
     /// counted them as it read the links (the subject coverage gap's count, which
-    /// otherwise costs the store two more B-tree descents per link).
+    /// otherwise costs the store two more B-tree descents per link). `None`
+    /// when it did not count; never a count for another id or state.
     pub subject_claims: Option<u64>,
 }
 

@@ -5,7 +5,8 @@ use particles_model::{AssertionModality, CalibrationSource, UncertaintyNature};
 
 use crate::filters::{keys, FilterFlag};
 
-/// The fixed-size part of a candidate that filters and scoring read.
+/// The fixed-size part of a candidate that filters and scoring read (and the
+/// subject coverage gap's count, the claim flag).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RowTraits {
     /// `particle_type == NARRATIVE` (its score is demoted).

@@ -17,8 +17,6 @@ const LOW_COVERAGE_THRESHOLD: u64 = 3;
 /// The subject resolves as the reference's `get_subject` does (exact id, else a
 /// unique id prefix), unlike the candidate loader, which matches exactly.
 ///
-/// # Errors
-///
 /// `counted` is the loader's count of the ACTIVE CLAIMs linked to `subject_id`
 /// taken exactly, when it made one; a prefix resolves to another id, whose count
 /// the store gives.

@@ -22,7 +22,9 @@ use crate::{
 /// ACTIVE loaders (and any cache of them) that order is `(confidence_value,
 /// rowid)`, also for a subject; the as-of and window loaders keep the reference's
 /// subject-link order (`particle_subjects.rowid`) when a subject is given.
-/// Equal scores keep this order, so it is the ranking's tie-break.
+/// Equal scores keep this order, so it is the ranking's tie-break. A loader
+/// that fills [`Selection::subject_claims`] counts for exactly the `subject_id`
+/// it was given, in the same snapshot.
 pub trait CandidateLoader {
     /// Selects the candidates of one query.
     ///

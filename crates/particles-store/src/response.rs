@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use particles_model::Particle;
 
 use crate::{
-    chunked::{placeholders, ID_CHUNK},
+    chunked::{for_each_in_chunks, placeholders, SqlClock, ID_CHUNK},
     error::{query_error, Result},
     policy::collect_with,
     row::{ParticleRow, MODEL_COLUMNS},
@@ -165,7 +165,7 @@ pub fn active_claim_count(store: &Store, subject_id: &str) -> Result<u64> {
 /// statistics, SQLite otherwise drives a list of a few hundred ids from
 /// `ix_particles_status` and reads every ACTIVE row (77 ms a question at 100k
 /// against 2 ms, measured).
-const ACTIVE_CLAIMS_AMONG: &str = "SELECT count(*) FROM particles WHERE id IN ({ids}) \
+const ACTIVE_CLAIMS_AMONG: &str = "SELECT id FROM particles WHERE id IN ({ids}) \
      AND +status = 'ACTIVE' AND +particle_type = 'CLAIM'";
 
 /// How many of `ids` (distinct) are ACTIVE CLAIM particles: the part of
@@ -176,15 +176,25 @@ const ACTIVE_CLAIMS_AMONG: &str = "SELECT count(*) FROM particles WHERE id IN ({
 ///
 /// [`crate::Error::Query`] when SQLite fails.
 pub fn active_claims_among(store: &Store, ids: &[&str]) -> Result<u64> {
-    let counts = chunked(
+    // Padded lists (a few statement texts, each prepared once), so the ids
+    // come back and are counted once each rather than trusting `count(*)`
+    // over a list that repeats its last id.
+    let mut found: Vec<String> = Vec::new();
+    let name = "subject claim count";
+    for_each_in_chunks(
         store,
-        "subject claim count",
-        ACTIVE_CLAIMS_AMONG,
-        &[],
+        name,
         ids,
-        |row| row.get::<_, i64>(0),
+        |list| ACTIVE_CLAIMS_AMONG.replace("{ids}", list),
+        SqlClock::Untimed,
+        |row| {
+            found.push(row.get(0).map_err(query_error(name))?);
+            Ok(())
+        },
     )?;
-    Ok(counts.into_iter().map(|n| n.max(0) as u64).sum())
+    found.sort_unstable();
+    found.dedup();
+    Ok(found.len() as u64)
 }
 
 /// Every particle in the `INCONSISTENCY` status (the open conflict records), in

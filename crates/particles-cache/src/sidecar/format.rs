@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! 0     file kind "PRSCAR"
-//! 6     format version, two ASCII digits: "04"
+//! 6     format version, two ASCII digits: "05"
 //! 8     byte-order marker: the u32 0x01020304 in the writer's byte order
 //! 12    zero (u32)
 //! 16    header length (u64)

@@ -11,7 +11,7 @@
 
 use std::collections::HashSet;
 
-use particles_cache::{CandidateCache, SidecarConfig, SidecarWrite};
+use particles_cache::{CandidateCache, Route, SidecarConfig, SidecarWrite};
 use particles_candidates::Selection;
 use particles_model::{QueryRequest, Timestamp};
 use particles_query::{run_query_with, QueryInput};
@@ -303,6 +303,14 @@ proptest! {
                     );
                 }
             }
+            // A set opened from the sidecar the last one-shot left: its claim flags
+            // come from the file.
+            let mut from_file = CandidateCache::with_sidecar(SidecarConfig {
+                path: dir.path().join("coins-a.sidecar"),
+                write: SidecarWrite::Never,
+            });
+            from_file.load(&store, 0.0, None).unwrap();
+            prop_assert_eq!(from_file.last_route(), Some(Route::Sidecar));
             // The subject path equals the full set filtered by the subject's links.
             for subject in &subjects {
                 let linked: HashSet<String> = particles_store::subject_particle_ids(&store, subject).unwrap().into_iter().collect();
@@ -316,12 +324,11 @@ proptest! {
                 }
                 // The cache counts the subject's ACTIVE CLAIMs from the links it read
                 // (the set's claim flags, the store for the rest): the store's count.
-                let counted = warm.load(&store, 0.5, Some(subject)).unwrap().selection.subject_claims;
-                prop_assert_eq!(
-                    counted,
-                    Some(particles_store::active_claim_count(&store, subject).unwrap()),
-                    "ACTIVE CLAIMs linked to {}", subject
-                );
+                let expected = Some(particles_store::active_claim_count(&store, subject).unwrap());
+                for (what, cache) in [("warm", &mut warm), ("from the sidecar", &mut from_file)] {
+                    let counted = cache.load(&store, 0.5, Some(subject)).unwrap().selection.subject_claims;
+                    prop_assert_eq!(counted, expected, "ACTIVE CLAIMs linked to {} ({})", subject, what);
+                }
             }
         }
     }

@@ -8,7 +8,7 @@ use particles_model::{Envelope, QueryRequest, Timestamp};
 use particles_query::{run_query, QueryInput};
 use particles_store::Store;
 
-fn fixture() -> PathBuf {
+pub(crate) fn fixture() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/stores/coins-b.db")
 }
 

@@ -4,6 +4,7 @@ mod concurrency;
 mod follow;
 mod replica;
 mod structural;
+mod subjects;
 
 use std::path::Path;
 
