@@ -44,7 +44,9 @@ use std::{
     sync::Arc,
 };
 
-use particles_candidates::{column::Column, CandidateSet, HalfOrigin, Replaced, Selection};
+use particles_candidates::{
+    column::Column, CandidateSet, HalfOrigin, Replaced, Selection, SubjectClaims,
+};
 use particles_store::{CandidateLoader, JournalHead, Result, Store};
 
 pub use shared::{SharedCache, SharedLoader};
@@ -950,9 +952,9 @@ fn select_from(
         Some(subject) => {
             let ids = particles_store::subject_particle_ids(store, subject)?;
             let mut linked: Vec<usize> = Vec::with_capacity(ids.len());
-            let mut outside: Vec<&str> = Vec::new();
-            for id in &ids {
-                match state.row_of(id) {
+            let mut outside: Vec<String> = Vec::new();
+            for id in ids {
+                match state.row_of(&id) {
                     Some(row) => linked.push(row),
                     None => outside.push(id),
                 }
@@ -960,12 +962,14 @@ fn select_from(
             // The coverage gap's count of the subject's ACTIVE CLAIMs, from the
             // links in hand: every row of the set is ACTIVE in the snapshot this
             // read sees (the ranking rests on that too), so its claim flag settles
-            // it; the store settles the rest (retired rows, ACTIVE ones without a
-            // vector). Asking the store for every link cost two B-tree descents
-            // each: a third of a question about a large subject.
-            let claims_in_set = linked.iter().filter(|&&row| set.claim(row)).count() as u64;
-            subject_claims =
-                Some(claims_in_set + particles_store::active_claims_among(store, &outside)?);
+            // it. The links outside the set go with the selection, for the store
+            // to settle only if the gap is built (`SubjectClaims`). Asking the
+            // store for every link cost two B-tree descents each: a third of a
+            // question about a large subject.
+            subject_claims = Some(SubjectClaims {
+                in_set: linked.iter().filter(|&&row| set.claim(row)).count() as u64,
+                outside,
+            });
             linked.sort_unstable_by(|&a, &b| set.cmp_order_key(a, b));
             linked.dedup();
             linked.into_iter().for_each(keep);

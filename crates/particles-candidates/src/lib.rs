@@ -49,7 +49,7 @@ pub use crate::{
         half_dot_kernel, half_dot_portable, interval_ends, round_down_f32, round_up_f32, HalfDot,
         HalfOrigin, HalfView, StoredHalf,
     },
-    selection::Selection,
+    selection::{Selection, SubjectClaims},
     set::{
         row_check, CandidateColumns, CandidateSet, ColumnSlices, ColumnsError, Extended, Replaced,
         RowColumns, SourceIndex,

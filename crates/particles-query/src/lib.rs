@@ -550,7 +550,7 @@ pub(crate) fn finish(
         observer_scope: gathered.observer.clone(),
         unknown_tags: Vec::new(),
         subject_linked: None,
-        subject_claims: selection.subject_claims,
+        subject_claims: selection.subject_claims.clone(),
         not_applied: not_applied(request),
         stats,
         journal_seq,

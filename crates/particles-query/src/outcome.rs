@@ -160,10 +160,11 @@ pub struct QueryOutcome {
     pub unknown_tags: Vec<String>,
     /// With `subject_id`: whether any particle is linked to that subject.
     pub subject_linked: Option<bool>,
-    /// With `subject_id`: its ACTIVE CLAIM particles, when the loader counted
-    /// them from the links it read (the subject coverage gap's count).
+    /// With `subject_id`: its ACTIVE CLAIM particles as the loader left them
+    /// (counted in the set, the rest to settle in this snapshot), for the
+    /// subject coverage gap.
     #[serde(skip)]
-    pub subject_claims: Option<u64>,
+    pub subject_claims: Option<particles_candidates::SubjectClaims>,
     /// Request fields this engine accepted and validated but does not act on yet.
     pub not_applied: Vec<&'static str>,
     /// Counts that explain the hits.

@@ -2,6 +2,7 @@
 //! store knows about the subject a request named. The corpus-level gaps are one
 //! store read (`particles_store::coverage_gap_entries`).
 
+use particles_candidates::SubjectClaims;
 use particles_model::response::{CoverageGapKind, SubjectCoverageGap};
 use particles_store::{Store, SubjectMatch};
 
@@ -18,8 +19,8 @@ const LOW_COVERAGE_THRESHOLD: u64 = 3;
 /// unique id prefix), unlike the candidate loader, which matches exactly.
 ///
 /// `counted` is the loader's count of the ACTIVE CLAIMs linked to `subject_id`
-/// taken exactly, when it made one; a prefix resolves to another id, whose count
-/// the store gives.
+/// taken exactly, when it made one, settled here in `store` (the ranking's
+/// snapshot); a prefix resolves to another id, whose count the store gives.
 ///
 /// # Errors
 ///
@@ -29,7 +30,7 @@ const LOW_COVERAGE_THRESHOLD: u64 = 3;
 pub(crate) fn subject_coverage_gaps(
     store: &Store,
     subject_id: Option<&str>,
-    counted: Option<u64>,
+    counted: Option<&SubjectClaims>,
     retrieved: usize,
 ) -> Result<Vec<SubjectCoverageGap>> {
     let Some(reference) = subject_id else {
@@ -60,7 +61,9 @@ pub(crate) fn subject_coverage_gaps(
         }
     };
     let count = match counted {
-        Some(count) if subject.id == reference => count,
+        Some(counted) if subject.id == reference => {
+            particles_store::settle_subject_claims(store, counted)?
+        }
         _ => particles_store::active_claim_count(store, &subject.id)?,
     };
     let name = subject.canonical_name;

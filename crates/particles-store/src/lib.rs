@@ -111,8 +111,8 @@ pub use crate::{
         stored_provenance, widened_ids, EntryCurrency, StoredRef, WideningTarget,
     },
     response::{
-        active_claim_count, active_claims_among, adopted_lens_names, coverage_gap_entries,
-        entry_source_facts, find_subject, incoming_relations, inconsistency_records,
-        operator_pinned_ids, outgoing_relations, SubjectMatch, SubjectRecord,
+        active_claim_count, adopted_lens_names, coverage_gap_entries, entry_source_facts,
+        find_subject, incoming_relations, inconsistency_records, operator_pinned_ids,
+        outgoing_relations, settle_subject_claims, SubjectMatch, SubjectRecord,
     },
 };

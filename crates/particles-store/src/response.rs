@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use particles_candidates::SubjectClaims;
 use particles_model::Particle;
 
 use crate::{
@@ -168,14 +169,21 @@ pub fn active_claim_count(store: &Store, subject_id: &str) -> Result<u64> {
 const ACTIVE_CLAIMS_AMONG: &str = "SELECT id FROM particles WHERE id IN ({ids}) \
      AND +status = 'ACTIVE' AND +particle_type = 'CLAIM'";
 
-/// How many of `ids` (distinct) are ACTIVE CLAIM particles: the part of
-/// [`active_claim_count`] a caller that already holds a subject's links cannot
-/// settle from its own rows.
+/// A subject's [`active_claim_count`] from a loader's half count: the claims
+/// it counted among its own rows, and how many of the linked ids it left
+/// outside are ACTIVE CLAIM particles in `store`'s snapshot (which must be the
+/// one the loader read).
 ///
 /// # Errors
 ///
 /// [`crate::Error::Query`] when SQLite fails.
-pub fn active_claims_among(store: &Store, ids: &[&str]) -> Result<u64> {
+pub fn settle_subject_claims(store: &Store, counted: &SubjectClaims) -> Result<u64> {
+    let outside: Vec<&str> = counted.outside.iter().map(String::as_str).collect();
+    Ok(counted.in_set + active_claims_among(store, &outside)?)
+}
+
+/// How many of `ids` (distinct) are ACTIVE CLAIM particles.
+fn active_claims_among(store: &Store, ids: &[&str]) -> Result<u64> {
     // Padded lists (a few statement texts, each prepared once), so the ids
     // come back and are counted once each rather than trusting `count(*)`
     // over a list that repeats its last id.

@@ -323,11 +323,22 @@ proptest! {
                     prop_assert_eq!(by_subject, filtered, "subject path for {}", subject);
                 }
                 // The cache counts the subject's ACTIVE CLAIMs from the links it read
-                // (the set's claim flags, the store for the rest): the store's count.
+                // (the set's claim flags) and hands on the links outside the set
+                // (each once, links, none that it ranks) for the store to settle:
+                // together, the store's count.
                 let expected = Some(particles_store::active_claim_count(&store, subject).unwrap());
                 for (what, cache) in [("warm", &mut warm), ("from the sidecar", &mut from_file)] {
+                    let ranked: HashSet<String> =
+                        selected_ids(&cache.load(&store, 0.0, Some(subject)).unwrap().selection).into_iter().collect();
                     let counted = cache.load(&store, 0.5, Some(subject)).unwrap().selection.subject_claims;
-                    prop_assert_eq!(counted, expected, "ACTIVE CLAIMs linked to {} ({})", subject, what);
+                    if let Some(counted) = &counted {
+                        let outside: HashSet<String> = counted.outside.iter().cloned().collect();
+                        prop_assert_eq!(outside.len(), counted.outside.len(), "outside ids repeat ({})", what);
+                        prop_assert!(outside.is_subset(&linked), "an id outside that is not a link ({})", what);
+                        prop_assert!(outside.is_disjoint(&ranked), "a ranked row left outside ({})", what);
+                    }
+                    let settled = counted.map(|counted| particles_store::settle_subject_claims(&store, &counted).unwrap());
+                    prop_assert_eq!(settled, expected, "ACTIVE CLAIMs linked to {} ({})", subject, what);
                 }
             }
         }

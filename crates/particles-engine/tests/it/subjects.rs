@@ -1,7 +1,8 @@
 //! A subject question's coverage gap through the engine (its cache counts the
-//! subject's ACTIVE CLAIMs from the links it reads): the count the gap reports
-//! is the store's, for an exact subject id and for a prefix, which the gap
-//! resolves and the ranking does not.
+//! subject's ACTIVE CLAIMs among the links of its set, and the response looks
+//! up the links outside it): the count the gap reports is the store's, for an
+//! exact subject id and for a prefix, which the gap resolves and the ranking
+//! does not.
 
 use particles_model::{response::CoverageGapKind, Envelope, QueryRequest, Timestamp};
 use particles_store::Store;
@@ -16,8 +17,10 @@ fn the_gap_counts_what_the_store_counts() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("coins-b.db");
     std::fs::copy(fixture(), &path).unwrap();
-    // Leave the subject two ACTIVE CLAIMs among its links: the rest narratives
-    // (rows of the set that are no claims) and retracted rows (links outside it).
+    // Leave the subject two ACTIVE CLAIMs among its links, one of them without a
+    // vector (a link outside the set that counts); the rest narratives (rows of
+    // the set that are no claims) and retracted rows (links outside it that do
+    // not count).
     let connection = rusqlite::Connection::open(&path).unwrap();
     let linked: Vec<String> = connection
         .prepare(
@@ -36,8 +39,10 @@ fn the_gap_counts_what_the_store_counts() {
         "the fixture's subject has {} claims",
         linked.len()
     );
-    for (at, id) in linked.iter().enumerate().skip(2) {
-        let change = if at % 2 == 0 {
+    for (at, id) in linked.iter().enumerate().skip(1) {
+        let change = if at == 1 {
+            "UPDATE particles SET embedding_json = NULL WHERE id = ?1"
+        } else if at % 2 == 0 {
             "UPDATE particles SET particle_type = 'NARRATIVE' WHERE id = ?1"
         } else {
             "UPDATE particles SET status = 'RETRACTED' WHERE id = ?1"
