@@ -390,18 +390,22 @@ pub fn subject_is_known(store: &Store, subject_id: &str) -> Result<bool> {
 }
 
 /// The ids of the particles (any status) linked to a subject, in id order.
+/// A loader's statement (a cache's subject selection): its time counts as the
+/// loader's SQL time ([`crate::LoadCounters::sql_seconds`]), not as decoding.
 ///
 /// # Errors
 ///
 /// [`Error::Query`] when SQLite fails.
 pub fn subject_particle_ids(store: &Store, subject_id: &str) -> Result<Vec<String>> {
-    collect_with(
-        store,
-        "subject links",
-        "SELECT particle_id FROM particle_subjects WHERE subject_id = ?1 ORDER BY particle_id",
-        [subject_id],
-        |row| row.get(0),
-    )
+    crate::profile::sql(|| {
+        collect_with(
+            store,
+            "subject links",
+            "SELECT particle_id FROM particle_subjects WHERE subject_id = ?1 ORDER BY particle_id",
+            [subject_id],
+            |row| row.get(0),
+        )
+    })
 }
 
 /// The reference's tag expansion: each requested tag with its whole subtree across
