@@ -317,13 +317,13 @@ pub(crate) fn remove_abandoned(dir: &Path) -> usize {
     for entry in entries.flatten() {
         let name = entry.file_name();
         let name = name.as_encoded_bytes();
-        if !name.starts_with(UNLOCKED_TEMP_PREFIX.as_bytes())
-            || !entry.file_type().is_ok_and(|kind| kind.is_file())
-        {
+        if !name.starts_with(UNLOCKED_TEMP_PREFIX.as_bytes()) {
             continue;
         }
         let path = entry.path();
-        let Ok(file) = File::open(&path) else {
+        // What was opened is what is judged: the name's entry may have been
+        // replaced since the directory was read.
+        let Ok(file) = open_swept(&path) else {
             continue;
         };
         let Ok(meta) = file.metadata() else {
@@ -350,6 +350,23 @@ pub(crate) fn remove_abandoned(dir: &Path) -> usize {
         }
     }
     removed
+}
+
+/// Opens a file the sweep may remove, to test its lock, without following a
+/// link and without waiting: an open of a FIFO for reading waits for a
+/// writer, so a FIFO under a temporary file's name (or put in one's place
+/// after the directory was read) would hang the write that sweeps, the
+/// server's write-behind or a one-shot query's exit. The caller checks that
+/// what it opened is a regular file.
+fn open_swept(path: &Path) -> std::io::Result<File> {
+    let mut options = File::options();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(
+        &mut options,
+        libc::O_NONBLOCK | libc::O_NOFOLLOW,
+    );
+    options.open(path)
 }
 
 /// Writes `set` (exact at `head`) and its id index to `path`, atomically. With
@@ -690,6 +707,43 @@ mod tests {
         assert_eq!(super::remove_abandoned(dir.path()), 1);
         assert!(!writing.exists());
         assert_eq!(super::remove_abandoned(dir.path()), 0);
+    }
+
+    /// A FIFO or a link under a temporary file's name is left alone, and the
+    /// sweep does not wait on the FIFO (opened for reading, it would wait for
+    /// a writer) before it removes the abandoned file beside them.
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_or_a_link_named_as_a_temporary_file_is_passed_over() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        let named = |name: &str| dir.path().join(format!("{}{name}", super::TEMP_PREFIX));
+        let fifo = named("fifo");
+        let path = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+        // SAFETY: `path` is a NUL-terminated string that outlives the call.
+        assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o644) }, 0);
+        let target = dir.path().join("not a temporary file");
+        std::fs::write(&target, b"a user's file").unwrap();
+        let link = named("link");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let abandoned = named("abandoned");
+        std::fs::write(&abandoned, b"half a sidecar").unwrap();
+
+        let (done, swept) = std::sync::mpsc::channel();
+        let swept_dir = dir.path().to_owned();
+        std::thread::spawn(move || done.send(super::remove_abandoned(&swept_dir)));
+        let removed = swept
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("the sweep waited on the FIFO");
+        assert_eq!(removed, 1);
+        assert!(!abandoned.exists());
+        for kept in [&fifo, &link, &target] {
+            assert!(
+                std::fs::symlink_metadata(kept).is_ok(),
+                "{} was removed",
+                kept.display()
+            );
+        }
     }
 
     /// A paced file takes a slice a step at a time, flushing between steps,
