@@ -2,9 +2,16 @@
 //! subject's ACTIVE CLAIMs among the links of its set, and the response looks
 //! up the links outside it): the count the gap reports is the store's, for an
 //! exact subject id and for a prefix, which the gap resolves and the ranking
-//! does not.
+//! does not; and where the subject has enough claims among the set's rows, no
+//! gap without looking up the rest.
 
-use particles_model::{response::CoverageGapKind, Envelope, QueryRequest, Timestamp};
+use std::path::Path;
+
+use particles_engine::Engine;
+use particles_model::{
+    response::{CoverageGapKind, SubjectCoverageGap},
+    Envelope, QueryRequest, Timestamp,
+};
 use particles_store::Store;
 
 use crate::concurrency::{fixture, vector};
@@ -12,15 +19,12 @@ use crate::concurrency::{fixture, vector};
 /// The fixture's most linked subject.
 const SUBJECT: &str = "67c6b462-59bb-4436-802b-4b4c5fbf2e16";
 
-#[test]
-fn the_gap_counts_what_the_store_counts() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("coins-b.db");
+/// A copy of the fixture in `dir` whose subject's ACTIVE CLAIMs (in id order)
+/// are changed by `change`: the statement for the claim at each position, if
+/// any (`?1` is its id).
+fn subject_store(dir: &Path, change: impl Fn(usize) -> Option<&'static str>) -> std::path::PathBuf {
+    let path = dir.join("coins-b.db");
     std::fs::copy(fixture(), &path).unwrap();
-    // Leave the subject two ACTIVE CLAIMs among its links, one of them without a
-    // vector (a link outside the set that counts); the rest narratives (rows of
-    // the set that are no claims) and retracted rows (links outside it that do
-    // not count).
     let connection = rusqlite::Connection::open(&path).unwrap();
     let linked: Vec<String> = connection
         .prepare(
@@ -39,56 +43,106 @@ fn the_gap_counts_what_the_store_counts() {
         "the fixture's subject has {} claims",
         linked.len()
     );
-    for (at, id) in linked.iter().enumerate().skip(1) {
-        let change = if at == 1 {
-            "UPDATE particles SET embedding_json = NULL WHERE id = ?1"
-        } else if at % 2 == 0 {
-            "UPDATE particles SET particle_type = 'NARRATIVE' WHERE id = ?1"
-        } else {
-            "UPDATE particles SET status = 'RETRACTED' WHERE id = ?1"
-        };
-        connection.execute(change, [id]).unwrap();
+    for (at, id) in linked.iter().enumerate() {
+        if let Some(statement) = change(at) {
+            connection.execute(statement, [id]).unwrap();
+        }
     }
-    drop(connection);
+    path
+}
 
+const TO_NARRATIVE: &str = "UPDATE particles SET particle_type = 'NARRATIVE' WHERE id = ?1";
+const RETRACT: &str = "UPDATE particles SET status = 'RETRACTED' WHERE id = ?1";
+const DROP_VECTOR: &str = "UPDATE particles SET embedding_json = NULL WHERE id = ?1";
+
+/// The subject gaps `engine` reports for a question about `subject`, asked
+/// after an unfiltered one, so that the cache serves it.
+fn ask(engine: &Engine, subject: &str) -> (usize, Vec<SubjectCoverageGap>) {
+    let now = Timestamp::parse("2026-06-01T00:00:00Z").unwrap();
+    let request = QueryRequest {
+        subject_id: Some(subject.to_owned()),
+        ..QueryRequest::question("q")
+    }
+    .validate(now)
+    .unwrap();
+    let envelope = Envelope {
+        vector: Some(vector(7)),
+        now: Some(now),
+        ..Envelope::default()
+    };
+    let unfiltered = QueryRequest::question("q").validate(now).unwrap();
+    engine.query(&unfiltered, &envelope).unwrap();
+    let answer = engine.query(&request, &envelope).unwrap();
+    (answer.particles.len(), answer.subject_coverage_gaps)
+}
+
+#[test]
+fn the_gap_counts_what_the_store_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    // Leave the subject two ACTIVE CLAIMs among its links, one of them without a
+    // vector (a link outside the set that counts); the rest narratives (rows of
+    // the set that are no claims) and retracted rows (links outside it that do
+    // not count).
+    let path = subject_store(dir.path(), |at| match at {
+        0 => None,
+        1 => Some(DROP_VECTOR),
+        at if at % 2 == 0 => Some(TO_NARRATIVE),
+        _ => Some(RETRACT),
+    });
     let engine = crate::engine_over(&path);
     let store = Store::open_read_only(&path).unwrap();
     let stored = particles_store::active_claim_count(&store, SUBJECT).unwrap();
     assert_eq!(stored, 2);
-    let now = Timestamp::parse("2026-06-01T00:00:00Z").unwrap();
-    let ask = |subject: &str| {
-        let request = QueryRequest {
-            subject_id: Some(subject.to_owned()),
-            ..QueryRequest::question("q")
-        }
-        .validate(now)
-        .unwrap();
-        let envelope = Envelope {
-            vector: Some(vector(7)),
-            now: Some(now),
-            ..Envelope::default()
-        };
-        // An unfiltered question first, so the subject's is served by the cache.
-        let unfiltered = QueryRequest::question("q").validate(now).unwrap();
-        engine.query(&unfiltered, &envelope).unwrap();
-        engine.query(&request, &envelope).unwrap()
-    };
 
     // The exact id: ranked among its links, and counted from them.
-    let exact = ask(SUBJECT);
-    assert!(!exact.particles.is_empty());
-    let gaps = &exact.subject_coverage_gaps;
+    let (hits, gaps) = ask(&engine, SUBJECT);
+    assert!(hits > 0);
     assert_eq!(gaps.len(), 1, "{gaps:?}");
     assert_eq!(gaps[0].kind, CoverageGapKind::SubjectHasLowCoverage);
     assert_eq!(gaps[0].particle_count, stored);
 
     // A prefix: the ranking matches ids exactly, so it finds no link and counts
     // none; the gap resolves the prefix to the subject and reports its count.
-    let prefix = ask(&SUBJECT[..8]);
-    assert!(prefix.particles.is_empty());
-    let gaps = &prefix.subject_coverage_gaps;
+    let (hits, gaps) = ask(&engine, &SUBJECT[..8]);
+    assert_eq!(hits, 0);
     assert_eq!(gaps.len(), 1, "{gaps:?}");
     assert_eq!(gaps[0].subject_id.as_deref(), Some(SUBJECT));
     assert_eq!(gaps[0].kind, CoverageGapKind::SubjectHasLowCoverage);
     assert_eq!(gaps[0].particle_count, stored);
+}
+
+/// At the low-coverage threshold (three claims) there is no gap, whether all
+/// three are rows of the set (the links outside it are then not looked up)
+/// or one is a link outside it (they are); two claims in the set and no more
+/// are a gap.
+#[test]
+fn three_claims_are_enough_in_the_set_or_outside_it() {
+    let cases: [(&str, Option<&'static str>, Option<u64>); 3] = [
+        ("three in the set", None, None),
+        ("two in the set, one outside", Some(DROP_VECTOR), None),
+        ("two in the set", Some(RETRACT), Some(2)),
+    ];
+    for (what, third, gap) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let path = subject_store(dir.path(), |at| match at {
+            0 | 1 => None,
+            2 => third,
+            _ => Some(RETRACT),
+        });
+        let engine = crate::engine_over(&path);
+        let (hits, gaps) = ask(&engine, SUBJECT);
+        assert!(hits > 0, "{what}");
+        let counts: Vec<Option<u64>> = gaps
+            .iter()
+            .map(|gap| {
+                assert_eq!(gap.kind, CoverageGapKind::SubjectHasLowCoverage, "{what}");
+                Some(gap.particle_count)
+            })
+            .collect();
+        assert_eq!(
+            counts,
+            gap.into_iter().map(Some).collect::<Vec<_>>(),
+            "{what}"
+        );
+    }
 }
