@@ -20,7 +20,8 @@ const LOW_COVERAGE_THRESHOLD: u64 = 3;
 ///
 /// `counted` is the loader's count of the ACTIVE CLAIMs linked to `subject_id`
 /// taken exactly, when it made one, settled here in `store` (the ranking's
-/// snapshot); a prefix resolves to another id, whose count the store gives.
+/// snapshot), unless a hit and three claims among the set's rows already rule
+/// the gap out; a prefix resolves to another id, whose count the store gives.
 ///
 /// # Errors
 ///

@@ -24,8 +24,8 @@ use crate::{
 /// subject-link order (`particle_subjects.rowid`) when a subject is given.
 /// Equal scores keep this order, so it is the ranking's tie-break. A loader
 /// that fills [`Selection::subject_claims`] counts for exactly the `subject_id`
-/// it was given, in the same snapshot, and leaves out of `outside` no linked id
-/// it did not count.
+/// it was given, in the same snapshot: `outside` holds exactly the linked ids
+/// it did not count in `in_set`, each once.
 pub trait CandidateLoader {
     /// Selects the candidates of one query.
     ///

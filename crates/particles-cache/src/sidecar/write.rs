@@ -317,12 +317,18 @@ pub(crate) fn remove_abandoned(dir: &Path) -> usize {
     for entry in entries.flatten() {
         let name = entry.file_name();
         let name = name.as_encoded_bytes();
-        if !name.starts_with(UNLOCKED_TEMP_PREFIX.as_bytes()) {
+        // Only a regular file is opened: a device's open can act (a tape
+        // rewinds), and elsewhere than Unix an open follows a link.
+        if !name.starts_with(UNLOCKED_TEMP_PREFIX.as_bytes())
+            || !entry.file_type().is_ok_and(|kind| kind.is_file())
+        {
             continue;
         }
         let path = entry.path();
-        // What was opened is what is judged: the name's entry may have been
-        // replaced since the directory was read.
+        // The entry may be replaced between the directory read and the open:
+        // the open neither waits nor follows, and what it opened is checked
+        // again. (The removal below takes whatever the name holds by then,
+        // as it always has.)
         let Ok(file) = open_swept(&path) else {
             continue;
         };
@@ -364,7 +370,7 @@ fn open_swept(path: &Path) -> std::io::Result<File> {
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::custom_flags(
         &mut options,
-        libc::O_NONBLOCK | libc::O_NOFOLLOW,
+        libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_NOCTTY,
     );
     options.open(path)
 }
@@ -711,7 +717,10 @@ mod tests {
 
     /// A FIFO or a link under a temporary file's name is left alone, and the
     /// sweep does not wait on the FIFO (opened for reading, it would wait for
-    /// a writer) before it removes the abandoned file beside them.
+    /// a writer) before it removes the abandoned file beside them. The sweep
+    /// passes both over before it opens anything; a FIFO or link that takes a
+    /// file's place after that check is met by the open's flags, which the
+    /// test checks on the open itself (the race cannot be staged).
     #[cfg(unix)]
     #[test]
     fn a_fifo_or_a_link_named_as_a_temporary_file_is_passed_over() {
@@ -731,13 +740,23 @@ mod tests {
         let abandoned = named("abandoned");
         std::fs::write(&abandoned, b"half a sidecar").unwrap();
 
-        let (done, swept) = std::sync::mpsc::channel();
-        let swept_dir = dir.path().to_owned();
-        std::thread::spawn(move || done.send(super::remove_abandoned(&swept_dir)));
-        let removed = swept
+        let (done, opened) = std::sync::mpsc::channel();
+        let fifo_opened = fifo.clone();
+        std::thread::spawn(move || {
+            done.send(
+                super::open_swept(&fifo_opened).map(|file| file.metadata().unwrap().is_file()),
+            )
+        });
+        let opened = opened
             .recv_timeout(std::time::Duration::from_secs(30))
-            .expect("the sweep waited on the FIFO");
-        assert_eq!(removed, 1);
+            .expect("the open waited on the FIFO");
+        assert!(matches!(opened, Ok(false)), "{opened:?}");
+        assert!(
+            super::open_swept(&link).is_err(),
+            "the open followed the link"
+        );
+
+        assert_eq!(super::remove_abandoned(dir.path()), 1);
         assert!(!abandoned.exists());
         for kept in [&fifo, &link, &target] {
             assert!(

@@ -58,9 +58,19 @@ const DROP_VECTOR: &str = "UPDATE particles SET embedding_json = NULL WHERE id =
 /// The subject gaps `engine` reports for a question about `subject`, asked
 /// after an unfiltered one, so that the cache serves it.
 fn ask(engine: &Engine, subject: &str) -> (usize, Vec<SubjectCoverageGap>) {
+    ask_above(engine, subject, 0.0)
+}
+
+/// [`ask`] with a `min_confidence`.
+fn ask_above(
+    engine: &Engine,
+    subject: &str,
+    min_confidence: f64,
+) -> (usize, Vec<SubjectCoverageGap>) {
     let now = Timestamp::parse("2026-06-01T00:00:00Z").unwrap();
     let request = QueryRequest {
         subject_id: Some(subject.to_owned()),
+        min_confidence,
         ..QueryRequest::question("q")
     }
     .validate(now)
@@ -145,4 +155,22 @@ fn three_claims_are_enough_in_the_set_or_outside_it() {
             "{what}"
         );
     }
+}
+
+/// Without a hit, three claims in the set are a low-coverage gap all the same,
+/// with the whole count: the links outside the set are looked up.
+#[test]
+fn no_hit_is_a_gap_whatever_the_set_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = subject_store(dir.path(), |at| match at {
+        0..=2 => None,
+        3 => Some(DROP_VECTOR),
+        _ => Some(RETRACT),
+    });
+    let engine = crate::engine_over(&path);
+    let (hits, gaps) = ask_above(&engine, SUBJECT, 1.0);
+    assert_eq!(hits, 0);
+    assert_eq!(gaps.len(), 1, "{gaps:?}");
+    assert_eq!(gaps[0].kind, CoverageGapKind::SubjectHasLowCoverage);
+    assert_eq!(gaps[0].particle_count, 4);
 }
