@@ -966,10 +966,10 @@ fn select_from(
             // to settle only if the gap is built (`SubjectClaims`). Asking the
             // store for every link cost two B-tree descents each: a third of a
             // question about a large subject.
-            subject_claims = Some(SubjectClaims {
+            subject_claims = Some(Arc::new(SubjectClaims {
                 in_set: linked.iter().filter(|&&row| set.claim(row)).count() as u64,
                 outside,
-            });
+            }));
             linked.sort_unstable_by(|&a, &b| set.cmp_order_key(a, b));
             linked.dedup();
             linked.into_iter().for_each(keep);

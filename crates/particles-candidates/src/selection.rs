@@ -15,8 +15,9 @@ pub struct Selection {
     /// With a subject: its ACTIVE CLAIM particles as far as the loader could
     /// count them from the links it read, for exactly that subject id in the
     /// snapshot the selection was read in. `None` when it did not count; never
-    /// a count for another id or state.
-    pub subject_claims: Option<SubjectClaims>,
+    /// a count for another id or state. Shared: every question of a batch
+    /// about the subject hands it on to its outcome.
+    pub subject_claims: Option<std::sync::Arc<SubjectClaims>>,
 }
 
 /// A subject's ACTIVE CLAIM count (the subject coverage gap's), half settled

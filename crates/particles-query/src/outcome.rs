@@ -164,7 +164,7 @@ pub struct QueryOutcome {
     /// (counted in the set, the rest to settle in this snapshot), for the
     /// subject coverage gap.
     #[serde(skip)]
-    pub subject_claims: Option<particles_candidates::SubjectClaims>,
+    pub subject_claims: Option<std::sync::Arc<particles_candidates::SubjectClaims>>,
     /// Request fields this engine accepted and validated but does not act on yet.
     pub not_applied: Vec<&'static str>,
     /// Counts that explain the hits.

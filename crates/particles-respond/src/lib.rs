@@ -171,7 +171,7 @@ pub fn semantic_response(
     out.subject_coverage_gaps = gaps::subject_coverage_gaps(
         store,
         request.subject_id.as_deref(),
-        outcome.subject_claims.as_ref(),
+        outcome.subject_claims.as_deref(),
         hits.len(),
     )?;
     out.narrative_constituents = narrative::narrative_constituents(store, &hits)?;
